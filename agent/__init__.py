@@ -1,0 +1,1 @@
+"""Tactic generation, best-first proof search, the lifelong loop and the ``leanagent`` CLI."""

@@ -1,0 +1,2 @@
+"""The dynamic database (SQLAlchemy), theorem difficulty, repository ordering and
+lifelong-learning metrics."""

@@ -1,0 +1,47 @@
+"""The project's exception root and the faults shared by every layer of the prover.
+
+Expected outcomes (a tactic error, a proof found, a timeout of one tactic) are returned
+values, never exceptions. Exceptions are for faults: bad input the user can fix, a missing
+tool, a backend process that died. Each layer adds its own leaves under this root, in the
+module that raises them::
+
+    LeanAgentError
+     ├── UserInputError (ValueError)     bad input a user can fix: repo list, paths, options
+     │    └── RepoSpecError              a repository spec or repos file line that is malformed
+     ├── LeanNotFoundError (RuntimeError) no Lean toolchain where one is needed
+     └── BackendError (RuntimeError)     an external process or library failed
+          └── (backend-specific leaves: REPL crash, REPL protocol error, ...)
+
+The CLI catches ``LeanAgentError`` and prints its message: so messages are one clear
+sentence with context (repo, file, theorem, stderr tail), never a bare "failed".
+"""
+
+from __future__ import annotations
+
+
+class LeanAgentError(Exception):
+    """Root of every exception this project raises on purpose."""
+
+
+class UserInputError(LeanAgentError, ValueError):
+    """Input the user can fix: a bad path, a malformed file, an unknown option value."""
+
+
+class RepoSpecError(UserInputError):
+    """A repository spec (or a line of a repos file) that cannot be used."""
+
+
+class LeanNotFoundError(LeanAgentError, RuntimeError):
+    """A Lean toolchain is needed and none was found."""
+
+    INSTALL_HINT = (
+        "install it with elan (https://github.com/leanprover/elan): "
+        "curl https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh -sSf | sh"
+    )
+
+    def __init__(self, what: str = "lean") -> None:
+        super().__init__(f"No Lean toolchain found ({what} is not on PATH); {self.INSTALL_HINT}")
+
+
+class BackendError(LeanAgentError, RuntimeError):
+    """An external process or library failed in a way that is not a proof outcome."""

@@ -1,0 +1,117 @@
+"""The one interface between proof search and Lean, whatever the backend.
+
+A :class:`ProofBackend` opens a theorem and hands back a :class:`ProofSession`; the
+session's :attr:`~ProofSession.initial_state` is the theorem's goal, and
+:meth:`~ProofSession.run_tactic` maps a (state, tactic) pair to one of four outcomes:
+
+* :class:`TacticState` -- the tactic ran; these goals remain;
+* :class:`ProofFinished` -- no goals remain;
+* :class:`LeanError` -- Lean rejected the tactic (the message says why);
+* :class:`TacticTimeout` -- the tactic did not finish within the time limit.
+
+These are values, not exceptions: search treats them all as ordinary results. Faults of the
+infrastructure (a backend process that crashed and could not be restarted, a protocol
+desync) raise :class:`~lean_env.errors.BackendError`.
+
+A timeout is never a failure to prove and never "this tactic is wrong": it only says we
+do not know.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from lean_env.records import Theorem
+
+_WHITESPACE_RE = re.compile(r"\s+")
+
+
+def normalize_goals(pp: str) -> str:
+    """Lean's pretty-printed goals with every run of whitespace folded to one space.
+
+    States from different backends (and line-width settings) then compare equal exactly
+    when they show the same goals.
+    """
+    return _WHITESPACE_RE.sub(" ", pp).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class TacticState:
+    """Open goals after some tactics; equal when the normalised goals are equal.
+
+    ``handle`` is the backend's own reference to this state (a REPL ``proofState`` id, a
+    LeanDojo state id, the tactic prefix of a file check); it does not take part in equality,
+    so search merges states that different tactic paths reach.
+    """
+
+    pp: str = field(compare=False)
+    handle: object = field(default=None, compare=False)
+    key: str = field(init=False, repr=False)  # what equality and hashing use
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", normalize_goals(self.pp))
+
+    @property
+    def num_goals(self) -> int:
+        """How many goals the state shows (Lean separates goals by blank lines)."""
+        return len([g for g in re.split(r"\n\s*\n", self.pp.strip()) if g.strip()])
+
+
+@dataclass(frozen=True, slots=True)
+class ProofFinished:
+    """No goals remain. ``message`` carries any non-error output Lean printed."""
+
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LeanError:
+    """Lean rejected the tactic; ``message`` is Lean's error text."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TacticTimeout:
+    """The tactic ran past the time limit. Not a failure: we simply do not know."""
+
+    seconds: float
+
+
+TacticResult = TacticState | ProofFinished | LeanError | TacticTimeout
+
+
+@runtime_checkable
+class ProofSession(Protocol):
+    """An open theorem in one backend. Use as a context manager; ``close()`` is idempotent."""
+
+    @property
+    def initial_state(self) -> TacticState: ...
+
+    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> ProofSession: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class ProofBackend(Protocol):
+    """Something that can open theorems of a repository checked out at ``repo_dir``."""
+
+    name: str
+
+    def open(self, repo_dir: Path, theorem: Theorem) -> ProofSession: ...
+
+    def close(self) -> None: ...

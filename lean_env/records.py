@@ -1,0 +1,212 @@
+"""The plain data records every layer speaks: positions, repositories, files, premises,
+theorems and traced tactics.
+
+They are defined once, here at the bottom of the dependency chain
+(``agent -> retrieval -> curriculum -> lean_env``), and carry no behaviour beyond cheap
+derived properties. Both ingestion paths (LeanDojo tracing and Lean-free source
+extraction) produce them, the database stores them, and the retriever and prover read them.
+
+Conventions:
+
+* Positions follow LeanDojo: ``line`` and ``column`` are both 1-based. Backends whose wire
+  format is 0-based (the Lean REPL's columns) convert at their edge.
+* File paths are POSIX strings relative to the repository root (``Mathlib/Logic/Basic.lean``),
+  never absolute, so that two checkouts of one repository produce equal records.
+* Names are fully qualified Lean names (``Nat.add_comm``), with namespaces resolved.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Position:
+    """A point in a Lean source file; both coordinates are 1-based, as in LeanDojo."""
+
+    line: int
+    column: int
+
+    def __post_init__(self) -> None:
+        if self.line < 1 or self.column < 1:
+            raise ValueError(f"positions are 1-based, got line={self.line} column={self.column}")
+
+    def as_list(self) -> list[int]:
+        """The ``[line, column]`` pair used by the LeanDojo Benchmark 4 JSON files."""
+        return [self.line, self.column]
+
+
+# A commit is a hex SHA (abbreviated or full), a tag or a branch name; we only reject what
+# git itself would reject as a ref name in a repo list line.
+_REF_RE = re.compile(r"^[A-Za-z0-9._/\-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSpec:
+    """Where a Lean repository comes from: a git URL or a local path, at an optional commit.
+
+    ``commit`` is ``None`` for "whatever is checked out" (local path) or "the default
+    branch head" (URL); ingestion resolves it to a concrete SHA before storing anything.
+    """
+
+    location: str
+    commit: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.location:
+            raise ValueError("a repository spec needs a URL or a path")
+        if self.commit is not None and not _REF_RE.match(self.commit):
+            raise ValueError(f"not a valid commit or ref: {self.commit!r}")
+
+    @property
+    def is_remote(self) -> bool:
+        """True for URLs (``https://``, ``git@``, ``ssh://``, ``file://``), False for paths."""
+        return self.location.startswith(("https://", "http://", "git@", "ssh://", "file://"))
+
+    @property
+    def name(self) -> str:
+        """A short human name: the last path component without ``.git``."""
+        tail = self.location.rstrip("/").rsplit("/", 1)[-1]
+        return tail.removesuffix(".git") or self.location
+
+    def __str__(self) -> str:
+        return self.location if self.commit is None else f"{self.location}@{self.commit}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeanFile:
+    """One ``.lean`` file of a repository and the modules it imports."""
+
+    path: str
+    imports: tuple[str, ...] = ()
+
+    @property
+    def module(self) -> str:
+        """The Lean module name of this file (``Mathlib/Logic/Basic.lean`` -> ``Mathlib.Logic.Basic``)."""
+        return self.path.removesuffix(".lean").replace("/", ".")
+
+
+class DeclKind(enum.StrEnum):
+    """The kind of a Lean declaration, as written in the source."""
+
+    THEOREM = "theorem"
+    LEMMA = "lemma"
+    DEF = "def"
+    ABBREV = "abbrev"
+    INSTANCE = "instance"
+    STRUCTURE = "structure"
+    INDUCTIVE = "inductive"
+    CLASS = "class"
+    AXIOM = "axiom"
+    OPAQUE = "opaque"
+    EXAMPLE = "example"
+    # LeanDojo's traced premises do not always say what they are.
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Premise:
+    """A declaration that a proof may use: its full name, source code and where it lives."""
+
+    full_name: str
+    path: str
+    start: Position
+    end: Position
+    kind: DeclKind = DeclKind.UNKNOWN
+    code: str = ""
+
+
+class TheoremStatus(enum.StrEnum):
+    """Where a theorem stands."""
+
+    # The repository proves it (no `sorry` in its proof).
+    PROVEN = "proven"
+    # Its proof is, or contains, `sorry`: a target for the prover.
+    SORRY = "sorry"
+    # Was `sorry` in the repository; our search found a proof that Lean checked.
+    PROVED_BY_US = "proved_by_us"
+
+
+@dataclass(frozen=True, slots=True)
+class TracedTactic:
+    """One top-level tactic step of a proof.
+
+    ``state_before``/``state_after`` are Lean's pretty-printed goals; they are ``None`` when
+    the step comes from source extraction, which sees text but not goals. ``premises`` are
+    the full names of the premises the step uses.
+    """
+
+    tactic: str
+    state_before: str | None = None
+    state_after: str | None = None
+    premises: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Theorem:
+    """A theorem (or lemma) of a repository, with its proof as written.
+
+    ``proof`` is the text after ``:=`` (including ``by``), or ``None`` when the source gives
+    none that could be read. ``tactics`` holds the top-level steps of a ``by`` proof and is
+    empty for term-mode proofs. ``premises`` are the full names the whole proof uses.
+    ``sorries`` are the positions of every ``sorry`` inside the proof.
+    """
+
+    full_name: str
+    path: str
+    start: Position
+    end: Position
+    statement: str
+    proof: str | None
+    status: TheoremStatus
+    tactics: tuple[TracedTactic, ...] = ()
+    premises: tuple[str, ...] = ()
+    sorries: tuple[Position, ...] = field(default=())
+
+    @property
+    def is_tactic_proof(self) -> bool:
+        return bool(self.tactics)
+
+    @property
+    def num_steps(self) -> int:
+        """S in the curriculum's difficulty e^S: the number of top-level tactic steps.
+
+        A term-mode proof counts as one step; a theorem without a proof has zero steps
+        (the curriculum treats `sorry` theorems separately, as "hard, no proof").
+        """
+        if self.status is TheoremStatus.SORRY or self.proof is None:
+            return 0
+        return max(1, len(self.tactics))
+
+
+@dataclass(frozen=True, slots=True)
+class ParseProblem:
+    """Something an ingestion step could not read; recorded so that it goes on."""
+
+    path: str
+    line: int
+    reason: str
+
+
+class IngestBackend(enum.StrEnum):
+    """How a repository was turned into records."""
+
+    DOJO = "dojo"  # LeanDojo tracing: real goals and premises from Lean.
+    SOURCE = "source"  # Lean-free source extraction: text, layout and name resolution.
+    BENCHMARK = "benchmark"  # Read from a LeanDojo Benchmark 4 directory.
+
+
+@dataclass(frozen=True, slots=True)
+class RepoTrace:
+    """Everything ingestion learned about one repository at one commit."""
+
+    spec: RepoSpec
+    commit: str
+    backend: IngestBackend
+    lean_version: str | None
+    files: tuple[LeanFile, ...]
+    premises: tuple[Premise, ...]
+    theorems: tuple[Theorem, ...]
+    problems: tuple[ParseProblem, ...] = ()

@@ -1,0 +1,2 @@
+"""Premise retrieval: encoder, index, accessible-premise filter, progressive training and
+recall metrics."""

@@ -1,0 +1,53 @@
+"""Test-wide settings: single-threaded BLAS, markers that skip without their tool, paths."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+# On 2 busy cores multi-threaded BLAS is many times slower; set before torch is imported.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Never reach for a model hub from tests.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES_DIR = REPO_ROOT / "examples"
+# ../shared sits beside the checkout on development machines and in CI, not in a user's clone.
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+POSTGRES_URL_ENV = "LEANAGENT_TEST_POSTGRES_URL"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reasons = {
+        "lean": None if shutil.which("lean") else "no Lean toolchain on PATH (install elan)",
+        "dojo": None
+        if importlib.util.find_spec("lean_dojo")
+        else "lean-dojo is not installed (pip install 'leanagent[dojo]')",
+        "postgres": None
+        if os.environ.get(POSTGRES_URL_ENV)
+        else f"no PostgreSQL server ({POSTGRES_URL_ENV} is not set)",
+    }
+    for item in items:
+        for marker, reason in reasons.items():
+            if reason and marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def examples_dir() -> Path:
+    return EXAMPLES_DIR
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"{SHARED_DIR} is absent (only development machines and CI have ../shared)")
+    return SHARED_DIR

@@ -1,0 +1,68 @@
+"""The shared records and the proof-environment result types."""
+
+import pytest
+
+from lean_env.proof_env import TacticState, normalize_goals
+from lean_env.records import LeanFile, Position, RepoSpec, Theorem, TheoremStatus, TracedTactic
+
+
+def _theorem(proof: str | None, status: TheoremStatus, steps: int) -> Theorem:
+    return Theorem(
+        full_name="Foo.bar",
+        path="Foo.lean",
+        start=Position(1, 1),
+        end=Position(3, 10),
+        statement="theorem bar : True",
+        proof=proof,
+        status=status,
+        tactics=tuple(TracedTactic(f"t{i}") for i in range(steps)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("proof", "status", "steps", "expected"),
+    [
+        pytest.param("by\n  simp\n  rfl", TheoremStatus.PROVEN, 2, 2, id="tactic-two-steps"),
+        pytest.param("trivial", TheoremStatus.PROVEN, 0, 1, id="term-mode-counts-one"),
+        pytest.param("by sorry", TheoremStatus.SORRY, 1, 0, id="sorry-has-no-steps"),
+        pytest.param(None, TheoremStatus.PROVEN, 0, 0, id="no-proof-text"),
+    ],
+)
+def test_num_steps(proof, status, steps, expected):
+    assert _theorem(proof, status, steps).num_steps == expected
+
+
+def test_position_is_one_based_and_ordered():
+    assert Position(2, 1) > Position(1, 80)
+    with pytest.raises(ValueError, match="1-based"):
+        Position(0, 1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "remote", "name"),
+    [
+        (RepoSpec("https://github.com/a/b.git", "abc123"), True, "b"),
+        (RepoSpec("/home/me/proj/"), False, "proj"),
+        (RepoSpec("git@github.com:a/c.git"), True, "c"),
+    ],
+)
+def test_repo_spec(spec, remote, name):
+    assert spec.is_remote is remote
+    assert spec.name == name
+
+
+def test_repo_spec_rejects_bad_commit():
+    with pytest.raises(ValueError, match="commit"):
+        RepoSpec("x", "bad commit")
+
+
+def test_lean_file_module_name():
+    assert LeanFile("Mathlib/Logic/Basic.lean").module == "Mathlib.Logic.Basic"
+
+
+def test_states_compare_by_normalised_goals_not_handle():
+    a = TacticState("x : Nat\n⊢  x = x", handle=1)
+    b = TacticState("x : Nat ⊢ x = x", handle=7)
+    assert a == b and hash(a) == hash(b)
+    assert normalize_goals(" a \n\n b ") == "a b"
+    assert TacticState("⊢ p\n\n⊢ q").num_goals == 2

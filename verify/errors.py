@@ -1,0 +1,32 @@
+"""The verifier's exceptions. ``verify`` stands alone, so it has its own root.
+
+::
+
+    VerifyError
+     ├── VerifyInputError (ValueError)     a malformed model spec, bad query options
+     │    └── (spec errors name the offending field)
+     ├── SolverError (RuntimeError)        the solver is missing, crashed, or answered oddly
+     └── WitnessMismatchError (AssertionError)  a SAT witness the interpreter does not
+                                           confirm: an internal error, never a silent answer
+
+An ``unknown`` from the solver (timeout, incompleteness) is a result value, not an error,
+and is never turned into "unsat".
+"""
+
+from __future__ import annotations
+
+
+class VerifyError(Exception):
+    """Root of every exception the verifier raises on purpose."""
+
+
+class VerifyInputError(VerifyError, ValueError):
+    """Input the user can fix: a malformed model file, an unknown solver, bad options."""
+
+
+class SolverError(VerifyError, RuntimeError):
+    """The SMT solver is unavailable or failed."""
+
+
+class WitnessMismatchError(VerifyError, AssertionError):
+    """The solver's witness does not replay through the reference interpreter."""
