@@ -1,0 +1,49 @@
+"""Finding the Lean toolchain: ``lean``, ``lake`` and the Lean REPL on PATH.
+
+Lean is an external program; we never fake it. Every caller that needs one goes through
+:func:`require_tool`, which fails with one sentence on how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from lean_env.errors import LeanNotFoundError
+
+# elan installs its proxies here; look there too when PATH was not updated.
+_ELAN_BIN = Path(os.environ.get("ELAN_HOME", Path.home() / ".elan")) / "bin"
+
+
+def find_tool(name: str) -> Path | None:
+    """The executable ``name`` (``lean``, ``lake``, ``repl``) on PATH or in elan's bin, else None."""
+    found = shutil.which(name) or shutil.which(name, path=str(_ELAN_BIN))
+    return Path(found) if found else None
+
+
+def require_tool(name: str) -> Path:
+    """Like :func:`find_tool`, but a missing tool raises :class:`LeanNotFoundError`."""
+    path = find_tool(name)
+    if path is None:
+        raise LeanNotFoundError(name)
+    return path
+
+
+def tool_version(path: Path, *, timeout: float = 30.0) -> str | None:
+    """The first line ``path --version`` prints, or None if it cannot be run."""
+    try:
+        done = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if done.returncode == 0 and lines else None
+
+
+def read_toolchain(project_dir: Path) -> str | None:
+    """The ``lean-toolchain`` pin of a Lake project (``leanprover/lean4:v4.20.0``), if any."""
+    pin = project_dir / "lean-toolchain"
+    return pin.read_text(encoding="utf-8").strip() or None if pin.is_file() else None
