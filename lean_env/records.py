@@ -9,7 +9,9 @@ extraction) produce them, the database stores them, and the retriever and prover
 Conventions:
 
 * Positions follow LeanDojo: ``line`` and ``column`` are both 1-based. Backends whose wire
-  format is 0-based (the Lean REPL's columns) convert at their edge.
+  format is 0-based (the Lean REPL's columns) convert at their edge. A span ``start``..``end``
+  is half-open, as Lean's syntax ranges: ``end`` is the position just after the last
+  character.
 * File paths are POSIX strings relative to the repository root (``Mathlib/Logic/Basic.lean``),
   never absolute, so that two checkouts of one repository produce equal records.
 * Names are fully qualified Lean names (``Nat.add_comm``), with namespaces resolved.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -151,7 +153,9 @@ class Theorem:
     ``proof`` is the text after ``:=`` (including ``by``), or ``None`` when the source gives
     none that could be read. ``tactics`` holds the top-level steps of a ``by`` proof and is
     empty for term-mode proofs. ``premises`` are the full names the whole proof uses.
-    ``sorries`` are the positions of every ``sorry`` inside the proof.
+    ``sorries`` are the positions of every ``sorry`` inside the proof. ``proof_start`` is
+    where the proof text begins (just after ``:=``), when the source was read; the proof
+    spans ``proof_start``..``end``, which is what writing a found proof back replaces.
     """
 
     full_name: str
@@ -163,7 +167,8 @@ class Theorem:
     status: TheoremStatus
     tactics: tuple[TracedTactic, ...] = ()
     premises: tuple[str, ...] = ()
-    sorries: tuple[Position, ...] = field(default=())
+    sorries: tuple[Position, ...] = ()
+    proof_start: Position | None = None
 
     @property
     def is_tactic_proof(self) -> bool:
