@@ -5,7 +5,8 @@ never a traceback (``-v`` adds the traceback for bug reports):
 
 * 0 -- the command did what was asked (an UNSAT answer or an unproved theorem is a result);
 * 1 -- the work failed for a reason outside the user's input (a backend crashed);
-* 2 -- bad input: usage errors, a malformed repo list, a missing file, an unknown solver;
+* 2 -- bad input: usage errors, a malformed repo list, a missing file, an unknown solver,
+  or a Lean toolchain that is needed and not installed;
 * 130 -- interrupted; finished work is already stored and a re-run resumes.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.settings import DATA_DIR_ENV, DB_URL_ENV, Settings
-from lean_env.errors import LeanAgentError, UserInputError
+from lean_env.errors import LeanAgentError, LeanNotFoundError, UserInputError
 from verify.errors import VerifyError, VerifyInputError
 
 # One module per command family; each has ``register(subparsers)``. Modules import their
@@ -81,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("leanagent: interrupted; finished work is saved, re-run to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (UserInputError, VerifyInputError) as e:
+    except (UserInputError, LeanNotFoundError, VerifyInputError) as e:
         _report(e, args.verbose)
         return EXIT_USAGE
     except (LeanAgentError, VerifyError) as e:

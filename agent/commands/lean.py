@@ -1,7 +1,299 @@
-"""Placeholder until this command family lands; see agent/commands/__init__.py."""
+"""Lean commands: ``check`` (the final check of one proof) and ``env doctor``.
+
+``leanagent check REPO FILE THEOREM --proof '…'`` compiles FILE with the proof in place of
+THEOREM's proof and says whether Lean accepts it (exit 0), rejects it or ran out of time
+(exit 1). ``--backend`` first replays the proof's tactics one by one in an interactive
+backend, to show where a rejected proof goes wrong; ``--diff`` / ``--apply`` write an
+accepted proof back as a patch or onto a new git branch.
+
+``leanagent env doctor`` says which Lean, Lake, Lean REPL, LeanDojo and git are found, with
+versions, and how to install what is missing (exit 1 when no ``lean`` is found).
+"""
+
+from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.output import emit, table
+from agent.settings import Settings
+from lean_env.errors import LeanNotFoundError, UserInputError
+
+if TYPE_CHECKING:
+    from lean_env.final_check import FinalCheckResult
+    from lean_env.proof_env import ProofBackend
+    from lean_env.records import Theorem
+
+REPLAY_BACKENDS = ("none", "auto", "file", "repl", "dojo")
+EXIT_ACCEPTED, EXIT_NOT_ACCEPTED = 0, 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    del subparsers
+    check = subparsers.add_parser(
+        "check",
+        help="final check of one proof: compile the file with it in place of a theorem's proof",
+        description=(
+            "Compile FILE with PROOF in place of THEOREM's proof. Accepted (exit 0) only when the "
+            "whole file compiles with no error and no 'declaration uses sorry' for THEOREM; "
+            "rejected or timed out gives exit 1. Needs lean (or lake) on PATH."
+        ),
+    )
+    check.add_argument("repo", type=Path, metavar="REPO", help="the repository (Lake project) directory")
+    check.add_argument("file", type=Path, metavar="FILE", help="the .lean file, relative to REPO")
+    check.add_argument("theorem", metavar="THEOREM", help="the theorem's full name, e.g. Demo.add_comm")
+    proof = check.add_mutually_exclusive_group(required=True)
+    proof.add_argument("--proof", metavar="TEXT", help="the proof: what follows ':=' (e.g. 'by simp')")
+    proof.add_argument("--proof-file", type=Path, metavar="PATH", help="read the proof from PATH")
+    check.add_argument(
+        "--backend",
+        choices=REPLAY_BACKENDS,
+        default="none",
+        help="first replay the proof's tactics step by step in this backend: file (any lean), "
+        "repl (Lean REPL), dojo (LeanDojo), auto (repl when found, else file); default none",
+    )
+    check.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S", help="seconds per Lean run (default 600)"
+    )
+    write = check.add_mutually_exclusive_group()
+    write.add_argument("--diff", action="store_true", help="print the accepted proof as a unified diff")
+    write.add_argument(
+        "--apply",
+        action="store_true",
+        help="commit the accepted proof on a new git branch (working tree and HEAD untouched)",
+    )
+    check.add_argument("--branch", metavar="NAME", help="branch for --apply (default leanagent/proofs-DATE)")
+    check.add_argument("--json", action="store_true", help="print JSON")
+    check.set_defaults(handler=_check)
+
+    env = subparsers.add_parser("env", help="the Lean toolchain this machine offers")
+    env_commands = env.add_subparsers(dest="env_command", metavar="ENV_COMMAND", required=True)
+    doctor = env_commands.add_parser(
+        "doctor", help="which Lean, Lake, REPL, LeanDojo and git are found; how to install the rest"
+    )
+    doctor.add_argument(
+        "--project", type=Path, default=Path("."), metavar="DIR", help="the Lean project (default: .)"
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+    doctor.set_defaults(handler=_doctor)
+
+
+def _check(args: argparse.Namespace, settings: Settings) -> int:
+    from lean_env.final_check import check_proof
+    from lean_env.lean_runner import LeanRunner
+
+    del settings
+    repo = args.repo.expanduser().resolve()
+    theorem = locate_theorem(repo, args.file, args.theorem)
+    proof = _read_proof(args)
+    if args.timeout <= 0:
+        raise UserInputError(f"--timeout must be positive, got {args.timeout:g}")
+    runner = LeanRunner.for_project(repo)
+    steps = _replay(args.backend, repo, theorem, proof, timeout=args.timeout)
+    result = check_proof(repo, theorem, proof, runner=runner, timeout=args.timeout)
+    payload: dict[str, Any] = {**result.to_json(), "replay": steps}
+    if result.accepted and (args.diff or args.apply):
+        payload.update(_write_back(repo, theorem, proof, apply=args.apply, branch=args.branch))
+    emit(payload, _render_check(result, steps, payload), as_json=args.json)
+    return EXIT_ACCEPTED if result.accepted else EXIT_NOT_ACCEPTED
+
+
+def locate_theorem(repo: Path, file: Path, full_name: str) -> Theorem:
+    """The theorem ``full_name`` of ``file`` (relative to ``repo``), read by source extraction."""
+    from lean_env.source import extract_file
+
+    if not repo.is_dir():
+        raise UserInputError(f"repository directory {repo} does not exist")
+    path = file if file.is_absolute() else repo / file
+    try:
+        rel = path.resolve().relative_to(repo).as_posix()
+    except ValueError as e:
+        raise UserInputError(f"{file} is not inside the repository {repo}") from e
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserInputError(f"cannot read {path}: {e.strerror or e}") from e
+    theorems = extract_file(text, path=rel).theorems
+    for theorem in theorems:
+        if theorem.full_name == full_name:
+            if theorem.proof_start is None:
+                raise UserInputError(f"the proof of {full_name} in {rel} could not be located")
+            return theorem
+    names = ", ".join(t.full_name for t in theorems[:10]) or "none"
+    more = f" (and {len(theorems) - 10} more)" if len(theorems) > 10 else ""
+    raise UserInputError(f"no theorem {full_name} in {rel}; theorems there: {names}{more}")
+
+
+def _read_proof(args: argparse.Namespace) -> str:
+    if args.proof is not None:
+        proof = args.proof
+    else:
+        try:
+            proof = args.proof_file.read_text(encoding="utf-8")
+        except OSError as e:
+            raise UserInputError(f"cannot read the proof file {args.proof_file}: {e.strerror or e}") from e
+    if not proof.strip():
+        raise UserInputError("the proof is empty")
+    return proof.strip("\n")
+
+
+def _replay(
+    choice: str, repo: Path, theorem: Theorem, proof: str, *, timeout: float
+) -> list[dict[str, Any]]:
+    """Run the proof's tactics one by one in the chosen backend; one entry per step."""
+    from tqdm import tqdm
+
+    from lean_env.proof_env import LeanError, ProofFinished, TacticState, TacticTimeout
+    from lean_env.proof_text import split_tactics
+
+    tactics = split_tactics(proof)
+    if choice == "none" or not tactics:
+        return []
+    backend = _interactive_backend(choice, repo, timeout=timeout)
+    steps: list[dict[str, Any]] = []
+    try:
+        with backend.open(repo, theorem) as session:
+            state = session.initial_state
+            for tactic in tqdm(tactics, desc=f"replay ({backend.name})", unit="tactic", disable=None):
+                result = session.run_tactic(state, tactic)
+                step: dict[str, Any] = {"tactic": tactic, "outcome": type(result).__name__}
+                if isinstance(result, TacticState):
+                    step["goals"] = result.pp
+                    state = result
+                elif isinstance(result, LeanError):
+                    step["error"] = result.message
+                elif isinstance(result, TacticTimeout):
+                    step["seconds"] = result.seconds
+                steps.append(step)
+                if isinstance(result, (ProofFinished, LeanError, TacticTimeout)):
+                    break
+    finally:
+        backend.close()
+    return steps
+
+
+def _interactive_backend(choice: str, repo: Path, *, timeout: float) -> ProofBackend:
+    from lean_env.dojo_env import DojoBackend
+    from lean_env.filecheck import FileCheckBackend
+    from lean_env.repl.backend import ReplBackend
+    from lean_env.repl.locate import describe_repl
+
+    if choice == "auto":
+        choice = "repl" if describe_repl(repo).found else "file"
+    if choice == "repl":
+        return ReplBackend.create(tactic_timeout=timeout)
+    if choice == "dojo":
+        return DojoBackend(timeout=timeout)
+    return FileCheckBackend(timeout=timeout)
+
+
+def _write_back(
+    repo: Path, theorem: Theorem, proof: str, *, apply: bool, branch: str | None
+) -> dict[str, Any]:
+    from lean_env.writeback import ProofEdit, commit_to_branch, render_diff
+
+    edits = [ProofEdit(theorem, proof)]
+    if apply:
+        done = commit_to_branch(repo, edits, branch=branch)
+        return {"branch": done.branch, "commit": done.commit}
+    return {"diff": render_diff(repo, edits)}
+
+
+def _render_check(result: FinalCheckResult, steps: list[dict[str, Any]], payload: dict[str, Any]) -> str:
+    lines = []
+    if steps:
+        rows = [
+            [i, _first_line(s["tactic"]), s["outcome"], _first_line(s.get("error") or s.get("goals") or "")]
+            for i, s in enumerate(steps, start=1)
+        ]
+        lines += [table(["step", "tactic", "outcome", "detail"], rows), ""]
+    lines.append(f"{result.full_name}: {result.verdict} ({result.seconds:.1f}s)")
+    lines += [f"  - {reason}" for reason in result.reasons]
+    if "branch" in payload:
+        lines.append(f"committed on branch {payload['branch']} ({payload['commit'][:12]})")
+    if "diff" in payload:
+        lines += ["", payload["diff"].rstrip("\n")]
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from lean_env.toolchain import find_tool, read_toolchain, tool_version
+
+    del settings
+    project = args.project.expanduser().resolve()
+    pin = read_toolchain(project) if project.is_dir() else None
+    tools: list[dict[str, Any]] = []
+    for name, hint in (
+        ("lean", LeanNotFoundError.INSTALL_HINT),
+        ("lake", "comes with every Lean toolchain that elan installs"),
+        ("elan", "optional; it installs and switches Lean versions (see lean above)"),
+        ("git", "install git (apt-get install git); needed for --apply and LeanDojo"),
+    ):
+        path = find_tool(name)
+        tools.append(
+            {
+                "name": name,
+                "found": path is not None,
+                "path": str(path) if path else None,
+                "version": tool_version(path) if path else None,
+                "detail": "" if path else hint,
+            }
+        )
+    tools.append(_repl_entry(project))
+    tools.append(_dojo_entry())
+    found = {t["name"]: t["found"] for t in tools}
+    backends = {
+        "file": found["lean"],
+        "repl": found["lean REPL"],
+        "dojo": found["lean-dojo"] and found["lean"] and found["git"],
+    }
+    payload = {"project": str(project), "lean_toolchain": pin, "tools": tools, "backends": backends}
+    rows = [
+        [t["name"], "yes" if t["found"] else "MISSING", t["version"] or "-", t["path"] or t["detail"]]
+        for t in tools
+    ]
+    human = "\n".join(
+        [
+            f"project {project} (lean-toolchain: {pin or 'none'})",
+            table(["tool", "found", "version", "where / how to install"], rows),
+            "",
+            "proof backends: "
+            + ", ".join(f"{k} {'ready' if v else 'unavailable'}" for k, v in backends.items()),
+        ]
+    )
+    emit(payload, human, as_json=args.json)
+    return 0 if found["lean"] else 1
+
+
+def _repl_entry(project: Path) -> dict[str, Any]:
+    from lean_env.repl.locate import describe_repl
+
+    # The same search the repl backend makes when it starts a process.
+    status = describe_repl(project)
+    return {
+        "name": "lean REPL",
+        "found": status.found,
+        "path": " ".join(status.argv) or None,
+        "version": status.repl_toolchain,
+        "detail": status.detail,
+    }
+
+
+def _dojo_entry() -> dict[str, Any]:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("lean-dojo")
+    except metadata.PackageNotFoundError:
+        return {
+            "name": "lean-dojo",
+            "found": False,
+            "path": None,
+            "version": None,
+            "detail": "pip install 'leanagent[dojo]'",
+        }
+    return {"name": "lean-dojo", "found": True, "path": None, "version": version, "detail": ""}

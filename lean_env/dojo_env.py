@@ -1,0 +1,241 @@
+"""The LeanDojo backend: ``lean_dojo.Dojo`` (lean-dojo 4.20.0) behind our proof interface.
+
+``Dojo(theorem, timeout=…)`` is a context manager whose ``__enter__`` returns
+``(dojo, initial_state)``; ``dojo.run_tac(state, tactic)`` returns a ``lean_dojo``
+``TacticState`` / ``ProofFinished`` / ``LeanError`` / ``ProofGivenUp``, and raises
+``DojoTacticTimeoutError`` (the tactic ran past ``timeout`` seconds -- LeanDojo's timeout
+is per interaction), ``DojoCrashError`` (the Lean process died) or, on entry,
+``DojoInitError``. We map them to:
+
+========================  =================================================================
+``TacticState``           :class:`~lean_env.proof_env.TacticState` (handle: see below)
+``ProofFinished``         :class:`~lean_env.proof_env.ProofFinished` with Lean's message
+``LeanError``             :class:`~lean_env.proof_env.LeanError`
+``ProofGivenUp``          :class:`~lean_env.proof_env.LeanError` (the tactic used ``sorry``)
+``DojoTacticTimeoutError`` :class:`~lean_env.proof_env.TacticTimeout`; LeanDojo's process is
+                          then in an unknown state, so it is closed and a fresh ``Dojo`` is
+                          entered on the next tactic, replaying the state's tactic path
+``DojoCrashError``        :class:`DojoCrashedError` (the session is closed)
+``DojoInitError``         :class:`DojoOpenError`
+========================  =================================================================
+
+A ``lean_dojo.Theorem`` needs the repository as a ``LeanGitRepo``; the backend takes a
+factory from the repository directory, by default ``LeanGitRepo.from_path`` (the checkout's
+HEAD commit; LeanDojo traces that commit, so uncommitted changes are not seen). The file
+path is the theorem's repository-relative path and the name its full name.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar
+
+from lean_env.errors import BackendError, UserInputError
+from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
+from lean_env.proof_text import uses_sorry
+from lean_env.records import Theorem
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 600.0
+GAVE_UP = "the tactic gave up (`sorry`): LeanDojo reports ProofGivenUp"
+
+
+class DojoUnavailableError(UserInputError):
+    """The dojo backend was asked for but lean-dojo is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the dojo backend needs the lean-dojo package: pip install 'leanagent[dojo]'"
+        )
+
+
+class DojoOpenError(BackendError):
+    """LeanDojo could not open the theorem (``DojoInitError`` or a crash on entry)."""
+
+
+class DojoCrashedError(BackendError):
+    """LeanDojo's Lean process died while running a tactic."""
+
+
+@dataclass(frozen=True, slots=True)
+class DojoHandle:
+    """Our handle on a LeanDojo state: which ``Dojo`` it lives in and how to reach it again."""
+
+    generation: int  # which Dojo process of this session produced ``state``
+    state: Any = field(repr=False)  # the lean_dojo.TacticState
+    path: tuple[str, ...]  # tactics from the initial state, to replay after a restart
+
+
+def _lean_dojo() -> Any:
+    try:
+        import lean_dojo
+    except ImportError as e:
+        raise DojoUnavailableError() from e
+    return lean_dojo
+
+
+def _default_repo_factory(repo_dir: Path) -> Any:
+    return _lean_dojo().LeanGitRepo.from_path(repo_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class DojoBackend:
+    """Opens theorems with LeanDojo. ``dojo_class`` and ``repo_factory`` are test seams."""
+
+    name: ClassVar[str] = "dojo"
+
+    # Seconds one interaction (one tactic) may take; LeanDojo's own per-interaction timeout.
+    timeout: float = DEFAULT_TIMEOUT
+    # repo dir -> lean_dojo.LeanGitRepo; the default uses the checkout's HEAD commit.
+    repo_factory: Callable[[Path], Any] = _default_repo_factory
+    # The Dojo class (lean_dojo.Dojo unless a test substitutes a fake).
+    dojo_class: Any = None
+
+    def open(self, repo_dir: Path, theorem: Theorem) -> DojoSession:
+        """Enter a ``Dojo`` on ``theorem`` of the repository at ``repo_dir``."""
+        lean_dojo = _lean_dojo()
+        if not theorem.path.endswith(".lean"):
+            raise UserInputError(f"theorem {theorem.full_name}: {theorem.path} is not a .lean file")
+        try:
+            repo = self.repo_factory(repo_dir)
+        except Exception as e:  # LeanGitRepo raises git, network and value errors alike
+            raise DojoOpenError(f"LeanDojo cannot use {repo_dir} as a git repository: {e}") from e
+        target = lean_dojo.Theorem(repo, Path(theorem.path), theorem.full_name)
+        dojo_class = self.dojo_class or lean_dojo.Dojo
+        session = DojoSession(
+            lambda: dojo_class(target, timeout=max(1, math.ceil(self.timeout))),
+            theorem=theorem,
+            timeout=self.timeout,
+        )
+        session.start()
+        return session
+
+    def close(self) -> None:
+        """Nothing to release: every session owns its Dojo."""
+
+
+class DojoSession:
+    """One theorem in LeanDojo. Use :meth:`start` (or the backend's ``open``); ``close()`` is idempotent."""
+
+    def __init__(self, make_dojo: Callable[[], Any], *, theorem: Theorem, timeout: float) -> None:
+        self._make_dojo = make_dojo
+        self._theorem = theorem
+        self._timeout = timeout
+        self._context: Any = None  # the entered Dojo context manager, or None
+        self._dojo: Any = None
+        self._generation = 0
+        self._initial: TacticState | None = None
+        self._closed = False
+        self._lean_dojo = _lean_dojo()
+
+    def start(self) -> None:
+        """Enter the first Dojo and keep its initial state."""
+        initial = self._enter()
+        self._initial = TacticState(initial.pp, handle=DojoHandle(self._generation, initial, ()))
+
+    @property
+    def initial_state(self) -> TacticState:
+        if self._initial is None:
+            raise DojoOpenError("the session was not started; use DojoBackend.open()")
+        return self._initial
+
+    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
+        """Run ``tactic`` on ``state`` in LeanDojo and map the outcome (module docstring)."""
+        if self._closed:
+            raise DojoCrashedError(f"the LeanDojo session on {self._theorem.full_name} is closed")
+        handle = state.handle
+        if not isinstance(handle, DojoHandle):
+            raise ValueError(f"state {state.pp!r} does not come from a LeanDojo session")
+        if uses_sorry(tactic):
+            return LeanError(GAVE_UP)
+        dojo_state = self._reach(handle)
+        if dojo_state is None:
+            return TacticTimeout(self._timeout)
+        return self._run(dojo_state, handle.path, tactic)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._exit()
+
+    def __enter__(self) -> DojoSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _run(self, dojo_state: Any, path: tuple[str, ...], tactic: str) -> TacticResult:
+        errors = self._lean_dojo
+        try:
+            result = self._dojo.run_tac(dojo_state, tactic)
+        except errors.DojoTacticTimeoutError:
+            log.debug("tactic %r timed out on %s; restarting the Dojo", tactic, self._theorem.full_name)
+            self._exit()
+            return TacticTimeout(self._timeout)
+        except errors.DojoCrashError as e:
+            self.close()
+            raise DojoCrashedError(
+                f"LeanDojo's Lean process died ({e}) running {tactic!r} on {self._theorem.full_name}"
+            ) from e
+        if isinstance(result, errors.TacticState):
+            return TacticState(result.pp, handle=DojoHandle(self._generation, result, (*path, tactic)))
+        if isinstance(result, errors.ProofFinished):
+            return ProofFinished(result.message or "")
+        if isinstance(result, errors.LeanError):
+            return LeanError(result.error)
+        if isinstance(result, errors.ProofGivenUp):
+            return LeanError(GAVE_UP)
+        raise DojoCrashedError(f"LeanDojo returned an unknown result {result!r} for {tactic!r}")
+
+    def _reach(self, handle: DojoHandle) -> Any:
+        """The LeanDojo state for ``handle`` in the current Dojo, replaying after a restart.
+
+        Returns None when the replay itself timed out (then the answer is a timeout too).
+        """
+        if self._dojo is not None and handle.generation == self._generation:
+            return handle.state
+        state = self._enter()
+        for step in handle.path:
+            result = self._run(state, (), step)
+            if isinstance(result, TacticTimeout):
+                return None
+            if not isinstance(result, TacticState):
+                raise DojoCrashedError(
+                    f"replaying {handle.path!r} on {self._theorem.full_name} after a restart "
+                    f"gave {result!r} at {step!r}; LeanDojo is not deterministic here"
+                )
+            state = result.handle.state
+        return state
+
+    def _enter(self) -> Any:
+        errors = self._lean_dojo
+        context = self._make_dojo()
+        try:
+            dojo, initial = context.__enter__()
+        except (errors.DojoInitError, errors.DojoCrashError, errors.DojoTacticTimeoutError) as e:
+            raise DojoOpenError(
+                f"LeanDojo could not open {self._theorem.full_name} in {self._theorem.path}: "
+                f"{type(e).__name__}: {e}"
+            ) from e
+        self._context, self._dojo = context, dojo
+        self._generation += 1
+        return initial
+
+    def _exit(self) -> None:
+        context, self._context, self._dojo = self._context, None, None
+        if context is not None:
+            try:
+                context.__exit__(None, None, None)
+            except Exception:  # LeanDojo's cleanup kills processes; a failure there is not ours
+                log.warning("LeanDojo cleanup failed for %s", self._theorem.full_name, exc_info=True)

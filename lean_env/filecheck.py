@@ -1,0 +1,213 @@
+"""The file-check backend: works with any ``lean`` binary, one whole-file run per tactic.
+
+To run a tactic, it re-elaborates the theorem with the proof so far and reads Lean's
+``unsolved goals`` diagnostic as the new state; no error means the proof is finished; any
+other error is a Lean error. Slow (each step re-elaborates the file up to the theorem,
+imports included) but universal across Lean versions, and it needs nothing beyond ``lean``.
+
+How a step is checked:
+
+* The user's file is never modified. Each run writes a temporary copy: the file up to the
+  end of the theorem (declarations after it cannot change it, so they are left out), with the
+  theorem's proof (``Theorem.proof_start``..``Theorem.end``) replaced by ``by`` and the
+  tactic prefix, one tactic per line.
+* The initial state comes from ``by`` + ``skip``: an empty ``by`` is a parse error in most
+  Lean versions, while ``skip`` changes nothing, so Lean reports every goal as unsolved.
+* A state's handle is its tactic prefix (a tuple of tactics). States reached by different
+  prefixes with the same goals compare equal (see :class:`~lean_env.proof_env.TacticState`).
+* The ``unsolved goals`` error of the proof itself is the one Lean puts at (or, in some
+  versions, before) the ``by``; an ``unsolved goals`` error further in (a ``·`` or ``{}``
+  block that did not close its goal) is a Lean error of the tactic, as is any other error.
+* Errors outside the theorem (before it) are not the tactic's fault: they mean the file
+  does not elaborate around the theorem, and raise :class:`FileCheckError`.
+* A tactic using ``sorry`` or ``admit`` is rejected without running it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar
+
+from lean_env.diagnostics import Diagnostic
+from lean_env.errors import BackendError, UserInputError
+from lean_env.lean_runner import LeanRun, LeanRunner
+from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
+from lean_env.proof_text import offset_of, position_of, splice_proof, tactic_proof, uses_sorry
+from lean_env.records import Position, Theorem
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 120.0
+SORRY_REJECTED = "tactics that use `sorry` or `admit` are rejected: they close goals without proof"
+
+
+class FileCheckError(BackendError):
+    """The file does not elaborate around the theorem, or Lean's answer cannot be read."""
+
+
+class TheoremFileError(UserInputError):
+    """The theorem's file cannot be read."""
+
+
+Prefix = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheckBackend:
+    """Opens theorems by re-elaborating their file with ``lean`` (see the module docstring)."""
+
+    name: ClassVar[str] = "file"
+
+    # Seconds one `lean FILE` run (one tactic step) may take before it counts as a timeout.
+    timeout: float = DEFAULT_TIMEOUT
+    # Finds lean/lake for a project directory; tests and benchmarks substitute their own.
+    runner_factory: Callable[[Path], LeanRunner] = LeanRunner.for_project
+
+    def open(self, repo_dir: Path, theorem: Theorem) -> FileCheckSession:
+        """Start a session on ``theorem`` of the checkout at ``repo_dir`` (runs Lean once)."""
+        return FileCheckSession.start(
+            self.runner_factory(repo_dir), repo_dir, theorem, timeout=self.timeout
+        )
+
+    def close(self) -> None:
+        """Nothing to release: every session owns its temporary directory."""
+
+
+class FileCheckSession:
+    """One theorem under the file check. Use :meth:`start`; ``close()`` is idempotent."""
+
+    def __init__(
+        self,
+        *,
+        runner: LeanRunner,
+        theorem: Theorem,
+        source: str,
+        by: Position,
+        workdir: Path,
+        timeout: float,
+    ) -> None:
+        self._runner = runner
+        self._theorem = theorem
+        # The file text up to the end of the theorem: declarations after it cannot affect it.
+        self._source = source
+        self._workdir = workdir
+        self._file = workdir / Path(theorem.path).name
+        self._timeout = timeout
+        # Where the proof's `by` sits in every temporary file (the text before it never changes).
+        self._by = by
+        self._results: dict[Prefix, TacticResult] = {}
+        self._initial: TacticState | None = None
+        self._closed = False
+
+    @classmethod
+    def start(
+        cls, runner: LeanRunner, repo_dir: Path, theorem: Theorem, *, timeout: float
+    ) -> FileCheckSession:
+        """Read the theorem's file, elaborate it with an empty proof and keep its goals."""
+        path = repo_dir / theorem.path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise TheoremFileError(f"cannot read {path} for theorem {theorem.full_name}: {e}") from e
+        source = text[: offset_of(text, theorem.end)]
+        # Positions that do not fit the file fail here, before anything is created.
+        with_by, by_offset = splice_proof(source, theorem, "by")
+        by = position_of(with_by, by_offset)
+        workdir = Path(tempfile.mkdtemp(prefix="leanagent-filecheck-"))
+        session = cls(
+            runner=runner, theorem=theorem, source=source, by=by, workdir=workdir, timeout=timeout
+        )
+        try:
+            session._initial = session._open()
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    @property
+    def initial_state(self) -> TacticState:
+        if self._initial is None:
+            raise FileCheckError("the session was not started; use FileCheckSession.start()")
+        return self._initial
+
+    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
+        """Run ``tactic`` after the state's prefix by re-elaborating the theorem."""
+        if self._closed:
+            raise FileCheckError(f"the session on {self._theorem.full_name} is closed")
+        if not isinstance(state.handle, tuple):
+            raise ValueError(f"state {state.pp!r} does not come from a file-check session")
+        if uses_sorry(tactic):
+            return LeanError(SORRY_REJECTED)
+        prefix: Prefix = (*state.handle, tactic)
+        if prefix not in self._results:
+            self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
+        return self._results[prefix]
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> FileCheckSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _open(self) -> TacticState:
+        run = self._elaborate(())
+        if run.timed_out:
+            raise FileCheckError(
+                f"Lean took more than {self._timeout:g}s to elaborate {self._theorem.path} up to "
+                f"theorem {self._theorem.full_name}; raise the timeout"
+            )
+        result = self._classify((), run)
+        if not isinstance(result, TacticState):
+            detail = result.message if isinstance(result, LeanError) else "no goals were reported"
+            raise FileCheckError(
+                f"theorem {self._theorem.full_name} in {self._theorem.path} cannot be opened: "
+                f"with an empty proof Lean should report its goals as unsolved, but: {detail}"
+            )
+        return result
+
+    def _elaborate(self, prefix: Prefix) -> LeanRun:
+        text, _ = splice_proof(self._source, self._theorem, tactic_proof(prefix))
+        self._file.write_text(text + "\n", encoding="utf-8")
+        return self._runner.run(self._file, timeout=self._timeout)
+
+    def _classify(self, prefix: Prefix, run: LeanRun) -> TacticResult:
+        if run.timed_out:
+            return TacticTimeout(self._timeout)
+        outside = [d for d in run.errors if d.start < self._theorem.start]
+        if outside:
+            raise FileCheckError(
+                f"{self._theorem.path} has errors outside theorem {self._theorem.full_name}, so "
+                f"its tactics cannot be checked: {_render(outside)}"
+            )
+        own = [d for d in run.errors if d.unsolved_goals is not None and d.start <= self._by]
+        others = [d for d in run.errors if d not in own]
+        if others:
+            return LeanError("\n\n".join(d.message for d in others))
+        if own:
+            goals = "\n\n".join(d.unsolved_goals or "" for d in own)
+            return TacticState(goals, handle=prefix)
+        mine = [d for d in run.diagnostics if d.start >= self._theorem.start]
+        if any(d.is_sorry_warning for d in mine):
+            return LeanError(SORRY_REJECTED)
+        return ProofFinished("\n".join(d.message for d in mine))
+
+
+def _render(diagnostics: list[Diagnostic]) -> str:
+    return "; ".join(f"line {d.start.line}: {d.message.splitlines()[0]}" for d in diagnostics[:3])
+

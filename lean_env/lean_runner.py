@@ -1,0 +1,157 @@
+"""Running ``lean FILE`` once, with a time limit, and reading what it says.
+
+Inside a Lake project (a ``lakefile.lean`` or ``lakefile.toml`` in the project directory)
+the command is ``lake env lean FILE`` run from the project directory, so that imports of the
+project and its dependencies resolve; elsewhere it is a bare ``lean FILE``. Either way the
+run has a finite timeout: when it expires the whole process group (``lake``, ``lean`` and
+anything they started) is killed and the run is reported as timed out, which callers treat
+as "unknown", never as a failure.
+
+Faults raise :class:`LeanRunError`: the program could not be started, was killed by a
+signal, or failed without printing any error we could read (its stderr tail is attached).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_env.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
+from lean_env.errors import BackendError
+from lean_env.toolchain import require_tool
+
+log = logging.getLogger(__name__)
+
+LAKEFILES = ("lakefile.lean", "lakefile.toml")
+# How long to wait for a killed process group to close its pipes before giving up on them.
+_REAP_SECONDS = 5.0
+# How much of stdout/stderr an error message quotes.
+_TAIL_CHARS = 800
+
+
+class LeanRunError(BackendError):
+    """``lean`` could not be run, crashed, or failed without a readable error."""
+
+
+def is_lake_project(project_dir: Path) -> bool:
+    """True when ``project_dir`` has a Lake configuration file."""
+    return any((project_dir / name).is_file() for name in LAKEFILES)
+
+
+def tail(text: str, limit: int = _TAIL_CHARS) -> str:
+    """The last ``limit`` characters of ``text`` (what error messages quote)."""
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+@dataclass(frozen=True, slots=True)
+class LeanRun:
+    """The outcome of one ``lean FILE`` run that finished or timed out."""
+
+    command: tuple[str, ...]
+    # None when the run timed out and was killed.
+    returncode: int | None
+    output: ParsedOutput
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return self.output.diagnostics
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return self.output.errors
+
+
+@dataclass(frozen=True, slots=True)
+class LeanRunner:
+    """How to run Lean for one project: the command prefix and the directory to run it in."""
+
+    project_dir: Path
+    # ("/…/lake", "env", "lean") inside a Lake project, ("/…/lean",) elsewhere.
+    command: tuple[str, ...]
+
+    @classmethod
+    def for_project(cls, project_dir: Path) -> LeanRunner:
+        """Find ``lake`` (Lake project) or ``lean`` on PATH for ``project_dir``.
+
+        Raises :class:`~lean_env.errors.LeanNotFoundError` when the tool is missing.
+        """
+        project_dir = project_dir.resolve()
+        if is_lake_project(project_dir):
+            return cls(project_dir, (str(require_tool("lake")), "env", "lean"))
+        return cls(project_dir, (str(require_tool("lean")),))
+
+    def run(self, file: Path, *, timeout: float) -> LeanRun:
+        """Elaborate ``file`` and return its diagnostics, or a timed-out run after ``timeout`` s."""
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(f"a Lean run needs a finite positive timeout, got {timeout!r}")
+        command = (*self.command, str(file))
+        log.debug("running %s in %s (timeout %.1fs)", " ".join(command), self.project_dir, timeout)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=self.project_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                # Its own process group, so a timeout kills lake, lean and their children.
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise LeanRunError(f"could not start {' '.join(command)}: {e}") from e
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = _kill_group(proc)
+            seconds = time.monotonic() - started
+            log.debug("%s timed out after %.1fs", file, seconds)
+            return LeanRun(command, None, parse_diagnostics(stdout), stdout, stderr, seconds, True)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        seconds = time.monotonic() - started
+        output = parse_diagnostics(stdout)
+        if proc.returncode < 0:
+            raise LeanRunError(
+                f"{' '.join(command)} was killed by signal {-proc.returncode}; "
+                f"stderr: {tail(stderr) or '(empty)'}"
+            )
+        if proc.returncode != 0 and not output.errors:
+            raise LeanRunError(
+                f"{' '.join(command)} exited with code {proc.returncode} but printed no "
+                f"error diagnostic; stdout: {tail(stdout) or '(empty)'}; "
+                f"stderr: {tail(stderr) or '(empty)'}"
+            )
+        return LeanRun(command, proc.returncode, output, stdout, stderr, seconds)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Kill ``proc``'s whole process group and collect what it printed so far."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        return proc.communicate(timeout=_REAP_SECONDS)
+    except subprocess.TimeoutExpired:
+        # A grandchild that left the group still holds the pipes; stop reading them.
+        proc.kill()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+        return "", ""

@@ -1,0 +1,158 @@
+"""Proof text surgery shared by the file check, the final check and write-back.
+
+Positions are :class:`~lean_env.records.Position` values (1-based line and column, columns
+counted in characters, as Lean counts codepoints). A theorem's proof spans
+``Theorem.proof_start``..``Theorem.end`` (half-open); replacing that span with another proof
+is the one edit every caller makes, so it lives here once.
+
+A proof text is what follows ``:=``: a term (``rfl``) or a tactic block (``by`` followed by
+tactics). Multi-line proofs are written with indentation relative to their first line
+(``"by\\n  intro h\\n  exact h"``); :func:`splice_proof` re-indents them to the block around
+the declaration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lean_env.errors import UserInputError
+from lean_env.records import Position, Theorem
+
+# `sorry` and `admit` close any goal without proof; a proof that uses them proves nothing.
+_GIVE_UP_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+# Lean comments; stripped before looking for `sorry` so that `-- no sorry here` is fine.
+_LINE_COMMENT_RE = re.compile(r"--[^\n]*")
+_BLOCK_COMMENT_RE = re.compile(r"/-.*?-/", re.DOTALL)
+# Lines that continue the tactic above even at its indentation: match alternatives, `<;>`.
+_CONTINUATIONS = ("|", "<;>")
+# Indentation of tactic blocks we write: two spaces per level, as Mathlib style.
+INDENT = "  "
+
+
+class ProofTextError(UserInputError):
+    """A position or proof text that does not fit the file it is meant for."""
+
+
+def offset_of(text: str, position: Position) -> int:
+    """The string index of ``position`` in ``text`` (a position just past the end is allowed)."""
+    line_start = 0
+    for _ in range(position.line - 1):
+        newline = text.find("\n", line_start)
+        if newline < 0:
+            raise ProofTextError(f"line {position.line} is past the end of the file")
+        line_start = newline + 1
+    line_end = text.find("\n", line_start)
+    line_len = (len(text) if line_end < 0 else line_end) - line_start
+    if position.column - 1 > line_len:
+        raise ProofTextError(
+            f"column {position.column} is past the end of line {position.line} "
+            f"({line_len} characters)"
+        )
+    return line_start + position.column - 1
+
+
+def position_of(text: str, offset: int) -> Position:
+    """The 1-based position of string index ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Position(line, column)
+
+
+def uses_sorry(proof: str) -> bool:
+    """True when ``proof`` gives up with ``sorry`` or ``admit`` outside comments."""
+    code = _LINE_COMMENT_RE.sub("", _BLOCK_COMMENT_RE.sub("", proof))
+    return _GIVE_UP_RE.search(code) is not None
+
+
+def tactic_proof(tactics: Sequence[str]) -> str:
+    """A ``by`` block running ``tactics`` in order, one per line, indented relative to ``by``.
+
+    Continuation lines of a multi-line tactic keep their own indentation relative to the
+    tactic's first line. An empty sequence gives ``by\\n  skip``: an empty ``by`` is a parse
+    error in most Lean versions, while ``skip`` changes nothing and leaves every goal open.
+    """
+    steps = [t.strip("\n").lstrip(" ") for t in tactics if t.strip()] or ["skip"]
+    lines = ["by"]
+    for step in steps:
+        lines.extend(INDENT + line if line.strip() else "" for line in step.split("\n"))
+    return "\n".join(lines)
+
+
+def split_tactics(proof: str) -> tuple[str, ...] | None:
+    """The top-level tactics of a ``by`` block, or None for a term-mode proof.
+
+    Only the layout ``by`` + newline + one tactic per line at a common indentation is split
+    (continuation lines indented deeper, and ``| alt`` / ``<;>`` lines at the same
+    indentation, stay with their tactic); ``by tac`` on one line gives that one tactic.
+    This is the inverse of :func:`tactic_proof`.
+    """
+    body = proof.strip()
+    if not re.match(r"by(\s|$)", body):
+        return None
+    rest = body[2:]
+    if "\n" not in rest.strip("\n") and rest.strip():
+        return (rest.strip(),)
+    lines = [line for line in rest.split("\n") if line.strip()]
+    if not lines:
+        return ()
+    base = min(len(line) - len(line.lstrip(" ")) for line in lines)
+    tactics: list[list[str]] = []
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" "))
+        if not tactics or (indent == base and not line.lstrip().startswith(_CONTINUATIONS)):
+            tactics.append([line[base:]])
+        else:
+            tactics[-1].append(line[base:])
+    return tuple("\n".join(t) for t in tactics)
+
+
+def line_indent(text: str, position: Position) -> str:
+    """The leading whitespace of the line ``position`` is on."""
+    start = offset_of(text, Position(position.line, 1))
+    end = text.find("\n", start)
+    line = text[start : len(text) if end < 0 else end]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def proof_span(theorem: Theorem) -> tuple[Position, Position]:
+    """``(proof_start, end)`` of a theorem, or a clear error when the source gave no start."""
+    if theorem.proof_start is None:
+        raise ProofTextError(
+            f"theorem {theorem.full_name} in {theorem.path} has no known proof start "
+            "(its source was not read), so its proof cannot be replaced"
+        )
+    return theorem.proof_start, theorem.end
+
+
+def splice_proof(text: str, theorem: Theorem, proof: str) -> tuple[str, int]:
+    """``text`` with the theorem's proof replaced by ``proof``; also the offset where it starts.
+
+    ``proof_start`` is the proof's first token (after ``:=`` and its whitespace, as the
+    source extractor records it); a start right after ``:=`` also works, and then one space
+    is put in between. The proof's continuation lines are indented by the indentation of
+    the line the proof starts on, so a proof written relative to column 0 lands inside a
+    ``namespace`` or ``section`` block, or under a ``:=`` ending the line above, at the
+    right depth. The text before and after the span is kept byte for byte.
+    """
+    start, end = proof_span(theorem)
+    begin, stop = offset_of(text, start), offset_of(text, end)
+    if stop < begin:
+        raise ProofTextError(f"theorem {theorem.full_name}: proof end {end} is before its start {start}")
+    base = line_indent(text, start)
+    lines = _normalize(proof.strip("\n")).split("\n")
+    body = "\n".join([lines[0].strip()] + [base + line if line.strip() else "" for line in lines[1:]])
+    gap = "" if begin > 0 and text[begin - 1].isspace() else " "
+    return text[:begin] + gap + body + text[stop:], begin + len(gap)
+
+
+def _normalize(block: str) -> str:
+    """A proof block with its first line stripped and its other lines indented under it.
+
+    Continuation lines keep their indentation relative to the first line; a block written
+    flush left (``by\\nsimp``) is shifted by one level so its tactics sit inside the ``by``.
+    """
+    lines = block.split("\n")
+    rest = [line for line in lines[1:] if line.strip()]
+    shift = INDENT if rest and min(len(line) - len(line.lstrip(" ")) for line in rest) == 0 else ""
+    return "\n".join([lines[0].strip()] + [shift + line if line.strip() else "" for line in lines[1:]])

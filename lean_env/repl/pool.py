@@ -1,0 +1,280 @@
+"""A bounded pool of REPL processes, one per (project, import header).
+
+Loading imports is the expensive part of a REPL session, and a REPL environment can be
+extended any number of times: so every theorem of a file (and of every file with the same
+imports) runs on one process that has loaded the header once. The pool keeps at most
+``max_size`` processes and closes the least recently used one to make room.
+
+A :class:`PooledRepl` hides restarts: when its process died (crash, timeout kill, memory
+cap) the next request starts a new one and reloads the header. Each process it starts gets a
+new :attr:`~PooledRepl.incarnation` number, unique within the pool, so callers can tell that
+the proof-state ids they hold belong to a process that is gone.
+
+Requests return outcomes, not exceptions, for what a tactic can cause::
+
+    ReplReply      the REPL answered (its answer may itself be an error response)
+    ReplTimedOut   no answer in time; the process tree was killed
+    ReplCrashed    the process died; exit code, stderr tail and the request are kept
+
+Crashes are also appended to :attr:`ReplPool.incidents`, so the attempt that hit one is
+never lost. Malformed output still raises :class:`ReplProtocolError`: it means the client
+and the REPL disagree about the protocol, which no retry fixes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from lean_env.repl.errors import ReplCrashError, ReplOpenError, ReplTimeoutError
+from lean_env.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand, ReplProcess
+from lean_env.repl.protocol import CommandRequest, CommandResponse, Request, Response
+
+logger = logging.getLogger(__name__)
+
+# Starts the REPL for a project directory (see lean_env.repl.locate.repl_command).
+Launcher = Callable[[Path], ReplCommand]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolKey:
+    """Which processes can be shared: same project (same LEAN_PATH), same import header."""
+
+    project_dir: Path
+    header: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplReply:
+    """The REPL answered ``request``."""
+
+    response: Response
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplTimedOut:
+    """The REPL did not answer in ``seconds``; its process tree was killed."""
+
+    seconds: float
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplCrashed:
+    """The REPL process died while handling ``request`` (kept so the attempt is recorded)."""
+
+    request: Request
+    returncode: int | None
+    stderr_tail: str
+    incarnation: int
+
+    def describe(self) -> str:
+        code = "" if self.returncode is None else f" with exit code {self.returncode}"
+        stderr = f"; stderr: {self.stderr_tail}" if self.stderr_tail else ""
+        return f"the Lean REPL died{code}{stderr}"
+
+
+ReplOutcome = ReplReply | ReplTimedOut | ReplCrashed
+
+
+@dataclass(slots=True)
+class PoolStats:
+    """Counters for logs, benchmarks and tests."""
+
+    started: int = 0  # processes started (first starts and restarts)
+    evicted: int = 0  # processes closed to make room
+    crashes: int = 0
+    timeouts: int = 0
+    requests: int = 0
+
+
+class PooledRepl:
+    """One import header's process; restarted on demand. Obtain from :meth:`ReplPool.get`."""
+
+    def __init__(self, pool: ReplPool, key: PoolKey) -> None:
+        self.key = key
+        self._pool = pool
+        self._process: ReplProcess | None = None
+        self._header_env: int | None = None
+        self._incarnation = 0
+        self._lock = threading.RLock()
+        self._closed = False
+
+    @property
+    def incarnation(self) -> int:
+        """The id of the current process (starting one if none runs)."""
+        with self._lock:
+            self._ensure_running()
+            return self._incarnation
+
+    @property
+    def header_env(self) -> int:
+        """The REPL environment in which the header's imports are loaded."""
+        with self._lock:
+            self._ensure_running()
+            assert self._header_env is not None
+            return self._header_env
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def _ensure_running(self) -> None:
+        if self._closed:
+            raise ReplCrashError(
+                f"the REPL for {self.key.project_dir} was evicted from the pool",
+                returncode=None,
+                stderr_tail="",
+            )
+        if self._process is not None and self._process.alive:
+            return
+        if self._process is not None:
+            self._process.close()
+        self._process = ReplProcess.start(
+            self._pool.launcher(self.key.project_dir), memory_limit_mb=self._pool.memory_limit_mb
+        )
+        self._incarnation = self._pool.next_incarnation()
+        self._pool.stats.started += 1
+        try:
+            answer = self._process.request(
+                CommandRequest(cmd=self.key.header), timeout=self._pool.header_timeout
+            )
+        except (ReplCrashError, ReplTimeoutError):
+            self._process.close()
+            raise
+        if not isinstance(answer, CommandResponse) or answer.env is None or answer.errors:
+            self._process.close()
+            detail = (
+                "; ".join(m.data for m in answer.errors)
+                if isinstance(answer, CommandResponse)
+                else repr(answer)
+            )
+            raise ReplOpenError(
+                f"the Lean REPL could not load the imports of {self.key.project_dir} "
+                f"({self.key.header.replace(chr(10), '; ') or 'no imports'}): {detail}"
+            )
+        self._header_env = answer.env
+        logger.debug(
+            "REPL pid %s loaded header for %s (incarnation %d)",
+            self._process.pid,
+            self.key.project_dir,
+            self._incarnation,
+        )
+
+    def run(self, request: Request, *, timeout: float) -> ReplOutcome:
+        """Send ``request`` to the current process (starting one if needed).
+
+        Starting a process can itself raise (:class:`ReplStartError`, a header that does
+        not load); timeouts and crashes of the request become outcomes.
+        """
+        with self._lock:
+            self._ensure_running()
+            assert self._process is not None
+            incarnation = self._incarnation
+            self._pool.stats.requests += 1
+            try:
+                return ReplReply(self._process.request(request, timeout=timeout), incarnation)
+            except ReplTimeoutError as e:
+                self._pool.stats.timeouts += 1
+                logger.info("REPL request timed out after %g s; process killed", e.seconds)
+                return ReplTimedOut(seconds=e.seconds, incarnation=incarnation)
+            except ReplCrashError as e:
+                crash = ReplCrashed(
+                    request=request,
+                    returncode=e.returncode,
+                    stderr_tail=e.stderr_tail,
+                    incarnation=incarnation,
+                )
+                self._pool.record_crash(crash)
+                return crash
+
+    def close(self) -> None:
+        """Stop the process; later requests fail (the pool hands out a new slot instead)."""
+        with self._lock:
+            self._closed = True
+            if self._process is not None:
+                self._process.close()
+                self._process = None
+
+
+class ReplPool:
+    """Up to ``max_size`` REPL processes, keyed by :class:`PoolKey`, least recently used out."""
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        *,
+        max_size: int = 2,
+        memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
+        header_timeout: float = 600.0,
+    ) -> None:
+        if max_size < 1:
+            raise ValueError(f"a REPL pool needs room for at least one process, got {max_size}")
+        self.launcher = launcher
+        self.max_size = max_size
+        self.memory_limit_mb = memory_limit_mb
+        self.header_timeout = header_timeout
+        self.stats = PoolStats()
+        self.incidents: list[ReplCrashed] = []
+        self._slots: OrderedDict[PoolKey, PooledRepl] = OrderedDict()
+        self._incarnations = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def next_incarnation(self) -> int:
+        with self._lock:
+            return next(self._incarnations)
+
+    def record_crash(self, crash: ReplCrashed) -> None:
+        with self._lock:
+            self.stats.crashes += 1
+            self.incidents.append(crash)
+        logger.warning("%s (request %r)", crash.describe(), crash.request)
+
+    def get(self, key: PoolKey) -> PooledRepl:
+        """The slot for ``key``, created (and the least recently used one evicted) if needed.
+
+        Creating a slot starts nothing: the process starts on its first request.
+        """
+        with self._lock:
+            slot = self._slots.get(key)
+            if slot is not None:
+                self._slots.move_to_end(key)
+                return slot
+            while len(self._slots) >= self.max_size:
+                old_key, old = self._slots.popitem(last=False)
+                logger.debug("evicting REPL for %s", old_key)
+                old.close()
+                self.stats.evicted += 1
+            slot = PooledRepl(self, key)
+            self._slots[key] = slot
+            return slot
+
+    def keys(self) -> list[PoolKey]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._slots)
+
+    def close(self) -> None:
+        """Stop every process; idempotent."""
+        with self._lock:
+            slots, self._slots = list(self._slots.values()), OrderedDict()
+        for slot in slots:
+            slot.close()
+
+    def __enter__(self) -> ReplPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

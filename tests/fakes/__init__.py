@@ -1,0 +1,1 @@
+"""Subprocess and in-process stand-ins for external programs (Lean, the Lean REPL)."""

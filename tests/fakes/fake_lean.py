@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""A stand-in for ``lean FILE`` (and ``lake env lean FILE``) driven by a small script.
+
+It reads the file, finds every ``theorem``/``lemma`` and its proof, and prints diagnostics
+in Lean's exact command-line format (``FILE:LINE:COL: error: MESSAGE``, 1-based lines,
+0-based columns, the file name as given), sorted by position, exiting 1 when it printed an
+error, as ``lean`` does. Standard library only, so it runs as a plain subprocess.
+
+The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
+
+    {
+      "mode": "normal",           # or "garbage" (junk, exit 1), "crash" (SIGSEGV),
+                                  # "hang" (sleep forever with a child process)
+      "errors": [{"line": 1, "column": 0, "message": "..."}],   # extra errors in the file
+      "theorems": {
+        "Ns.name": {
+          "goals": "⊢ p",         # what an empty tactic block (or `skip`) leaves open
+          "steps": {              # tactic prefix (one tactic per line) -> outcome
+            "intro h": {"goals": "h : p\\n⊢ p"},
+            "intro h\\nexact h": {"done": true},
+            "exact x": {"error": "unknown identifier 'x'"},
+            "spin": {"hang": true}
+          },
+          "terms": {"rfl": {"done": true}}    # term-mode proofs -> outcome
+        }
+      }
+    }
+
+Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
+the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
+any of them) adds that warning at the theorem's name. A prefix that is
+not scripted is an error (``unknown tactic``). Tactics are compared with whitespace folded
+and ``skip`` dropped. A proof containing ``sorry`` gets Lean's ``declaration uses 'sorry'``
+warning at the theorem's name. Theorems the script does not name are accepted silently.
+
+With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+VERSION = "Lean (version 4.20.0, x86_64-unknown-linux-gnu, commit fake, Release)"
+LAKE_VERSION = "Lake version 5.0.0-fake (Lean version 4.20.0)"
+
+_DECL_RE = re.compile(
+    r"^(?P<indent>[ \t]*)(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
+    r"(?P<kw>theorem|lemma)\s+(?P<name>[^\s:({\[]+)"
+)
+_NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
+_END_RE = re.compile(r"^\s*end\s+(\S+)")
+_SORRY_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+
+
+def log_run(argv: list[str]) -> None:
+    path = os.environ.get("FAKE_LEAN_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "pid": os.getpid()}) + "\n")
+
+
+def hang() -> None:
+    """Sleep forever, with a child process, so that callers must kill the whole tree."""
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    time.sleep(3600)
+
+
+def fold(tactic: str) -> str:
+    return " ".join(tactic.split())
+
+
+def prefix_key(tactics: list[str]) -> str:
+    return "\n".join(fold(t) for t in tactics if fold(t) != "skip")
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """Lean's position of ``offset``: 1-based line, 0-based column."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1)
+
+
+def find_theorems(text: str) -> list[dict]:
+    """Each theorem's full name, name offset and proof (text after ``:=``, with offset)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    namespaces: list[str] = []
+    found = []
+    for i, line in enumerate(lines):
+        if m := _NAMESPACE_RE.match(line):
+            namespaces.append(m[1])
+            continue
+        if (m := _END_RE.match(line)) and namespaces and namespaces[-1] == m[1]:
+            namespaces.pop()
+            continue
+        m = _DECL_RE.match(line)
+        if not m:
+            continue
+        indent = len(m["indent"])
+        j = i + 1
+        while j < len(lines) and (
+            not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent
+        ):
+            j += 1
+        decl_start, decl_end = starts[i], starts[j] - 1 if j < len(lines) else len(text)
+        decl = text[decl_start:decl_end]
+        assign = decl.find(":=")
+        if assign < 0:
+            continue
+        proof_offset = decl_start + assign + 2
+        found.append(
+            {
+                "name": ".".join([*namespaces, m["name"]]),
+                "name_offset": decl_start + m.start("name"),
+                "proof_offset": proof_offset,
+                "proof": text[proof_offset:decl_end].rstrip(),
+            }
+        )
+    return found
+
+
+def tactics_of(proof: str, proof_offset: int) -> tuple[int, list[tuple[int, str]]] | None:
+    """``(offset of by, [(offset, tactic)])`` for a ``by`` block, None for a term."""
+    stripped = proof.lstrip()
+    by_offset = proof_offset + len(proof) - len(stripped)
+    if not re.match(r"by(\s|$)", stripped):
+        return None
+    body_offset = by_offset + 2
+    body = stripped[2:]
+    tactics: list[tuple[int, str]] = []
+    base: int | None = None
+    pos = body_offset
+    for raw in body.split("\n"):
+        content = raw.strip()
+        if content:
+            indent = len(raw) - len(raw.lstrip())
+            if base is None or indent <= base or pos == body_offset:
+                base = indent if base is None else base
+                tactics.append((pos + indent, content))
+            else:
+                off, previous = tactics[-1]
+                tactics[-1] = (off, previous + "\n" + content)
+        pos += len(raw) + 1
+    return by_offset, tactics
+
+
+def outcome_for(entry: dict, proof: str, proof_offset: int) -> tuple[dict, int, int]:
+    """The scripted outcome of a proof, the offset of its `by` (or term), and of its last tactic."""
+    parsed = tactics_of(proof, proof_offset)
+    if parsed is None:
+        term = " ".join(proof.split())
+        offset = proof_offset + len(proof) - len(proof.lstrip())
+        result = entry.get("terms", {}).get(term, {"error": f"type mismatch\n  {term}"})
+        return result, offset, offset
+    by_offset, tactics = parsed
+    key = prefix_key([t for _, t in tactics])
+    last = tactics[-1][0] if tactics else by_offset
+    if key == "":
+        return {"goals": entry["goals"]}, by_offset, last
+    steps = {prefix_key(k.split("\n")): v for k, v in entry.get("steps", {}).items()}
+    return steps.get(key, {"error": "unknown tactic"}), by_offset, last
+
+
+def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
+    out = [(e["line"], e["column"], "error", e["message"]) for e in script.get("errors", [])]
+    theorems = script.get("theorems", {})
+    for thm in find_theorems(text):
+        if _SORRY_RE.search(thm["proof"]):
+            line, col = line_col(text, thm["name_offset"])
+            out.append((line, col, "warning", "declaration uses 'sorry'"))
+            continue
+        entry = theorems.get(thm["name"])
+        if entry is None:
+            continue
+        result, by_offset, last = outcome_for(entry, thm["proof"], thm["proof_offset"])
+        if result.get("hang"):
+            hang()
+        if "warning" in result:
+            line, col = line_col(text, thm["name_offset"])
+            out.append((line, col, "warning", result["warning"]))
+        if "goals" in result:
+            line, col = line_col(text, by_offset)
+            out.append((line, col, "error", "unsolved goals\n" + result["goals"]))
+        elif "error" in result:
+            line, col = line_col(text, last)
+            out.append((line, col, "error", result["error"]))
+    return sorted(out, key=lambda d: (d[0], d[1]))
+
+
+def main(argv: list[str]) -> int:
+    log_run(argv)
+    if argv and argv[0] == "--lake":
+        if argv[1:] == ["--version"]:
+            print(LAKE_VERSION)
+            return 0
+        if argv[1:3] != ["env", "lean"]:
+            print(f"error: fake lake only runs `env lean FILE`, got {argv[1:]}", file=sys.stderr)
+            return 1
+        argv = argv[3:]
+    if argv == ["--version"]:
+        print(VERSION)
+        return 0
+    script_path = os.environ.get("FAKE_LEAN_SCRIPT")
+    script = json.loads(Path(script_path).read_text(encoding="utf-8")) if script_path else {}
+    mode = script.get("mode", "normal")
+    if mode == "hang":
+        hang()
+    if mode == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "garbage":
+        print("PANIC at Lean.Elab.Command: not a diagnostic\n#<garbage>")
+        return 1
+    file = argv[-1]
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except OSError:
+        print(f"file not found: {file}", file=sys.stderr)
+        return 1
+    found = diagnostics(text, script)
+    for line, col, severity, message in found:
+        sys.stdout.write(f"{file}:{line}:{col}: {severity}: {message}\n")
+    return 1 if any(severity == "error" for _, _, severity, _ in found) else 0
+
+
+def write_wrappers(bin_dir: Path) -> None:
+    """Put ``lean`` and ``lake`` executables running this fake into ``bin_dir``."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    me = Path(__file__).resolve()
+    for name, extra in (("lean", ""), ("lake", " --lake")):
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{me}"{extra} "$@"\n')
+        wrapper.chmod(0o755)
+
+
+def activate(monkeypatch, bin_dir: Path, script: dict) -> Path:
+    """Make this fake the ``lean``/``lake`` on PATH for one test; returns the script file.
+
+    ``monkeypatch`` is pytest's fixture; elan's own bin directory is hidden too, so a real
+    toolchain on the machine cannot answer instead of the fake.
+    """
+    write_wrappers(bin_dir)
+    script_file = bin_dir / "script.json"
+    script_file.write_text(json.dumps(script), encoding="utf-8")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_LEAN_SCRIPT", str(script_file))
+    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", bin_dir / "no-elan")
+    return script_file
+
+
+def theorem_record(text: str, full_name: str, path: str):
+    """The :class:`lean_env.records.Theorem` of ``full_name`` in ``text``, as this fake sees it.
+
+    Tests build their records with this instead of the source extractor, so they do not
+    depend on it; ``start`` is the declaration keyword, ``proof_start`` the proof's first
+    token, ``end`` the end of the proof.
+    """
+    from lean_env.records import Position, Theorem, TheoremStatus
+
+    def position(offset: int) -> Position:
+        line, col = line_col(text, offset)
+        return Position(line, col + 1)
+
+    thm = next(t for t in find_theorems(text) if t["name"] == full_name)
+    line_start = text.rfind("\n", 0, thm["name_offset"]) + 1
+    keyword = line_start + len(text[line_start:]) - len(text[line_start:].lstrip())
+    proof_end = thm["proof_offset"] + len(thm["proof"])
+    # Like the source extractor: the proof starts at its first token, after `:=` and spaces.
+    first_token = thm["proof_offset"] + len(thm["proof"]) - len(thm["proof"].lstrip())
+    uses_sorry = bool(_SORRY_RE.search(thm["proof"]))
+    return Theorem(
+        full_name=full_name,
+        path=path,
+        start=position(keyword),
+        end=position(proof_end),
+        statement=text[keyword : thm["proof_offset"] - 2].strip(),
+        proof=thm["proof"].strip(),
+        status=TheoremStatus.SORRY if uses_sorry else TheoremStatus.PROVEN,
+        proof_start=position(first_token),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

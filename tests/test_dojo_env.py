@@ -1,0 +1,140 @@
+"""The LeanDojo backend with the real lean_dojo result and exception classes and a fake Dojo."""
+
+from __future__ import annotations
+
+import pytest
+
+from lean_env.dojo_env import GAVE_UP, DojoBackend, DojoCrashedError, DojoHandle, DojoOpenError
+from lean_env.proof_env import (
+    LeanError,
+    ProofBackend,
+    ProofFinished,
+    ProofSession,
+    TacticState,
+    TacticTimeout,
+)
+from lean_env.records import Position, Theorem, TheoremStatus
+
+lean_dojo = pytest.importorskip("lean_dojo")
+fake_dojo = pytest.importorskip("fakes.fake_dojo")
+pytestmark = pytest.mark.dojo
+
+START = "p : Prop\n⊢ p → p"
+INTRO = "p : Prop\nh : p\n⊢ p"
+
+THEOREM = Theorem(
+    full_name="Demo.imp_self'",
+    path="Demo/Basic.lean",
+    start=Position(3, 1),
+    end=Position(4, 8),
+    statement="theorem imp_self' (p : Prop) : p → p",
+    proof="by\n  sorry",
+    status=TheoremStatus.SORRY,
+    proof_start=Position(3, 41),
+)
+
+
+TABLE = {
+    (START, "intro h"): lambda sid: lean_dojo.TacticState(INTRO, sid),
+    (INTRO, "exact h"): lambda sid: lean_dojo.ProofFinished(sid, "done"),
+    (INTRO, "exact x"): lambda sid: lean_dojo.LeanError("unknown identifier 'x'"),
+    (INTRO, "give_up"): lambda sid: lean_dojo.ProofGivenUp(),
+    (INTRO, "spin"): lambda sid: lean_dojo.DojoTacticTimeoutError(),
+    (INTRO, "oom"): lambda sid: lean_dojo.DojoCrashError("OOM"),
+}
+
+
+def _backend(log: list, fail: Exception | None = None, timeout: float = 30.0) -> DojoBackend:
+    return DojoBackend(
+        timeout=timeout,
+        repo_factory=lambda repo_dir: f"repo:{repo_dir.name}",
+        dojo_class=fake_dojo.dojo_class(start=START, table=TABLE, log=log, fail=fail),
+    )
+
+
+def _run(session, tactics):
+    state, result = session.initial_state, None
+    for tactic in tactics:
+        result = session.run_tactic(state, tactic)
+        if isinstance(result, TacticState):
+            state = result
+    return result
+
+
+def test_open_builds_a_lean_dojo_theorem_and_maps_the_initial_state(tmp_path):
+    log: list = []
+    backend = _backend(log, timeout=2.5)
+    assert isinstance(backend, ProofBackend)
+    with backend.open(tmp_path, THEOREM) as session:
+        assert isinstance(session, ProofSession)
+        assert session.initial_state == TacticState(START)
+        assert isinstance(session.initial_state.handle, DojoHandle)
+    assert log == [("enter", "Demo.imp_self'", "Demo/Basic.lean", 3), ("exit",)]
+
+
+@pytest.mark.parametrize(
+    ("tactics", "expected"),
+    [
+        pytest.param(["intro h"], TacticState(INTRO), id="state"),
+        pytest.param(["intro h", "exact h"], ProofFinished("done"), id="finished"),
+        pytest.param(["intro h", "exact x"], LeanError("unknown identifier 'x'"), id="lean-error"),
+        pytest.param(["intro h", "give_up"], LeanError(GAVE_UP), id="proof-given-up"),
+        pytest.param(["intro h", "sorry"], LeanError(GAVE_UP), id="sorry-not-sent"),
+        pytest.param(["intro h", "spin"], TacticTimeout(30.0), id="timeout"),
+    ],
+)
+def test_each_result_kind(tmp_path, tactics, expected):
+    with _backend([]).open(tmp_path, THEOREM) as session:
+        assert _run(session, tactics) == expected
+
+
+def test_after_a_timeout_the_dojo_restarts_and_replays_the_path(tmp_path):
+    log: list = []
+    with _backend(log).open(tmp_path, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert session.run_tactic(state, "spin") == TacticTimeout(30.0)
+        assert session.run_tactic(state, "exact h") == ProofFinished("done")
+    assert [entry[0] for entry in log] == [
+        "enter", "run", "run", "exit", "enter", "run", "run", "exit",
+    ]
+    assert log[5:7] == [("run", "intro h"), ("run", "exact h")]
+
+
+def test_crash_raises_and_closes(tmp_path):
+    log: list = []
+    with _backend(log).open(tmp_path, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        with pytest.raises(DojoCrashedError, match="OOM.*'oom'.*Demo.imp_self'"):
+            session.run_tactic(state, "oom")
+        with pytest.raises(DojoCrashedError, match="closed"):
+            session.run_tactic(state, "exact h")
+    assert log.count(("exit",)) == 1
+
+
+def test_init_error_is_an_open_error(tmp_path):
+    fail = lean_dojo.DojoInitError("Cannot find the *.ast.json file")
+    with pytest.raises(DojoOpenError, match="Demo.imp_self'.*DojoInitError.*ast.json"):
+        _backend([], fail=fail).open(tmp_path, THEOREM)
+
+
+def test_states_from_another_backend_are_refused(tmp_path):
+    with _backend([]).open(tmp_path, THEOREM) as session:
+        with pytest.raises(ValueError, match="LeanDojo"):
+            session.run_tactic(TacticState(START, handle=("intro h",)), "intro h")
+
+
+def test_missing_lean_dojo_is_a_clear_user_error(tmp_path, monkeypatch):
+    from lean_env.dojo_env import DojoUnavailableError
+
+    monkeypatch.setitem(__import__("sys").modules, "lean_dojo", None)
+    with pytest.raises(DojoUnavailableError, match=r"pip install 'leanagent\[dojo\]'"):
+        DojoBackend().open(tmp_path, THEOREM)
+
+
+def test_a_directory_lean_dojo_cannot_use_is_an_open_error(tmp_path):
+    def not_a_repo(repo_dir):
+        raise ValueError(f"{repo_dir} is not a valid URL")
+
+    backend = DojoBackend(repo_factory=not_a_repo, dojo_class=fake_dojo.dojo_class(start=START, table=TABLE))
+    with pytest.raises(DojoOpenError, match="cannot use .* as a git repository"):
+        backend.open(tmp_path, THEOREM)

@@ -1,0 +1,279 @@
+"""The file-check backend against the fake ``lean`` (tests/fakes/fake_lean.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from fakes import fake_lean
+from lean_env.errors import LeanNotFoundError
+from lean_env.filecheck import SORRY_REJECTED, FileCheckBackend, FileCheckError
+from lean_env.lean_runner import LeanRunError
+from lean_env.proof_env import (
+    LeanError,
+    ProofBackend,
+    ProofFinished,
+    ProofSession,
+    TacticState,
+    TacticTimeout,
+)
+
+SOURCE = """\
+namespace Demo
+
+theorem imp_self' (p : Prop) : p → p := by
+  sorry
+
+theorem and_swap (p q : Prop) (h : p ∧ q) : q ∧ p := sorry
+
+end Demo
+"""
+
+GOALS = {
+    "start": "p : Prop\n⊢ p → p",
+    "intro": "p : Prop\nh : p\n⊢ p",
+}
+
+SCRIPT = {
+    "theorems": {
+        "Demo.imp_self'": {
+            "goals": GOALS["start"],
+            "steps": {
+                "intro h": {"goals": GOALS["intro"]},
+                "intro hp": {"goals": GOALS["intro"].replace("h :", "h  :")},
+                "intro h\nexact h": {"done": True},
+                "intro h\nexact x": {"error": "unknown identifier 'x'"},
+                "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
+                "intro h\nspin": {"hang": True},
+            },
+        },
+        "Demo.and_swap": {
+            "goals": "p q : Prop\nh : p ∧ q\n⊢ q ∧ p",
+            "steps": {"constructor": {"goals": "case left\n⊢ q\n\ncase right\n⊢ p"}},
+        },
+    }
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "Demo").mkdir(parents=True)
+    (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
+    return root
+
+
+def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
+    fake_lean.activate(monkeypatch, tmp_path / "bin", script)
+    log = tmp_path / "lean.log"
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(log))
+    return log
+
+
+def _theorem(name: str = "Demo.imp_self'"):
+    return fake_lean.theorem_record(SOURCE, name, "Demo/Basic.lean")
+
+
+def _runs(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _run(session, tactics: list[str]):
+    state = session.initial_state
+    result = None
+    for tactic in tactics:
+        result = session.run_tactic(state, tactic)
+        if isinstance(result, TacticState):
+            state = result
+    return result
+
+
+def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    backend = FileCheckBackend(timeout=20)
+    assert isinstance(backend, ProofBackend)
+    with backend.open(repo, _theorem()) as session:
+        assert isinstance(session, ProofSession)
+        assert session.initial_state.pp == GOALS["start"]
+        assert session.initial_state.handle == ()
+
+
+@pytest.mark.parametrize(
+    ("tactics", "expected"),
+    [
+        pytest.param(["intro h"], TacticState(GOALS["intro"]), id="state"),
+        pytest.param(["intro h", "exact h"], ProofFinished(), id="finished"),
+        pytest.param(["intro h", "exact x"], LeanError("unknown identifier 'x'"), id="lean-error"),
+        pytest.param(
+            ["intro h", "refine ?_\n· skip"],
+            LeanError("unsolved goals\np : Prop\nh : p\n⊢ p"),
+            id="nested-unsolved-goals-is-an-error",
+        ),
+        pytest.param(["nonsense"], LeanError("unknown tactic"), id="unknown-tactic"),
+        pytest.param(["intro h", "exact sorry"], LeanError(SORRY_REJECTED), id="sorry-rejected"),
+    ],
+)
+def test_each_result_kind(monkeypatch, tmp_path, repo, tactics, expected):
+    _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+        assert _run(session, tactics) == expected
+
+
+def test_state_handle_is_the_prefix_and_equal_goals_merge(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+        a = session.run_tactic(session.initial_state, "intro h")
+        b = session.run_tactic(session.initial_state, "intro hp")
+        assert a.handle == ("intro h",) and b.handle == ("intro hp",)
+        assert a == b and hash(a) == hash(b)
+
+
+def test_several_goals_come_back_as_one_state(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, _theorem("Demo.and_swap")) as session:
+        state = session.run_tactic(session.initial_state, "constructor")
+        assert isinstance(state, TacticState) and state.num_goals == 2
+
+
+def test_sorry_is_rejected_without_running_lean_and_results_are_cached(monkeypatch, tmp_path, repo):
+    log = _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+        opened = len(_runs(log))
+        assert session.run_tactic(session.initial_state, "admit") == LeanError(SORRY_REJECTED)
+        assert len(_runs(log)) == opened
+        session.run_tactic(session.initial_state, "intro h")
+        session.run_tactic(session.initial_state, "intro h")
+        assert len(_runs(log)) == opened + 1
+
+
+def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
+    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+        _run(session, ["intro h", "exact h"])
+        workdir = session._workdir
+    assert (repo / "Demo" / "Basic.lean").read_text(encoding="utf-8") == SOURCE
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before
+    assert not workdir.exists()
+
+
+def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+        session.run_tactic(session.initial_state, "intro h")
+        checked = session._file.read_text(encoding="utf-8")
+    assert checked.endswith("(p : Prop) : p → p := by\n  intro h\n")
+    assert checked.startswith("namespace Demo\n")
+    assert "and_swap" not in checked
+
+
+def test_timeout_kills_the_process_tree_and_is_a_result(monkeypatch, tmp_path, repo):
+    log = _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=1.5).open(repo, _theorem()) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
+    assert _live_members(_runs(log)[-1]["pid"]) == []
+
+
+def _live_members(group: int) -> list[int]:
+    """Processes of ``group`` that still run (killed ones may linger briefly as zombies)."""
+    deadline = time.monotonic() + 5
+    while True:
+        live = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                live.append(int(stat.parent.name))
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.1)
+
+
+def test_errors_outside_the_theorem_are_a_fault(monkeypatch, tmp_path, repo):
+    script = {**SCRIPT, "errors": [{"line": 1, "column": 0, "message": "unknown namespace"}]}
+    _activate(monkeypatch, tmp_path, script)
+    with pytest.raises(FileCheckError, match="outside theorem Demo.imp_self'.*unknown namespace"):
+        FileCheckBackend(timeout=20).open(repo, _theorem())
+
+
+def test_statement_that_does_not_elaborate_cannot_be_opened(monkeypatch, tmp_path, repo):
+    script = {**SCRIPT, "errors": [{"line": 3, "column": 33, "message": "unknown identifier 'p'"}]}
+    _activate(monkeypatch, tmp_path, script)
+    with pytest.raises(FileCheckError, match="cannot be opened.*unknown identifier 'p'"):
+        FileCheckBackend(timeout=20).open(repo, _theorem())
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        pytest.param("garbage", "printed no error diagnostic.*PANIC", id="malformed-output"),
+        pytest.param("crash", "killed by signal 11", id="crash"),
+    ],
+)
+def test_unreadable_lean_is_a_clear_fault(monkeypatch, tmp_path, repo, mode, message):
+    _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": mode})
+    with pytest.raises(LeanRunError, match=message):
+        FileCheckBackend(timeout=20).open(repo, _theorem())
+
+
+def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, repo):
+    log = _activate(monkeypatch, tmp_path)
+    (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
+    with FileCheckBackend(timeout=20).open(repo, _theorem()):
+        pass
+    run = _runs(log)[-1]
+    assert run["argv"][:3] == ["--lake", "env", "lean"]
+    assert Path(run["cwd"]) == repo.resolve()
+
+
+def test_missing_lean_says_how_to_install(monkeypatch, tmp_path, repo):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    with pytest.raises(LeanNotFoundError, match="elan"):
+        FileCheckBackend(timeout=20).open(repo, _theorem())
+
+
+def test_closed_session_refuses_work(monkeypatch, tmp_path, repo):
+    _activate(monkeypatch, tmp_path)
+    session = FileCheckBackend(timeout=20).open(repo, _theorem())
+    session.close()
+    session.close()
+    with pytest.raises(FileCheckError, match="closed"):
+        session.run_tactic(session.initial_state, "intro h")
+
+
+REAL_SOURCE = """\
+theorem imp_self' (p : Prop) : p → p := by
+  sorry
+"""
+
+
+@pytest.mark.lean
+def test_real_lean_goals_errors_and_finish(tmp_path):
+    (tmp_path / "Real.lean").write_text(REAL_SOURCE, encoding="utf-8")
+    theorem = fake_lean.theorem_record(REAL_SOURCE, "imp_self'", "Real.lean")
+    with FileCheckBackend(timeout=120).open(tmp_path, theorem) as session:
+        assert session.initial_state.pp == "p : Prop\n⊢ p → p"
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert state == TacticState("p : Prop\nh : p\n⊢ p")
+        assert isinstance(session.run_tactic(state, "exact h"), ProofFinished)
+        error = session.run_tactic(state, "exact x")
+        assert isinstance(error, LeanError) and "x" in error.message
+
+
+def test_theorem_without_a_proof_start_is_refused_before_running(monkeypatch, tmp_path, repo):
+    import dataclasses
+
+    from lean_env.proof_text import ProofTextError
+
+    log = _activate(monkeypatch, tmp_path)
+    theorem = dataclasses.replace(_theorem(), proof_start=None)
+    with pytest.raises(ProofTextError, match="no known proof start"):
+        FileCheckBackend(timeout=20).open(repo, theorem)
+    assert _runs(log) == []

@@ -1,0 +1,115 @@
+"""Proof text surgery: positions, sorry detection, tactic blocks and indentation."""
+
+from __future__ import annotations
+
+import pytest
+
+from lean_env.proof_text import (
+    ProofTextError,
+    offset_of,
+    position_of,
+    split_tactics,
+    tactic_proof,
+    uses_sorry,
+)
+from lean_env.records import Position
+
+TEXT = "ab\n∀ x\n\nlast"
+
+
+@pytest.mark.parametrize(
+    ("position", "offset"),
+    [
+        pytest.param(Position(1, 1), 0, id="start"),
+        pytest.param(Position(2, 3), 5, id="unicode-counts-one"),
+        pytest.param(Position(3, 1), 7, id="empty-line"),
+        pytest.param(Position(4, 5), 12, id="just-past-the-end"),
+    ],
+)
+def test_offsets_and_positions_round_trip(position, offset):
+    assert offset_of(TEXT, position) == offset
+    assert position_of(TEXT, offset) == position
+
+
+@pytest.mark.parametrize("position", [Position(5, 1), Position(1, 4)], ids=["line", "column"])
+def test_positions_past_the_text_are_errors(position):
+    with pytest.raises(ProofTextError, match="past the end"):
+        offset_of(TEXT, position)
+
+
+@pytest.mark.parametrize(
+    ("proof", "expected"),
+    [
+        pytest.param("by sorry", True, id="sorry"),
+        pytest.param("by\n  admit", True, id="admit"),
+        pytest.param("by\n  exact (sorry : p)", True, id="term-sorry"),
+        pytest.param("by simp -- sorry not needed", False, id="line-comment"),
+        pytest.param("by /- sorry -/ simp", False, id="block-comment"),
+        pytest.param("by exact sorry_lemma", False, id="identifier-prefix"),
+        pytest.param("by exact Foo.sorry", False, id="qualified-name"),
+    ],
+)
+def test_uses_sorry(proof, expected):
+    assert uses_sorry(proof) is expected
+
+
+@pytest.mark.parametrize(
+    ("tactics", "proof"),
+    [
+        pytest.param((), "by\n  skip", id="empty-is-skip"),
+        pytest.param(("intro h", "exact h"), "by\n  intro h\n  exact h", id="two"),
+        pytest.param(
+            ("cases h with\n| inl a => exact a\n| inr b => exact b",),
+            "by\n  cases h with\n  | inl a => exact a\n  | inr b => exact b",
+            id="multi-line",
+        ),
+    ],
+)
+def test_tactic_proof_and_split_are_inverse(tactics, proof):
+    assert tactic_proof(tactics) == proof
+    if tactics:
+        assert split_tactics(proof) == tactics
+
+
+@pytest.mark.parametrize(
+    ("proof", "expected"),
+    [
+        pytest.param("rfl", None, id="term"),
+        pytest.param("by simp", ("simp",), id="one-line"),
+        pytest.param("by\n    intro h\n      trivial\n    exact h", ("intro h\n  trivial", "exact h"), id="deeper"),
+        pytest.param("byContra", None, id="not-by"),
+    ],
+)
+def test_split_tactics(proof, expected):
+    assert split_tactics(proof) == expected
+
+
+NEXT_LINE = "namespace N\n  theorem t : True :=\n    sorry\nend N\n"
+
+
+@pytest.mark.parametrize(
+    ("proof_start", "expected"),
+    [
+        pytest.param(
+            Position(3, 5),
+            "namespace N\n  theorem t : True :=\n    by\n      skip\n      trivial\nend N\n",
+            id="first-token-on-next-line",
+        ),
+        pytest.param(
+            Position(2, 22),
+            "namespace N\n  theorem t : True := by\n    skip\n    trivial\nend N\n",
+            id="right-after-assign",
+        ),
+    ],
+)
+def test_splice_follows_the_block_for_either_proof_start(proof_start, expected):
+    from lean_env.proof_text import splice_proof
+    from lean_env.records import Theorem, TheoremStatus
+
+    theorem = Theorem(
+        "N.t", "N.lean", Position(2, 3), Position(3, 10), "theorem t : True", "sorry",
+        TheoremStatus.SORRY, proof_start=proof_start,
+    )
+    text, body = splice_proof(NEXT_LINE, theorem, "by\n  skip\n  trivial")
+    assert text == expected
+    assert text[body:].startswith("by\n")
