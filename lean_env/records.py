@@ -77,6 +77,29 @@ class RepoSpec:
         return self.location if self.commit is None else f"{self.location}@{self.commit}"
 
 
+# Where Lake keeps dependency checkouts (current and pre-v4.3 layouts), relative to the repo.
+PACKAGE_DIRS = (".lake/packages/", "lake-packages/")
+# Lean's own sources inside its package checkout.
+_LEAN4_SOURCE_DIR = "src/lean/"
+
+
+def module_of_path(path: str) -> str:
+    """The Lean module a file path defines.
+
+    ``Mathlib/Logic/Basic.lean`` -> ``Mathlib.Logic.Basic``; dependency files drop their
+    package prefix (``.lake/packages/batteries/Batteries/Data.lean`` -> ``Batteries.Data``)
+    and Lean's own sources their ``src/lean/`` (``.lake/packages/lean4/src/lean/Init.lean``
+    -> ``Init``).
+    """
+    for prefix in PACKAGE_DIRS:
+        if path.startswith(prefix):
+            package, _, path = path[len(prefix) :].partition("/")
+            if package == "lean4":
+                path = path.removeprefix(_LEAN4_SOURCE_DIR)
+            break
+    return path.removesuffix(".lean").replace("/", ".")
+
+
 @dataclass(frozen=True, slots=True)
 class LeanFile:
     """One ``.lean`` file of a repository and the modules it imports."""
@@ -86,8 +109,8 @@ class LeanFile:
 
     @property
     def module(self) -> str:
-        """The Lean module name of this file (``Mathlib/Logic/Basic.lean`` -> ``Mathlib.Logic.Basic``)."""
-        return self.path.removesuffix(".lean").replace("/", ".")
+        """The Lean module this file defines (see :func:`module_of_path`)."""
+        return module_of_path(self.path)
 
 
 class DeclKind(enum.StrEnum):
@@ -154,8 +177,9 @@ class Theorem:
     none that could be read. ``tactics`` holds the top-level steps of a ``by`` proof and is
     empty for term-mode proofs. ``premises`` are the full names the whole proof uses.
     ``sorries`` are the positions of every ``sorry`` inside the proof. ``proof_start`` is
-    where the proof text begins (just after ``:=``), when the source was read; the proof
-    spans ``proof_start``..``end``, which is what writing a found proof back replaces.
+    where the proof begins: its first token (``by``, the term, or the first ``|`` of
+    equations), after ``:=`` and any whitespace; ``None`` when unknown. The proof spans
+    ``proof_start``..``end``, which is what writing a found proof back replaces.
     """
 
     full_name: str
@@ -178,12 +202,15 @@ class Theorem:
     def num_steps(self) -> int:
         """S in the curriculum's difficulty e^S: the number of top-level tactic steps.
 
-        A term-mode proof counts as one step; a theorem without a proof has zero steps
-        (the curriculum treats `sorry` theorems separately, as "hard, no proof").
+        A term-mode proof counts as one step; a `sorry` theorem, or one whose proof was
+        neither read nor traced, has zero (the curriculum treats `sorry` theorems
+        separately, as "hard, no proof").
         """
-        if self.status is TheoremStatus.SORRY or self.proof is None:
+        if self.status is TheoremStatus.SORRY:
             return 0
-        return max(1, len(self.tactics))
+        if self.tactics:
+            return len(self.tactics)
+        return 0 if self.proof is None else 1
 
 
 @dataclass(frozen=True, slots=True)
