@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from lean_env.errors import BackendError, UserInputError
 from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
+from lean_env.dojo_trace import configure_dojo_env
 from lean_env.proof_text import uses_sorry
 from lean_env.records import Theorem
 
@@ -72,7 +73,10 @@ class DojoHandle:
     path: tuple[str, ...]  # tactics from the initial state, to replay after a restart
 
 
-def _lean_dojo() -> Any:
+def _lean_dojo(cache_dir: Path | None = None) -> Any:
+    """Import lean_dojo, first pointing its cache at ``cache_dir`` (it reads that at import)."""
+    if cache_dir is not None:
+        configure_dojo_env(cache_dir)
     try:
         import lean_dojo
     except ImportError as e:
@@ -96,10 +100,13 @@ class DojoBackend:
     repo_factory: Callable[[Path], Any] = _default_repo_factory
     # The Dojo class (lean_dojo.Dojo unless a test substitutes a fake).
     dojo_class: Any = None
+    # LeanDojo's CACHE_DIR, the same one tracing uses; None leaves lean_dojo's environment
+    # as it is (tests, or a caller that configured it already).
+    cache_dir: Path | None = None
 
     def open(self, repo_dir: Path, theorem: Theorem) -> DojoSession:
         """Enter a ``Dojo`` on ``theorem`` of the repository at ``repo_dir``."""
-        lean_dojo = _lean_dojo()
+        lean_dojo = _lean_dojo(self.cache_dir)
         if not theorem.path.endswith(".lean"):
             raise UserInputError(f"theorem {theorem.full_name}: {theorem.path} is not a .lean file")
         try:

@@ -1,7 +1,357 @@
-"""Placeholder until this command family lands; see agent/commands/__init__.py."""
+"""Data commands: ``ingest``, ``db stats``, ``curriculum``, ``export`` and ``run``.
+
+They parse, call :mod:`curriculum` and :mod:`lean_env`, and print through
+:mod:`agent.output`; heavy imports (SQLAlchemy, tqdm, the tracers) happen inside handlers.
+"""
+
+from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.output import emit, table
+from agent.settings import Settings
+from lean_env.errors import UserInputError
+
+if TYPE_CHECKING:
+    from curriculum.ingest import IngestOutcome
+    from curriculum.ordering import Curriculum
+    from curriculum.store import Store
+
+BACKENDS = ("auto", "dojo", "source")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    del subparsers
+    ingest = subparsers.add_parser(
+        "ingest",
+        help="trace repositories (or read a LeanDojo benchmark) into the database",
+        description="Trace Lean repositories and store them; "
+        "re-ingesting a stored commit changes nothing.",
+    )
+    ingest.add_argument(
+        "specs",
+        nargs="*",
+        metavar="SPEC",
+        help="a git URL or local path, optionally LOCATION@COMMIT",
+    )
+    ingest.add_argument(
+        "--repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
+    )
+    ingest.add_argument(
+        "--benchmark",
+        type=Path,
+        metavar="DIR",
+        help="read a LeanDojo Benchmark 4 directory instead of tracing",
+    )
+    _backend_option(ingest)
+    _json_option(ingest)
+    ingest.set_defaults(handler=_ingest)
+
+    db = subparsers.add_parser("db", help="inspect the database")
+    db_commands = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", required=True)
+    stats = db_commands.add_parser(
+        "stats", help="row counts and the newest version of every repository"
+    )
+    _json_option(stats)
+    stats.set_defaults(handler=_stats)
+
+    curriculum = subparsers.add_parser(
+        "curriculum", help="difficulty buckets and the learning order of the stored repositories"
+    )
+    _json_option(curriculum)
+    curriculum.set_defaults(handler=_curriculum)
+
+    export = subparsers.add_parser(
+        "export",
+        help="write the newest version of every repository as a LeanDojo Benchmark 4 directory",
+    )
+    export.add_argument("out_dir", type=Path, metavar="DIR")
+    export.add_argument(
+        "--seed", type=int, default=3407, help="seed of the train/val/test splits (default: 3407)"
+    )
+    _json_option(export)
+    export.set_defaults(handler=_export)
+
+    run = subparsers.add_parser(
+        "run",
+        help="the lifelong job over a repos file (for now: ingest, then the curriculum order)",
+    )
+    run.add_argument(
+        "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
+    )
+    _backend_option(run)
+    _json_option(run)
+    run.set_defaults(handler=_run)
+
+
+def _backend_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="how to trace: dojo (LeanDojo, needs Lean), source (no Lean needed) or auto (dojo "
+        "when Lean and lean_dojo are available, else source; default)",
+    )
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+# ---- handlers ------------------------------------------------------------------------
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    sources = [bool(args.specs), args.repos is not None, args.benchmark is not None]
+    if sum(sources) != 1:
+        raise UserInputError(
+            "give repository specs, --repos FILE or --benchmark DIR (exactly one of them)"
+        )
+    with _open_store(settings) as store:
+        if args.benchmark is not None:
+            from curriculum.ingest import ingest_traces
+            from lean_env.benchmark import read_benchmark
+
+            outcomes = ingest_traces(store, read_benchmark(args.benchmark), progress=True)
+        else:
+            outcomes = _ingest_specs(store, args, settings, _specs_of(args))
+    emit([_jsonable(o) for o in outcomes], _outcomes_text(outcomes), as_json=args.json)
+    return 0
+
+
+def _stats(args: argparse.Namespace, settings: Settings) -> int:
+    with _open_store(settings) as store:
+        stats = store.stats()
+    counts = [
+        ["repositories", stats.repositories],
+        ["versions", stats.versions],
+        ["files", stats.files],
+        ["premises", stats.premises],
+        ["theorems", stats.theorems],
+        ["tactic steps", stats.tactic_steps],
+        ["runs", stats.runs],
+        ["proof attempts", stats.attempts],
+        *([f"latest theorems: {k}", v] for k, v in stats.latest_by_status.items()),
+    ]
+    latest = [
+        [v.location, _short(v.commit), v.backend, v.files, v.premises, v.theorems, v.sorries]
+        for v in stats.latest
+    ]
+    human = "\n".join(
+        [
+            f"database: {stats.url}",
+            "",
+            table(["table", "rows"], counts),
+            "",
+            table(
+                [
+                    "repository (newest version)",
+                    "commit",
+                    "backend",
+                    "files",
+                    "premises",
+                    "theorems",
+                    "sorries",
+                ],
+                latest,
+            )
+            if latest
+            else "no repositories ingested yet",
+        ]
+    )
+    emit(_jsonable(stats), human, as_json=args.json)
+    return 0
+
+
+def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
+    from curriculum.ordering import curriculum_of
+
+    with _open_store(settings) as store:
+        order = curriculum_of(store)
+    emit(order.as_dict(), _curriculum_text(order), as_json=args.json)
+    return 0
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    from lean_env.benchmark import write_benchmark
+
+    with _open_store(settings) as store:
+        traces = store.latest_traces()
+    if not traces:
+        raise UserInputError(
+            f"nothing to export: the database {settings.db_url} holds no repositories"
+        )
+    write_benchmark(traces, args.out_dir, seed=args.seed)
+    payload = {
+        "out_dir": str(args.out_dir),
+        "seed": args.seed,
+        "repositories": [{"location": t.spec.location, "commit": t.commit} for t in traces],
+        "theorems": sum(len(t.theorems) for t in traces),
+        "premises": sum(len(t.premises) for t in traces),
+    }
+    human = (
+        f"wrote {_plural(len(traces), 'repository', 'repositories')} "
+        f"({payload['theorems']} theorems, {payload['premises']} premises) "
+        f"to {args.out_dir}"
+    )
+    emit(payload, human, as_json=args.json)
+    return 0
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from curriculum.db import RunStatus
+    from curriculum.ordering import curriculum_of
+    from lean_env.repos import parse_repos_file
+
+    specs = parse_repos_file(args.repos)
+    with _open_store(settings) as store:
+        run = store.start_run(
+            {"command": "run", "repos": str(args.repos.resolve()), "backend": args.backend}
+        )
+        try:
+            outcomes = _ingest_specs(store, args, settings, specs)
+            order = curriculum_of(store)
+        except BaseException as e:
+            store.finish_run(
+                run.id,
+                status=RunStatus.INTERRUPTED
+                if isinstance(e, KeyboardInterrupt)
+                else RunStatus.FAILED,
+            )
+            raise
+        store.finish_run(run.id)
+    payload = {
+        "run": run.id,
+        "ingest": [_jsonable(o) for o in outcomes],
+        "curriculum": order.as_dict(),
+    }
+    human = "\n\n".join([_outcomes_text(outcomes), _curriculum_text(order)])
+    emit(payload, human, as_json=args.json)
+    return 0
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+
+def _open_store(settings: Settings) -> Store:
+    from curriculum.store import Store
+
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserInputError(
+            f"cannot create the data directory {settings.data_dir}: {e.strerror or e}"
+        ) from e
+    return Store.open(settings.db_url)
+
+
+def _specs_of(args: argparse.Namespace) -> list[Any]:
+    from lean_env.repos import parse_repos_file, parse_spec
+
+    if args.repos is not None:
+        return parse_repos_file(args.repos)
+    return [parse_spec(text) for text in args.specs]
+
+
+def _ingest_specs(
+    store: Store, args: argparse.Namespace, settings: Settings, specs: Sequence[Any]
+) -> list[IngestOutcome]:
+    from curriculum.ingest import BackendChoice, choose_backend, ingest_specs, make_tracer
+
+    cache_dir = settings.data_dir / "cache"
+    tracer = make_tracer(choose_backend(BackendChoice(args.backend)), cache_dir=cache_dir)
+    return ingest_specs(store, specs, cache_dir=cache_dir, tracer=tracer, progress=True)
+
+
+def _outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
+    rows = [
+        [
+            o.location,
+            _short(o.commit),
+            o.status,
+            o.backend,
+            o.files,
+            o.premises,
+            o.theorems,
+            o.sorries,
+        ]
+        for o in outcomes
+    ]
+    added = sum(o.status == "added" for o in outcomes)
+    return "\n".join(
+        [
+            table(
+                [
+                    "repository",
+                    "commit",
+                    "status",
+                    "backend",
+                    "files",
+                    "premises",
+                    "theorems",
+                    "sorries",
+                ],
+                rows,
+            ),
+            f"{_plural(len(outcomes), 'repository', 'repositories')}: {added} added, "
+            f"{len(outcomes) - added} unchanged",
+        ]
+    )
+
+
+def _curriculum_text(order: Curriculum) -> str:
+    if not order.repos:
+        return "no repositories ingested yet"
+    if order.thresholds is None:
+        bounds = "no proved theorems, so no difficulty thresholds"
+    else:
+        bounds = (
+            f"easy: S <= {order.thresholds.easy_max:g}, "
+            f"medium: S <= {order.thresholds.medium_max:g}, "
+            "hard: above (difficulty e^S, S = proof steps)"
+        )
+    rows = [
+        [
+            rank,
+            r.location,
+            _short(r.commit),
+            r.easy,
+            r.medium,
+            r.hard,
+            r.hard_no_proof,
+            r.unknown,
+            r.total,
+        ]
+        for rank, r in enumerate(order.repos, start=1)
+    ]
+    headers = [
+        "#",
+        "repository",
+        "commit",
+        "easy",
+        "medium",
+        "hard",
+        "no proof",
+        "unknown",
+        "total",
+    ]
+    return "\n".join([f"curriculum order ({bounds})", table(headers, rows)])
+
+
+def _short(commit: str) -> str:
+    """A commit for tables: 12 hex digits of a SHA, the tag and 8 digits of a content hash."""
+    if commit.startswith("content-"):
+        return commit[:16]
+    sha, dirty, _ = commit.partition("-dirty-")
+    return sha[:12] + ("-dirty" if dirty else "")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _jsonable(record: Any) -> Any:
+    return dataclasses.asdict(record)

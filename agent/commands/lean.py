@@ -82,14 +82,15 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.final_check import check_proof
     from lean_env.lean_runner import LeanRunner
 
-    del settings
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
     proof = _read_proof(args)
     if args.timeout <= 0:
         raise UserInputError(f"--timeout must be positive, got {args.timeout:g}")
     runner = LeanRunner.for_project(repo)
-    steps = _replay(args.backend, repo, theorem, proof, timeout=args.timeout)
+    steps = _replay(
+        args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir
+    )
     result = check_proof(repo, theorem, proof, runner=runner, timeout=args.timeout)
     payload: dict[str, Any] = {**result.to_json(), "replay": steps}
     if result.accepted and (args.diff or args.apply):
@@ -138,7 +139,7 @@ def _read_proof(args: argparse.Namespace) -> str:
 
 
 def _replay(
-    choice: str, repo: Path, theorem: Theorem, proof: str, *, timeout: float
+    choice: str, repo: Path, theorem: Theorem, proof: str, *, timeout: float, data_dir: Path
 ) -> list[dict[str, Any]]:
     """Run the proof's tactics one by one in the chosen backend; one entry per step."""
     from tqdm import tqdm
@@ -149,7 +150,7 @@ def _replay(
     tactics = split_tactics(proof)
     if choice == "none" or not tactics:
         return []
-    backend = _interactive_backend(choice, repo, timeout=timeout)
+    backend = _interactive_backend(choice, repo, timeout=timeout, data_dir=data_dir)
     steps: list[dict[str, Any]] = []
     try:
         with backend.open(repo, theorem) as session:
@@ -172,18 +173,21 @@ def _replay(
     return steps
 
 
-def _interactive_backend(choice: str, repo: Path, *, timeout: float) -> ProofBackend:
+def _interactive_backend(
+    choice: str, repo: Path, *, timeout: float, data_dir: Path
+) -> ProofBackend:
     from lean_env.dojo_env import DojoBackend
     from lean_env.filecheck import FileCheckBackend
     from lean_env.repl.backend import ReplBackend
     from lean_env.repl.locate import describe_repl
 
+    repl_cache = data_dir / "repl"
     if choice == "auto":
-        choice = "repl" if describe_repl(repo).found else "file"
+        choice = "repl" if describe_repl(repo, cache_dir=repl_cache).found else "file"
     if choice == "repl":
-        return ReplBackend.create(tactic_timeout=timeout)
+        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
     if choice == "dojo":
-        return DojoBackend(timeout=timeout)
+        return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
     return FileCheckBackend(timeout=timeout)
 
 
@@ -223,7 +227,6 @@ def _first_line(text: str) -> str:
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.toolchain import find_tool, read_toolchain, tool_version
 
-    del settings
     project = args.project.expanduser().resolve()
     pin = read_toolchain(project) if project.is_dir() else None
     tools: list[dict[str, Any]] = []
@@ -243,7 +246,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
                 "detail": "" if path else hint,
             }
         )
-    tools.append(_repl_entry(project))
+    tools.append(_repl_entry(project, settings.data_dir / "repl"))
     tools.append(_dojo_entry())
     found = {t["name"]: t["found"] for t in tools}
     backends = {
@@ -269,11 +272,11 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if found["lean"] else 1
 
 
-def _repl_entry(project: Path) -> dict[str, Any]:
+def _repl_entry(project: Path, repl_cache: Path) -> dict[str, Any]:
     from lean_env.repl.locate import describe_repl
 
     # The same search the repl backend makes when it starts a process.
-    status = describe_repl(project)
+    status = describe_repl(project, cache_dir=repl_cache)
     return {
         "name": "lean REPL",
         "found": status.found,
