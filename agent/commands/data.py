@@ -20,11 +20,12 @@ if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from curriculum.store import Store
+    from lean_env.records import RepoSpec
 
 BACKENDS = ("auto", "dojo", "source")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ingest = subparsers.add_parser(
         "ingest",
         help="trace repositories (or read a LeanDojo benchmark) into the database",
@@ -180,10 +181,10 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
 
     with _open_store(settings) as store:
         traces = store.latest_traces()
-    if not traces:
-        raise UserInputError(
-            f"nothing to export: the database {settings.db_url} holds no repositories"
-        )
+        if not traces:
+            raise UserInputError(
+                f"nothing to export: the database {store.url} holds no repositories"
+            )
     write_benchmark(traces, args.out_dir, seed=args.seed)
     payload = {
         "out_dir": str(args.out_dir),
@@ -248,7 +249,7 @@ def _open_store(settings: Settings) -> Store:
     return Store.open(settings.db_url)
 
 
-def _specs_of(args: argparse.Namespace) -> list[Any]:
+def _specs_of(args: argparse.Namespace) -> list[RepoSpec]:
     from lean_env.repos import parse_repos_file, parse_spec
 
     if args.repos is not None:
@@ -257,12 +258,12 @@ def _specs_of(args: argparse.Namespace) -> list[Any]:
 
 
 def _ingest_specs(
-    store: Store, args: argparse.Namespace, settings: Settings, specs: Sequence[Any]
+    store: Store, args: argparse.Namespace, settings: Settings, specs: Sequence[RepoSpec]
 ) -> list[IngestOutcome]:
-    from curriculum.ingest import BackendChoice, choose_backend, ingest_specs, make_tracer
+    from curriculum.ingest import BackendChoice, ingest_specs, make_tracer
 
     cache_dir = settings.data_dir / "cache"
-    tracer = make_tracer(choose_backend(BackendChoice(args.backend)), cache_dir=cache_dir)
+    tracer = make_tracer(BackendChoice(args.backend), dojo_cache=settings.data_dir / "lean_dojo")
     return ingest_specs(store, specs, cache_dir=cache_dir, tracer=tracer, progress=True)
 
 

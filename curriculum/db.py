@@ -1,0 +1,297 @@
+"""The schema of the dynamic database: typed SQLAlchemy 2.0 models, one class per table.
+
+The models hold data only; every session and commit lives in :mod:`curriculum.store`.
+
+::
+
+    repositories ─┬─ repo_versions ─┬─ files ── file_imports
+    (one per URL   │  (one per commit)├─ premises
+     or path)      │                  ├─ theorems ── tactic_steps ── tactic_premises ─► premises
+                   │                  └─ parse_problems
+    runs ── proof_attempts ─► theorems
+
+A repository is keyed by its location (URL, or absolute path of a local project); a version
+by (repository, commit). Everything a trace holds hangs off its version, so equal file paths
+or theorem names in two repositories, or in two commits of one repository, never collide.
+Rows of one version keep their trace order in an ``idx`` column, so reading a version back
+gives the records that were stored, in the same order.
+
+Timestamps are timezone-aware UTC on every backend (SQLite stores them naive; the
+:class:`UTCDateTime` type restores the zone on the way out).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Dialect,
+    Enum,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from lean_env.records import DeclKind, IngestBackend, TheoremStatus
+
+
+def utcnow() -> datetime:
+    """Now, timezone-aware, in UTC: the default of every timestamp column."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is always stored and returned as aware UTC.
+
+    Naive datetimes are refused on the way in (they are a bug: local or UTC?); SQLite, which
+    drops the zone, gets it back on the way out.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: store timezone-aware UTC times")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class AttemptOutcome(enum.StrEnum):
+    """How one proof search for one theorem ended."""
+
+    # A proof was found and Lean's final check of the whole file accepted it.
+    PROVED = "proved"
+    # The search finished its budget (or ran out of tactics) without a proof.
+    FAILED = "failed"
+    # The wall-clock limit stopped the search: unknown, not a failure to prove.
+    TIMEOUT = "timeout"
+    # The proof environment itself failed (Lean crashed, could not open the theorem).
+    ERROR = "error"
+
+
+class RunStatus(enum.StrEnum):
+    """Where a run (one invocation of the lifelong loop) stands."""
+
+    RUNNING = "running"  # started and not ended: killed, or still going
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+def _str_enum(cls: type[enum.StrEnum]) -> Enum:
+    # Store the enum's values ("proven"), not its member names ("PROVEN"), as plain strings:
+    # readable in SQL and portable (no native PostgreSQL enum types to migrate).
+    return Enum(cls, native_enum=False, length=32, values_callable=lambda e: [m.value for m in e])
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[str]: JSON(),
+        list[list[int]]: JSON(),
+        IngestBackend: _str_enum(IngestBackend),
+        TheoremStatus: _str_enum(TheoremStatus),
+        DeclKind: _str_enum(DeclKind),
+        AttemptOutcome: _str_enum(AttemptOutcome),
+        RunStatus: _str_enum(RunStatus),
+    }
+
+
+class RepositoryRow(Base):
+    """A repository, whatever its commit: the unit the curriculum orders."""
+
+    __tablename__ = "repositories"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # A git URL as given, or the absolute path of a local Lake project.
+    location: Mapped[str] = mapped_column(String, unique=True)
+    first_seen: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class VersionRow(Base):
+    """One ingested commit of a repository; the latest one per repository is the merged view."""
+
+    __tablename__ = "repo_versions"
+    __table_args__ = (UniqueConstraint("repository_id", "commit"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id", ondelete="CASCADE"))
+    # A full git SHA, or ``content-<hash>`` for a local directory that is not a clean git tree.
+    commit: Mapped[str] = mapped_column(String)
+    # The commit or ref the spec asked for (None: the default head / the working tree).
+    requested_ref: Mapped[str | None] = mapped_column(String)
+    lean_version: Mapped[str | None] = mapped_column(String)
+    backend: Mapped[IngestBackend]
+    ingested_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FileRow(Base):
+    __tablename__ = "files"
+    __table_args__ = (
+        UniqueConstraint("version_id", "idx"),
+        Index("ix_files_path", "version_id", "path"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    path: Mapped[str] = mapped_column(String)
+
+
+class ImportRow(Base):
+    __tablename__ = "file_imports"
+    __table_args__ = (UniqueConstraint("file_id", "idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    file_id: Mapped[int] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    # The imported module (``Mathlib.Logic.Basic``), whether or not this repository has it.
+    module: Mapped[str] = mapped_column(String)
+
+
+class PremiseRow(Base):
+    __tablename__ = "premises"
+    __table_args__ = (
+        UniqueConstraint("version_id", "idx"),
+        Index("ix_premises_name", "version_id", "full_name"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    full_name: Mapped[str] = mapped_column(String)
+    path: Mapped[str] = mapped_column(String)
+    start_line: Mapped[int]
+    start_column: Mapped[int]
+    end_line: Mapped[int]
+    end_column: Mapped[int]
+    kind: Mapped[DeclKind]
+    code: Mapped[str] = mapped_column(Text)
+
+
+class TheoremRow(Base):
+    __tablename__ = "theorems"
+    __table_args__ = (
+        UniqueConstraint("version_id", "idx"),
+        Index("ix_theorems_name", "version_id", "full_name"),
+        Index("ix_theorems_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    full_name: Mapped[str] = mapped_column(String)
+    path: Mapped[str] = mapped_column(String)
+    start_line: Mapped[int]
+    start_column: Mapped[int]
+    end_line: Mapped[int]
+    end_column: Mapped[int]
+    statement: Mapped[str] = mapped_column(Text)
+    # None when the source gave no proof text that could be read.
+    proof: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[TheoremStatus]
+    # ``Theorem.num_steps`` (S of the difficulty e^S), kept so the curriculum needs no join.
+    num_steps: Mapped[int]
+    # Full names the whole proof uses, and the positions of its `sorry`s as [line, column].
+    premises: Mapped[list[str]]
+    sorries: Mapped[list[list[int]]]
+    proof_start_line: Mapped[int | None]
+    proof_start_column: Mapped[int | None]
+
+
+class TacticRow(Base):
+    __tablename__ = "tactic_steps"
+    __table_args__ = (
+        UniqueConstraint("theorem_id", "idx"),
+        Index("ix_tactics_version", "version_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    theorem_id: Mapped[int] = mapped_column(ForeignKey("theorems.id", ondelete="CASCADE"))
+    # Denormalised from the theorem so one version's steps load without a join.
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    tactic: Mapped[str] = mapped_column(Text)
+    # None for source extraction, which sees text but not goals.
+    state_before: Mapped[str | None] = mapped_column(Text)
+    state_after: Mapped[str | None] = mapped_column(Text)
+
+
+class TacticPremiseRow(Base):
+    """A premise one tactic step uses: by name always, by row when this version defines it."""
+
+    __tablename__ = "tactic_premises"
+    __table_args__ = (
+        UniqueConstraint("tactic_id", "idx"),
+        Index("ix_tactic_premises_version", "version_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tactic_id: Mapped[int] = mapped_column(ForeignKey("tactic_steps.id", ondelete="CASCADE"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    name: Mapped[str] = mapped_column(String)
+    # None when the premise comes from elsewhere (a dependency, Lean core).
+    premise_id: Mapped[int | None] = mapped_column(ForeignKey("premises.id", ondelete="SET NULL"))
+
+
+class ProblemRow(Base):
+    """Something ingestion could not read (kept so the trace reads back as it was stored)."""
+
+    __tablename__ = "parse_problems"
+    __table_args__ = (UniqueConstraint("version_id", "idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    path: Mapped[str] = mapped_column(String)
+    line: Mapped[int]
+    reason: Mapped[str] = mapped_column(Text)
+
+
+class RunRow(Base):
+    """One invocation of the lifelong loop (``leanagent run``), with the config it ran with."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+    status: Mapped[RunStatus] = mapped_column(default=RunStatus.RUNNING)
+    config: Mapped[dict[str, Any]]
+
+
+class AttemptRow(Base):
+    """One proof search for one theorem in one run; at most one per (run, theorem)."""
+
+    __tablename__ = "proof_attempts"
+    __table_args__ = (UniqueConstraint("run_id", "theorem_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    theorem_id: Mapped[int] = mapped_column(ForeignKey("theorems.id", ondelete="CASCADE"))
+    outcome: Mapped[AttemptOutcome]
+    # The proof text (tactic block) when the outcome is PROVED.
+    proof: Mapped[str | None] = mapped_column(Text)
+    seconds: Mapped[float]
+    # Search-tree nodes expanded: the unit of the search budget.
+    nodes: Mapped[int]
+    # The proof environment used (``dojo``, ``repl``, ...).
+    backend: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,559 @@
+"""The repository layer of the dynamic database: every session and every commit lives here.
+
+Callers speak records (:mod:`lean_env.records`) and the small result dataclasses below;
+they never see a session, a row or a SQLAlchemy exception. Guarantees:
+
+* **Idempotent ingest.** A repository version is keyed by (location, commit); storing a
+  trace whose version is already present changes nothing.
+* **One transaction per repository version.** A trace is stored completely or not at all:
+  an ingest killed half-way leaves the database as it was and can simply be re-run.
+* **Merged view.** A new commit of a known repository is a new version; the merged view
+  (:meth:`Store.latest_traces`, :meth:`Store.theorems`, the curriculum) takes the most
+  recently ingested version of each repository.
+* **Errors at the boundary.** A database that cannot be opened or written (bad URL,
+  unwritable path, server down) raises :class:`DatabaseUnavailableError` naming the URL
+  (password hidden); any other database failure raises :class:`DatabaseError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy.exc import (
+    ArgumentError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+)
+from sqlalchemy.orm import Session
+
+from curriculum import bulk
+from curriculum.db import (
+    AttemptOutcome,
+    AttemptRow,
+    Base,
+    FileRow,
+    PremiseRow,
+    RepositoryRow,
+    RunRow,
+    RunStatus,
+    TacticRow,
+    TheoremRow,
+    VersionRow,
+    utcnow,
+)
+from lean_env.errors import BackendError, LeanAgentError, UserInputError
+from lean_env.records import IngestBackend, RepoTrace, Theorem, TheoremStatus
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseUnavailableError(UserInputError):
+    """The database URL cannot be opened or written: a bad URL, an unwritable path, no server."""
+
+
+class DatabaseError(BackendError):
+    """A database operation failed for a reason other than reaching the database."""
+
+
+class RecordNotFoundError(LeanAgentError, LookupError):
+    """A run or theorem id that the database does not hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """One stored repository version and what it holds."""
+
+    location: str
+    commit: str
+    requested_ref: str | None
+    lean_version: str | None
+    backend: IngestBackend
+    ingested_at: datetime
+    # True when this is the newest version of its repository (part of the merged view).
+    latest: bool
+    files: int
+    premises: int
+    theorems: int
+    sorries: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTheorem:
+    """A theorem of the merged view with the id that proof attempts refer to."""
+
+    id: int
+    location: str
+    commit: str
+    theorem: Theorem
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremSummary:
+    """What the curriculum needs of a theorem, without its proof text or tactics."""
+
+    location: str
+    commit: str
+    full_name: str
+    status: TheoremStatus
+    num_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: int
+    started_at: datetime
+    ended_at: datetime | None
+    status: RunStatus
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    id: int
+    run_id: int
+    theorem_id: int
+    outcome: AttemptOutcome
+    proof: str | None
+    seconds: float
+    nodes: int
+    backend: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DbStats:
+    """Row counts over everything stored, and the merged view per repository."""
+
+    url: str
+    repositories: int
+    versions: int
+    files: int
+    premises: int
+    theorems: int
+    tactic_steps: int
+    runs: int
+    attempts: int
+    # Theorems of the merged view by status (every status present, zeros included).
+    latest_by_status: Mapping[str, int]
+    latest: tuple[VersionInfo, ...]
+
+
+class Store:
+    """The dynamic database. Build with :meth:`open`; close (or use as a context manager)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        # Shown in error messages; never with the password.
+        self.url = engine.url.render_as_string(hide_password=True)
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        """Connect to ``url`` (any SQLAlchemy URL) and create missing tables."""
+        try:
+            engine = create_engine(
+                url, connect_args={"timeout": 60} if url.startswith("sqlite") else {}
+            )
+        except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
+            raise DatabaseUnavailableError(f"{url!r} is not a usable database URL: {e}") from e
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "connect", _sqlite_pragmas)
+        store = cls(engine)
+        with store._guard("creating tables"):
+            Base.metadata.create_all(engine)
+        return store
+
+    def close(self) -> None:
+        """Release pooled connections; idempotent."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- repository versions ---------------------------------------------------------
+
+    def has_version(self, location: str, commit: str) -> bool:
+        """True when (location, commit) is stored: ingesting it again would change nothing."""
+        with self._guard(f"looking up {location}@{commit}"), Session(self._engine) as session:
+            return self._version_id(session, location, commit) is not None
+
+    def add_trace(self, trace: RepoTrace) -> bool:
+        """Store ``trace`` in one transaction; False (and no change) if its version is stored.
+
+        The version is keyed by ``trace.spec.location`` and ``trace.commit``.
+        """
+        location, commit = trace.spec.location, trace.commit
+        for attempt in (1, 2):
+            try:
+                return self._insert_trace(trace)
+            except DatabaseError as e:
+                # A unique key says another process stored the same version (nothing to do)
+                # or created the same repository row first (try again once).
+                if not isinstance(e.__cause__, IntegrityError):
+                    raise
+                if self.has_version(location, commit):
+                    return False
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _insert_trace(self, trace: RepoTrace) -> bool:
+        location, commit = trace.spec.location, trace.commit
+        with (
+            self._guard(f"storing {location}@{commit}"),
+            Session(self._engine) as session,
+            session.begin(),
+        ):
+            repo = session.scalar(select(RepositoryRow).where(RepositoryRow.location == location))
+            if repo is None:
+                repo = RepositoryRow(location=location)
+                session.add(repo)
+                session.flush()
+            elif self._version_id(session, location, commit) is not None:
+                return False
+            version = VersionRow(
+                repository_id=repo.id,
+                commit=commit,
+                requested_ref=trace.spec.commit,
+                lean_version=trace.lean_version,
+                backend=trace.backend,
+            )
+            session.add(version)
+            session.flush()
+            counts = bulk.write_trace(session.connection(), trace, version_id=version.id)
+        log.info(
+            "stored %s@%s: %s", location, commit, ", ".join(f"{v} {k}" for k, v in counts.items())
+        )
+        return True
+
+    def version(self, location: str, commit: str) -> VersionInfo | None:
+        """The stored version (location, commit), or None."""
+        found = self._version_infos(lambda loc, v: (loc, v.commit) == (location, commit))
+        return found[0] if found else None
+
+    def versions(self) -> list[VersionInfo]:
+        """Every stored version, by location and then ingest order."""
+        return self._version_infos(lambda loc, v: True)
+
+    def _version_infos(self, keep: Callable[[str, VersionRow], bool]) -> list[VersionInfo]:
+        with self._guard("listing versions"), Session(self._engine) as session:
+            rows = self._all_versions(session)
+            latest = {v.id for v, _ in _latest(rows)}
+            rows = [(v, loc) for v, loc in rows if keep(loc, v)]
+            ids = [v.id for v, _ in rows]
+            counts = {
+                name: _count_by_version(session, model, ids, where)
+                for name, model, where in (
+                    ("files", FileRow, None),
+                    ("premises", PremiseRow, None),
+                    ("theorems", TheoremRow, None),
+                    ("sorries", TheoremRow, TheoremRow.status == TheoremStatus.SORRY),
+                )
+            }
+            return [
+                VersionInfo(
+                    location=location,
+                    commit=v.commit,
+                    requested_ref=v.requested_ref,
+                    lean_version=v.lean_version,
+                    backend=v.backend,
+                    ingested_at=v.ingested_at,
+                    latest=v.id in latest,
+                    **{name: by_version[v.id] for name, by_version in counts.items()},
+                )
+                for v, location in rows
+            ]
+
+    # ---- the merged view -------------------------------------------------------------
+
+    def latest_traces(self) -> list[RepoTrace]:
+        """The newest version of every repository, as records, ordered by location."""
+        with self._guard("reading the merged view"), Session(self._engine) as session:
+            conn = session.connection()
+            return [
+                bulk.read_trace(conn, v, loc) for v, loc in _latest(self._all_versions(session))
+            ]
+
+    def theorems(
+        self, *, status: TheoremStatus | None = None, location: str | None = None
+    ) -> list[StoredTheorem]:
+        """Theorems of the merged view (optionally one status, one repository), with ids."""
+        with self._guard("reading theorems"), Session(self._engine) as session:
+            latest = [
+                (v, loc)
+                for v, loc in _latest(self._all_versions(session))
+                if location in (None, loc)
+            ]
+            by_id = {v.id: (loc, v.commit) for v, loc in latest}
+            theorem_version = dict(
+                session.execute(
+                    select(TheoremRow.id, TheoremRow.version_id).where(
+                        TheoremRow.version_id.in_(by_id)
+                    )
+                ).all()
+            )
+            return [
+                StoredTheorem(id_, *by_id[theorem_version[id_]], theorem)
+                for id_, theorem in bulk.read_theorems(
+                    session.connection(), list(by_id), status=status
+                )
+            ]
+
+    def theorem_summaries(self) -> list[TheoremSummary]:
+        """Status and step count of every theorem of the merged view (for the curriculum)."""
+        with self._guard("reading theorem summaries"), Session(self._engine) as session:
+            by_id = {v.id: (loc, v.commit) for v, loc in _latest(self._all_versions(session))}
+            rows = session.execute(
+                select(
+                    TheoremRow.version_id,
+                    TheoremRow.full_name,
+                    TheoremRow.status,
+                    TheoremRow.num_steps,
+                )
+                .where(TheoremRow.version_id.in_(by_id))
+                .order_by(TheoremRow.version_id, TheoremRow.idx)
+            ).all()
+            return [
+                TheoremSummary(*by_id[vid], name, status, steps)
+                for vid, name, status, steps in rows
+            ]
+
+    def stats(self) -> DbStats:
+        """Counts of every table and the per-repository merged view."""
+        versions = self.versions()
+        with self._guard("counting rows"), Session(self._engine) as session:
+            by_version = {(v.location, v.commit) for v in versions if v.latest}
+            ids = [vid for vid, key in self._version_keys(session).items() if key in by_version]
+            by_status = Counter(
+                dict(
+                    session.execute(
+                        select(TheoremRow.status, func.count())
+                        .where(TheoremRow.version_id.in_(ids))
+                        .group_by(TheoremRow.status)
+                    ).all()
+                )
+            )
+
+            def count(model: type[Base]) -> int:
+                return session.scalar(select(func.count()).select_from(model)) or 0
+
+            return DbStats(
+                url=self.url,
+                repositories=count(RepositoryRow),
+                versions=len(versions),
+                files=count(FileRow),
+                premises=count(PremiseRow),
+                theorems=count(TheoremRow),
+                tactic_steps=count(TacticRow),
+                runs=count(RunRow),
+                attempts=count(AttemptRow),
+                latest_by_status={s.value: by_status[s] for s in TheoremStatus},
+                latest=tuple(v for v in versions if v.latest),
+            )
+
+    # ---- runs and proof attempts -----------------------------------------------------
+
+    def start_run(self, config: Mapping[str, Any]) -> RunRecord:
+        """Record the start of a run with its (JSON-serialisable) configuration."""
+        with self._guard("starting a run"), Session(self._engine) as session, session.begin():
+            row = RunRow(config=dict(config))
+            session.add(row)
+            session.flush()
+            return _run_record(row)
+
+    def finish_run(self, run_id: int, *, status: RunStatus = RunStatus.FINISHED) -> RunRecord:
+        """Mark a run ended (finished, failed or interrupted) now."""
+        with self._guard(f"ending run {run_id}"), Session(self._engine) as session, session.begin():
+            row = _get(session, RunRow, run_id)
+            row.status, row.ended_at = status, utcnow()
+            return _run_record(row)
+
+    def runs(self, *, status: RunStatus | None = None) -> list[RunRecord]:
+        """Runs in start order, optionally only those with ``status`` (RUNNING: to resume)."""
+        with self._guard("listing runs"), Session(self._engine) as session:
+            query = select(RunRow).order_by(RunRow.id)
+            if status is not None:
+                query = query.where(RunRow.status == status)
+            return [_run_record(r) for r in session.scalars(query)]
+
+    def record_attempt(
+        self,
+        *,
+        run_id: int,
+        theorem_id: int,
+        outcome: AttemptOutcome,
+        seconds: float,
+        nodes: int,
+        backend: str,
+        proof: str | None = None,
+    ) -> AttemptRecord:
+        """Record one proof search; idempotent per (run, theorem): a repeat returns the first.
+
+        A PROVED outcome also marks a `sorry` theorem PROVED_BY_US, in the same
+        transaction. Record PROVED only after Lean's final check accepted the proof.
+        """
+        if outcome is AttemptOutcome.PROVED and not proof:
+            raise ValueError("a PROVED attempt needs the proof text")
+        with (
+            self._guard(f"recording an attempt on theorem {theorem_id}"),
+            Session(self._engine) as session,
+            session.begin(),
+        ):
+            _get(session, RunRow, run_id)
+            theorem = _get(session, TheoremRow, theorem_id)
+            existing = session.scalar(
+                select(AttemptRow).where(
+                    AttemptRow.run_id == run_id, AttemptRow.theorem_id == theorem_id
+                )
+            )
+            if existing is not None:
+                return _attempt_record(existing)
+            row = AttemptRow(
+                run_id=run_id,
+                theorem_id=theorem_id,
+                outcome=outcome,
+                proof=proof,
+                seconds=seconds,
+                nodes=nodes,
+                backend=backend,
+            )
+            session.add(row)
+            if outcome is AttemptOutcome.PROVED and theorem.status is TheoremStatus.SORRY:
+                session.execute(
+                    update(TheoremRow)
+                    .where(TheoremRow.id == theorem_id)
+                    .values(status=TheoremStatus.PROVED_BY_US)
+                )
+            session.flush()
+            return _attempt_record(row)
+
+    def attempts(self, *, run_id: int | None = None) -> list[AttemptRecord]:
+        """Proof attempts in the order they were recorded, optionally of one run."""
+        with self._guard("listing attempts"), Session(self._engine) as session:
+            query = select(AttemptRow).order_by(AttemptRow.id)
+            if run_id is not None:
+                query = query.where(AttemptRow.run_id == run_id)
+            return [_attempt_record(r) for r in session.scalars(query)]
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Turn SQLAlchemy's exceptions into the project's, naming the URL and the action."""
+        try:
+            yield
+        except OperationalError as e:
+            raise DatabaseUnavailableError(
+                f"cannot use the database {self.url} ({action}): {_first_line(e.orig or e)}"
+            ) from e
+        except SQLAlchemyError as e:
+            cause = getattr(e, "orig", None) or e  # DBAPI errors carry the driver's message
+            raise DatabaseError(
+                f"database {self.url} failed ({action}): {_first_line(cause)}"
+            ) from e
+
+    @staticmethod
+    def _all_versions(session: Session) -> list[tuple[VersionRow, str]]:
+        rows = session.execute(
+            select(VersionRow, RepositoryRow.location)
+            .join(RepositoryRow, RepositoryRow.id == VersionRow.repository_id)
+            .order_by(RepositoryRow.location, VersionRow.id)
+        ).all()
+        return list(rows)
+
+    @staticmethod
+    def _version_keys(session: Session) -> dict[int, tuple[str, str]]:
+        return {v.id: (loc, v.commit) for v, loc in Store._all_versions(session)}
+
+    @staticmethod
+    def _version_id(session: Session, location: str, commit: str) -> int | None:
+        return session.scalar(
+            select(VersionRow.id)
+            .join(RepositoryRow, RepositoryRow.id == VersionRow.repository_id)
+            .where(RepositoryRow.location == location, VersionRow.commit == commit)
+        )
+
+
+def _latest(rows: Sequence[tuple[VersionRow, str]]) -> list[tuple[VersionRow, str]]:
+    """The most recently ingested version per location (``rows`` sorted by location, id).
+
+    Ingest order is the id order (a sequence), not the wall clock, which can differ
+    between machines writing to one server.
+    """
+    newest: dict[str, tuple[VersionRow, str]] = {}
+    for version, location in rows:
+        newest[location] = (version, location)  # later rows are newer
+    return [newest[loc] for loc in sorted(newest)]
+
+
+def _count_by_version(
+    session: Session, model: type[Any], version_ids: Sequence[int], where: Any
+) -> Counter[int]:
+    query = (
+        select(model.version_id, func.count())
+        .where(model.version_id.in_(version_ids))
+        .group_by(model.version_id)
+    )
+    if where is not None:
+        query = query.where(where)
+    return Counter(dict(session.execute(query).all()))
+
+
+def _get(session: Session, model: type[Any], id_: int) -> Any:
+    row = session.get(model, id_)
+    if row is None:
+        raise RecordNotFoundError(f"no {model.__tablename__} row with id {id_}")
+    return row
+
+
+def _run_record(r: RunRow) -> RunRecord:
+    return RunRecord(r.id, r.started_at, r.ended_at, r.status, r.config)
+
+
+def _attempt_record(r: AttemptRow) -> AttemptRecord:
+    return AttemptRecord(
+        r.id,
+        r.run_id,
+        r.theorem_id,
+        r.outcome,
+        r.proof,
+        r.seconds,
+        r.nodes,
+        r.backend,
+        r.created_at,
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        # Enforce the foreign keys (SQLite does not by default); WAL lets readers (a
+        # `leanagent db stats`) run while an ingest writes; NORMAL is durable in WAL mode
+        # across process crashes, which is the failure a killed ingest is.
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()

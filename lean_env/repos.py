@@ -1,0 +1,318 @@
+"""Repository specs: reading a repos file and turning a spec into a local checkout at a
+concrete commit.
+
+A spec is a git URL or a local path, optionally at a commit (:class:`RepoSpec`). Before
+anything is traced or stored, :func:`resolve` pins it down to a :class:`Checkout`: a local
+directory holding exactly the sources of one concrete commit, plus the key the database
+uses (the URL, or the absolute path of a local project).
+
+* A **local path** must be a Lake project (``lakefile.lean``, ``lakefile.toml`` or
+  ``lean-toolchain``). Its commit is ``git rev-parse HEAD`` when the path is the top of a
+  git work tree with no uncommitted changes to its sources; otherwise it is a content hash
+  of its ``.lean`` files and ``lean-toolchain`` (``content-<hex>``, or ``<sha>-dirty-<hex>``
+  for a modified git tree), so that re-ingesting an unchanged directory is a no-op and a
+  changed one becomes a new version. A commit given for a local git repository is
+  extracted with ``git archive`` into the cache: the user's working tree and index are
+  never touched.
+* A **URL** is cloned into the cache (``<cache>/clones``) and checked out at the commit
+  (default: the remote's default branch head; a branch name means the remote's branch,
+  fetched again on every resolve; a SHA the clone has needs no fetch). Network failures
+  become one :class:`RepoUnavailableError`; when a fetch fails but the cached clone can
+  still answer (an older head, a known tag), it is used with a warning.
+
+Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]``;
+``#`` starts a comment; blank lines are ignored; relative paths resolve against the
+directory of the repos file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_env.errors import RepoSpecError
+from lean_env.records import RepoSpec
+from lean_env.toolchain import read_toolchain
+
+log = logging.getLogger(__name__)
+
+# Any one of these makes a directory a Lake project.
+PROJECT_MARKERS = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
+# Build output and fetched dependencies: not the project's own sources.
+_SKIPPED_DIRS = frozenset({".lake", "lake-packages", ".git", "build"})
+# An abbreviated or full commit SHA (as opposed to a branch or tag name).
+_SHA_RE = re.compile(r"[0-9a-f]{7,40}")
+# Generous: a first clone of a big repository over a slow link takes minutes.
+DEFAULT_GIT_TIMEOUT = 900.0
+
+
+class RepoUnavailableError(RepoSpecError):
+    """A repository that cannot be fetched or checked out (offline, unreachable, bad ref)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """A spec pinned to a concrete commit, with the directory holding those sources."""
+
+    # The spec as given, with the location made canonical (absolute path or URL as given).
+    spec: RepoSpec
+    # The directory to trace: the user's project, an archive in the cache, or a clone.
+    path: Path
+    # A full git SHA, or a content hash for directories that are not a clean git tree.
+    commit: str
+    # The ``lean-toolchain`` pin, e.g. ``leanprover/lean4:v4.20.0``.
+    lean_version: str | None
+
+    @property
+    def location(self) -> str:
+        """The database key of the repository: a URL or an absolute path."""
+        return self.spec.location
+
+
+def parse_spec(text: str, *, base_dir: Path | None = None) -> RepoSpec:
+    """A spec from the command line: ``LOCATION`` or ``LOCATION@COMMIT``.
+
+    The ``@`` of ``git@host:owner/repo`` is not a commit separator: a suffix counts as a
+    commit only when it contains no ``/`` or ``:``. Relative paths resolve against
+    ``base_dir`` (default: the current directory).
+    """
+    location, commit = text.strip(), None
+    head, sep, tail = location.rpartition("@")
+    if sep and head and tail and "/" not in tail and ":" not in tail:
+        location, commit = head, tail
+    return _make_spec(location, commit, base_dir=base_dir or Path.cwd(), where=repr(text))
+
+
+def parse_repos_file(path: Path) -> list[RepoSpec]:
+    """Every spec of a repos file, in order; a malformed line raises :class:`RepoSpecError`
+    naming the file and line number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RepoSpecError(f"cannot read repos file {path}: {e}") from e
+    specs = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split("#", 1)[0].split()
+        if not fields:
+            continue
+        where = f"{path}:{number}"
+        if len(fields) > 2:
+            raise RepoSpecError(
+                f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}"
+            )
+        commit = fields[1] if len(fields) == 2 else None
+        specs.append(_make_spec(fields[0], commit, base_dir=path.parent, where=where))
+    if not specs:
+        raise RepoSpecError(f"{path} lists no repositories")
+    return specs
+
+
+def _make_spec(location: str, commit: str | None, *, base_dir: Path, where: str) -> RepoSpec:
+    try:
+        spec = RepoSpec(location, commit)
+    except ValueError as e:
+        raise RepoSpecError(f"{where}: {e}") from e
+    if spec.is_remote:
+        return RepoSpec(location.rstrip("/"), commit)
+    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit)
+
+
+def resolve(
+    spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT
+) -> Checkout:
+    """Pin ``spec`` to a local directory at a concrete commit (cloning or archiving into
+    ``cache_dir`` when needed)."""
+    if spec.is_remote:
+        return _resolve_remote(spec, cache_dir=cache_dir, timeout=git_timeout)
+    return _resolve_local(spec, cache_dir=cache_dir, timeout=git_timeout)
+
+
+def _resolve_local(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Checkout:
+    root = Path(spec.location).expanduser().resolve()
+    spec = RepoSpec(str(root), spec.commit)
+    if not root.is_dir():
+        raise RepoSpecError(f"{root} does not exist or is not a directory")
+    _require_lean_project(root)
+    toplevel = _git_toplevel(root, timeout=timeout)
+    if spec.commit is None:
+        return Checkout(
+            spec, root, _local_commit(root, toplevel, timeout=timeout), read_toolchain(root)
+        )
+    if toplevel is None:
+        raise RepoSpecError(
+            f"{root} is not a git repository, so commit {spec.commit!r} cannot be checked out"
+        )
+    sha = _rev_parse(toplevel, spec.commit, timeout=timeout, what=str(root))
+    prefix = root.relative_to(toplevel).as_posix()
+    dest = cache_dir / "archives" / _slug(str(root)) / sha
+    if not dest.is_dir():
+        tree = sha if prefix == "." else f"{sha}:{prefix}"
+        archive = _git(toplevel, "archive", "--format=tar", tree, timeout=timeout, what=str(root))
+        _extract_atomically(archive, dest)
+    _require_lean_project(dest, what=f"{root} at {sha}")
+    return Checkout(spec, dest, sha, read_toolchain(dest))
+
+
+def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Checkout:
+    url = spec.location
+    clone = cache_dir / "clones" / _slug(url)
+    fetch_error: RepoUnavailableError | None = None
+    if not (clone / ".git").is_dir():
+        _clone(url, clone, timeout=timeout)
+    elif not (
+        spec.commit is not None
+        and _SHA_RE.fullmatch(spec.commit)
+        and _has_commit(clone, spec.commit, timeout=timeout)
+    ):
+        # A branch or the default head may have moved: fetch (a known SHA cannot move).
+        try:
+            _git(
+                clone, "fetch", "--quiet", "--tags", "--force", "origin", timeout=timeout, what=url
+            )
+        except RepoUnavailableError as e:
+            fetch_error = e
+    ref = spec.commit or "HEAD"
+    # A branch name means the remote's branch (origin/<ref>), never a stale local one.
+    sha = _try_rev_parse(clone, f"origin/{ref}", timeout=timeout) or _try_rev_parse(
+        clone, ref, timeout=timeout
+    )
+    if sha is None:
+        raise fetch_error or RepoUnavailableError(f"{url} has no commit {ref!r}")
+    if fetch_error is not None:
+        log.warning("%s; using the cached clone at %s", fetch_error, sha[:12])
+    _git(clone, "checkout", "--quiet", "--force", "--detach", sha, timeout=timeout, what=url)
+    _require_lean_project(clone, what=f"{url} at {sha}")
+    return Checkout(spec, clone, sha, read_toolchain(clone))
+
+
+def _clone(url: str, clone: Path, *, timeout: float) -> None:
+    """Clone into a temporary directory and rename it into place, so that a clone killed
+    half-way never looks like a clone."""
+    shutil.rmtree(clone, ignore_errors=True)
+    clone.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=clone.parent))
+    try:
+        _git(None, "clone", "--quiet", "--no-checkout", url, str(tmp), timeout=timeout, what=url)
+        try:
+            tmp.rename(clone)
+        except OSError:
+            if not (clone / ".git").is_dir():  # not another process winning the same race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _require_lean_project(root: Path, *, what: str | None = None) -> None:
+    if not any((root / marker).is_file() for marker in PROJECT_MARKERS):
+        raise RepoSpecError(
+            f"{what or root} is not a Lean project (it has none of {', '.join(PROJECT_MARKERS)})"
+        )
+
+
+def _local_commit(root: Path, toplevel: Path | None, *, timeout: float) -> str:
+    """HEAD for a clean git project root, else a hash of the sources (see module docs)."""
+    if toplevel != root:
+        return f"content-{_content_hash(root)}"
+    head = _try_rev_parse(root, "HEAD", timeout=timeout)
+    if head is None:  # a fresh `git init` without commits
+        return f"content-{_content_hash(root)}"
+    # Only changes to what the content hash covers make the tree dirty.
+    status = _git(
+        root, "status", "--porcelain", "--untracked-files=all", "--", "*.lean", "lean-toolchain",
+        timeout=timeout, what=str(root),
+    )  # fmt: skip
+    if status.strip():
+        return f"{head}-dirty-{_content_hash(root)[:16]}"
+    return head
+
+
+def _content_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(_source_files(root)):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:40]
+
+
+def _source_files(root: Path) -> Iterator[Path]:
+    pin = root / "lean-toolchain"
+    if pin.is_file():
+        yield pin
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS]
+        yield from (Path(dirpath) / f for f in filenames if f.endswith(".lean"))
+
+
+def _slug(location: str) -> str:
+    """A cache directory name: readable tail plus a stable hash of the whole location."""
+    name = RepoSpec(location).name
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
+    return f"{safe}-{hashlib.sha256(location.encode()).hexdigest()[:12]}"
+
+
+def _extract_atomically(archive: bytes, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".archive-", dir=dest.parent))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _git_toplevel(path: Path, *, timeout: float) -> Path | None:
+    out = _run_git(path, "rev-parse", "--show-toplevel", timeout=timeout)
+    return Path(out.stdout.decode().strip()).resolve() if out.returncode == 0 else None
+
+
+def _has_commit(repo: Path, ref: str, *, timeout: float) -> bool:
+    return _run_git(repo, "cat-file", "-e", f"{ref}^{{commit}}", timeout=timeout).returncode == 0
+
+
+def _try_rev_parse(repo: Path, ref: str, *, timeout: float) -> str | None:
+    out = _run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", timeout=timeout)
+    return out.stdout.decode().strip() if out.returncode == 0 else None
+
+
+def _rev_parse(repo: Path, ref: str, *, timeout: float, what: str) -> str:
+    sha = _try_rev_parse(repo, ref, timeout=timeout)
+    if sha is None:
+        raise RepoUnavailableError(f"{what} has no commit {ref!r}")
+    return sha
+
+
+def _git(repo: Path | None, *args: str, timeout: float, what: str) -> bytes:
+    """Run git; a failure raises :class:`RepoUnavailableError` naming ``what`` and git's
+    last line of stderr (``Could not resolve host``, ``Repository not found``, ...)."""
+    out = _run_git(repo, *args, timeout=timeout)
+    if out.returncode != 0:
+        lines = out.stderr.decode(errors="replace").strip().splitlines()
+        reason = lines[-1] if lines else f"exit code {out.returncode}"
+        raise RepoUnavailableError(f"cannot {args[0]} {what}: {reason}")
+    return out.stdout
+
+
+def _run_git(repo: Path | None, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    # Never prompt for credentials: a private or mistyped URL must fail, not hang.
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    cmd = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=timeout, env=env, check=False)
+    except FileNotFoundError as e:
+        raise RepoUnavailableError("git is not installed; it is needed to read repositories") from e
+    except subprocess.TimeoutExpired as e:
+        raise RepoUnavailableError(
+            f"git {args[0]} timed out after {timeout:.0f}s in {repo or Path.cwd()}"
+        ) from e

@@ -1,0 +1,209 @@
+"""The data commands end to end: ingest, db stats, curriculum, export, run; and every bad
+input a user can give ends in exit code 2 and one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from db_cases import lean_project
+
+from agent.cli import main
+
+LOGIC = """\
+theorem and_swap (p q : Prop) (h : p ∧ q) : q ∧ p := by
+  obtain ⟨hp, hq⟩ := h
+  exact ⟨hq, hp⟩
+
+theorem imp_self' (p : Prop) : p → p := fun h => h
+
+theorem or_swap (p q : Prop) : p ∨ q → q ∨ p := by
+  intro h
+  cases h with
+  | inl hp => exact Or.inr hp
+  | inr hq => exact Or.inl hq
+
+theorem todo (p : Prop) : p → p := by
+  sorry
+"""
+ARITH = """\
+theorem two_eq : 1 + 1 = 2 := rfl
+
+theorem zero_add' (n : Nat) : 0 + n = n := by
+  simp
+
+theorem add_zero' (n : Nat) : n + 0 = n := rfl
+"""
+
+
+def cli(tmp_path: Path, *args: str) -> int:
+    return main(["--data-dir", str(tmp_path / "data"), *args])
+
+
+@pytest.fixture
+def repos_file(tmp_path: Path) -> Path:
+    lean_project(tmp_path / "projects" / "logic", source=LOGIC)
+    lean_project(tmp_path / "projects" / "arith", source=ARITH)
+    repos = tmp_path / "projects" / "repos.txt"
+    repos.write_text("# two demo projects\nlogic\narith\n", encoding="utf-8")
+    return repos
+
+
+def json_out(capsys: pytest.CaptureFixture[str]) -> object:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_run_ingests_and_prints_the_curriculum_order(
+    tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    payload = json_out(capsys)
+    assert isinstance(payload, dict)
+    assert [o["status"] for o in payload["ingest"]] == ["added", "added"]
+    # S: arith 1, 1, 1; logic 2, 1, 2 (+ a sorry) -> 33rd = 1.0: arith has 3 easy, logic 1.
+    order = payload["curriculum"]["order"]
+    assert [(Path(r["location"]).name, r["easy"], r["hard_no_proof"]) for r in order] == [
+        ("arith", 3, 0),
+        ("logic", 1, 1),
+    ]
+
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source") == 0
+    human = capsys.readouterr().out
+    assert "0 added, 2 unchanged" in human and "curriculum order" in human
+
+    assert cli(tmp_path, "db", "stats", "--json") == 0
+    stats = json_out(capsys)
+    assert isinstance(stats, dict)
+    assert (stats["repositories"], stats["versions"], stats["runs"]) == (2, 2, 2)
+    assert stats["latest_by_status"] == {"proven": 6, "sorry": 1, "proved_by_us": 0}
+
+
+def test_ingest_export_and_reingest_a_benchmark(
+    tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 0
+    assert "2 repositories: 2 added" in capsys.readouterr().out
+    assert cli(tmp_path, "export", str(tmp_path / "bench"), "--seed", "1", "--json") == 0
+    exported = json_out(capsys)
+    assert isinstance(exported, dict) and exported["theorems"] == 7
+    assert (tmp_path / "bench" / "corpus.jsonl").is_file()
+
+    other = ["--db", f"sqlite:///{tmp_path / 'other.db'}"]
+    assert cli(tmp_path, *other, "ingest", "--benchmark", str(tmp_path / "bench"), "--json") == 0
+    outcomes = json_out(capsys)
+    assert isinstance(outcomes, list)
+    assert sorted(
+        (Path(o["location"]).name, o["backend"], o["theorems"], o["sorries"]) for o in outcomes
+    ) == [
+        ("arith", "benchmark", 3, 0),
+        ("logic", "benchmark", 4, 1),
+    ]
+    assert cli(tmp_path, *other, "curriculum") == 0
+    assert "curriculum order" in capsys.readouterr().out
+
+
+def test_curriculum_and_stats_of_an_empty_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(tmp_path, "curriculum", "--json") == 0
+    assert json_out(capsys) == {"thresholds": None, "order": []}
+    assert cli(tmp_path, "db", "stats") == 0
+    assert "no repositories ingested yet" in capsys.readouterr().out
+
+
+def _not_lean(tmp: Path) -> list[str]:
+    (tmp / "plain").mkdir()
+    return ["ingest", str(tmp / "plain")]
+
+
+def _malformed(tmp: Path) -> list[str]:
+    (tmp / "repos.txt").write_text("# ok\nhttps://x/y a b\n")
+    return ["run", str(tmp / "repos.txt")]
+
+
+def _unwritable_db(tmp: Path) -> list[str]:
+    lean_project(tmp / "proj")
+    (tmp / "file").write_text("x")
+    return [
+        "--db",
+        f"sqlite:///{tmp / 'file'}/db.sqlite",
+        "ingest",
+        str(tmp / "proj"),
+        "--backend",
+        "source",
+    ]
+
+
+def _unwritable_data_dir(tmp: Path) -> list[str]:
+    (tmp / "file").write_text("x")
+    return ["--data-dir", str(tmp / "file" / "data"), "db", "stats"]
+
+
+@pytest.mark.parametrize(
+    ("make_args", "message"),
+    [
+        pytest.param(_not_lean, "is not a Lean project", id="not-a-lean-project"),
+        pytest.param(lambda t: ["ingest", str(t / "missing")], "does not exist", id="missing-path"),
+        pytest.param(
+            _malformed, r"repos.txt:2: expected 'LOCATION \[COMMIT\]'", id="malformed-repos-line"
+        ),
+        pytest.param(
+            lambda t: ["run", str(t / "none.txt")],
+            "cannot read repos file",
+            id="missing-repos-file",
+        ),
+        pytest.param(
+            lambda t: ["ingest", "file:///nonexistent/leanagent/r.git"],
+            "cannot clone file:///nonexistent/leanagent/r.git",
+            id="unreachable-url",
+        ),
+        pytest.param(_unwritable_db, "cannot use the database sqlite:///", id="unwritable-db"),
+        pytest.param(
+            _unwritable_data_dir, "cannot create the data directory", id="unwritable-data-dir"
+        ),
+        pytest.param(
+            lambda t: ["--db", "nonsense", "db", "stats"],
+            "not a usable database URL",
+            id="bad-db-url",
+        ),
+        pytest.param(lambda t: ["ingest"], "exactly one of them", id="nothing-to-ingest"),
+        pytest.param(
+            lambda t: ["ingest", "x", "--repos", "y"], "exactly one of them", id="two-sources"
+        ),
+        pytest.param(
+            lambda t: ["ingest", "--benchmark", str(t)], "has no split files", id="not-a-benchmark"
+        ),
+        pytest.param(
+            lambda t: ["export", str(t / "out")], "nothing to export", id="export-empty-db"
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_args: Callable[[Path], list[str]],
+    message: str,
+) -> None:
+    assert cli(tmp_path, *make_args(tmp_path)) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("leanagent: error: ")
+    assert re.search(message, err), err
+
+
+def test_the_example_repos_file(
+    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repos = examples_dir / "repos.txt"
+    assert cli(tmp_path, "run", str(repos), "--backend", "source", "--json") == 0
+    payload = json_out(capsys)
+    assert isinstance(payload, dict)
+    order = payload["curriculum"]["order"]
+    # demo-logic is many one- and two-step proofs, demo-arith longer induction proofs.
+    assert [Path(r["location"]).name for r in order] == ["demo-logic", "demo-arith"]
+    assert order[0]["easy"] > order[1]["easy"] > 0
+    assert all(r["hard_no_proof"] > 0 for r in order)  # both have `sorry`s to prove

@@ -1,0 +1,350 @@
+"""The dynamic database: round trips, idempotence, versions and the merged view, kill-safety,
+runs and attempts, and errors at the boundary. Every test runs on SQLite and, when a server
+is configured, on PostgreSQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+from db_cases import (  # noqa: F401 (db_url is a fixture)
+    POSTGRES_URL_ENV,
+    db_url,
+    make_trace,
+    premise,
+    rich_trace,
+    theorem,
+)
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from curriculum import bulk
+from curriculum.db import AttemptOutcome, PremiseRow, RunStatus, TacticPremiseRow
+from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
+from lean_env.records import TheoremStatus
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:  # noqa: F811
+    with Store.open(db_url) as s:
+        yield s
+
+
+def counts(store: Store) -> tuple[object, ...]:
+    """Everything observable about what is stored, minus the URL."""
+    stats = store.stats()
+    return (dataclasses.replace(stats, url=""), store.versions(), store.latest_traces())
+
+
+def test_round_trip_gives_back_the_same_records(store: Store) -> None:
+    trace = rich_trace()
+    assert store.add_trace(trace) is True
+    assert store.latest_traces() == [trace]
+
+
+def test_ingesting_the_same_version_twice_changes_nothing(store: Store) -> None:
+    trace = rich_trace()
+    store.add_trace(trace)
+    before = counts(store)
+    assert store.add_trace(trace) is False
+    # Even a different trace under the same (location, commit) is not stored again.
+    assert store.add_trace(dataclasses.replace(trace, theorems=trace.theorems[:1])) is False
+    assert counts(store) == before
+    assert store.stats().versions == 1
+
+
+def test_losing_a_race_to_store_the_same_version_is_not_an_error(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = rich_trace()
+    store.add_trace(trace)
+    before = counts(store)
+    real, calls = Store._version_id, []
+
+    def stale_once(session: object, location: str, commit: str) -> int | None:
+        # The first look-up runs "before the other process committed" and sees nothing.
+        calls.append(1)
+        return None if len(calls) == 1 else real(session, location, commit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "_version_id", staticmethod(stale_once))
+    assert store.add_trace(trace) is False  # the unique key caught it
+    assert len(calls) >= 2
+    assert counts(store) == before
+
+
+def test_equal_paths_and_names_in_two_repositories_do_not_collide(store: Store) -> None:
+    one = make_trace("/repos/one", "c1", [theorem("foo", 1)], premises=[premise("bar")])
+    two = make_trace(
+        "/repos/two",
+        "c1",
+        [theorem("foo", 4), theorem("baz", None)],
+        premises=[premise("bar", line=9)],
+    )
+    assert store.add_trace(one) and store.add_trace(two)
+    assert store.latest_traces() == [one, two]
+    stats = store.stats()
+    assert (stats.repositories, stats.versions, stats.theorems, stats.premises) == (2, 2, 3, 2)
+
+
+def test_new_commit_is_a_new_version_and_the_merged_view_takes_the_newest(store: Store) -> None:
+    old = make_trace("https://example.org/r.git", "c1", [theorem("foo", 1), theorem("gone", 2)])
+    new = make_trace("https://example.org/r.git", "c2", [theorem("foo", 3), theorem("hole", None)])
+    store.add_trace(old)
+    store.add_trace(new)
+    assert store.latest_traces() == [new]
+    assert [(v.commit, v.latest) for v in store.versions()] == [("c1", False), ("c2", True)]
+    # Re-ingesting the old commit is idempotent: it does not become the newest again.
+    assert store.add_trace(old) is False
+    assert store.latest_traces() == [new]
+    assert {t.theorem.full_name for t in store.theorems()} == {"foo", "hole"}
+    assert store.stats().theorems == 4  # both versions are kept
+
+
+@pytest.mark.parametrize(
+    ("fault", "fail_at_call", "location"),
+    [
+        pytest.param(
+            RuntimeError("disk on fire"),
+            1,
+            "https://example.org/r.git",
+            id="error-at-files-new-commit",
+        ),
+        pytest.param(
+            RuntimeError("disk on fire"),
+            4,
+            "https://example.org/new.git",
+            id="error-at-theorems-new-repo",
+        ),
+        pytest.param(
+            KeyboardInterrupt(), 6, "https://example.org/r.git", id="ctrl-c-at-premise-links"
+        ),
+    ],
+)
+def test_an_ingest_killed_half_way_leaves_the_database_as_before(
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: BaseException,
+    fail_at_call: int,
+    location: str,
+) -> None:
+    first = make_trace("https://example.org/r.git", "c1", [theorem("foo", 1)])
+    store.add_trace(first)
+    before = counts(store)
+    real_insert, calls = bulk.insert_rows, []
+
+    def failing_insert(*args: object, **kwargs: object) -> int:
+        calls.append(1)
+        if len(calls) == fail_at_call:
+            raise fault
+        return real_insert(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk, "insert_rows", failing_insert)
+    second = rich_trace(location, "c2")
+    with pytest.raises(type(fault)):
+        store.add_trace(second)
+    assert len(calls) == fail_at_call  # the fault did hit mid-way
+    assert counts(store) == before
+    assert not store.has_version(location, "c2")
+
+    monkeypatch.setattr(bulk, "insert_rows", real_insert)
+    assert store.add_trace(second) is True
+    assert second in store.latest_traces()
+    assert store.stats().versions == 2
+
+
+# The child stores a trace, signals once its first bulk batch is in the open transaction,
+# then waits to be killed.
+_KILLED_CHILD = """
+import sys, time
+from curriculum import bulk
+from curriculum.store import Store
+from db_cases import rich_trace
+
+real = bulk.insert_rows
+
+def insert_then_hang(*args, **kwargs):
+    count = real(*args, **kwargs)
+    print("inserted", flush=True)
+    time.sleep(60)
+    return count
+
+bulk.insert_rows = insert_then_hang
+Store.open(sys.argv[1]).add_trace(rich_trace("https://example.org/killed.git", "c1"))
+"""
+
+
+def test_a_process_killed_mid_transaction_leaves_the_database_as_before(db_url: str) -> None:  # noqa: F811
+    with Store.open(db_url) as store:
+        store.add_trace(rich_trace())
+        before = counts(store)
+    tests_dir = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, db_url], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "inserted"
+    finally:
+        child.kill()  # SIGKILL: no cleanup, no rollback from the client side
+        child.wait(timeout=30)
+    with Store.open(db_url) as store:
+        assert counts(store) == before
+        assert store.add_trace(rich_trace("https://example.org/killed.git", "c1")) is True
+        assert store.stats().versions == 2
+
+
+def test_tactic_premise_links_resolve_to_premises_of_the_same_version(store: Store) -> None:
+    store.add_trace(rich_trace())
+    store.add_trace(rich_trace("https://example.org/other.git"))
+    with store._engine.connect() as conn:  # white box: the link table has no public reader
+        links = conn.execute(
+            select(
+                TacticPremiseRow.name,
+                TacticPremiseRow.version_id,
+                PremiseRow.version_id,
+                PremiseRow.full_name,
+            )
+            .outerjoin(PremiseRow, PremiseRow.id == TacticPremiseRow.premise_id)
+            .order_by(TacticPremiseRow.id)
+        ).all()
+    assert len(links) == 2 * (2 + 3)  # A.one: 1 step x 2 premises; A.two: 3 steps x 1 premise
+    for name, link_version, premise_version, premise_name in links:
+        if name == "Nat.succ":  # not defined in the repository
+            assert premise_version is None
+        else:
+            assert (premise_version, premise_name) == (link_version, name)
+
+
+def test_theorems_filter_by_status_and_location(store: Store) -> None:
+    store.add_trace(rich_trace("https://example.org/a.git"))
+    store.add_trace(make_trace("/b", "c1", [theorem("x", None), theorem("y", 2)]))
+    sorries = store.theorems(status=TheoremStatus.SORRY)
+    assert [(t.location, t.theorem.full_name) for t in sorries] == [
+        ("/b", "x"),
+        ("https://example.org/a.git", "B.hole"),
+    ]
+    only_a = store.theorems(location="https://example.org/a.git")
+    assert [t.theorem for t in only_a] == list(rich_trace().theorems)
+    assert len({t.id for t in store.theorems()}) == 7
+    proven_b = store.theorems(status=TheoremStatus.PROVEN, location="/b")
+    assert [len(t.theorem.tactics) for t in proven_b] == [2]
+
+
+def test_runs_and_attempts(store: Store) -> None:
+    store.add_trace(rich_trace())
+    [hole] = store.theorems(status=TheoremStatus.SORRY)
+    [proven, *_] = store.theorems(status=TheoremStatus.PROVEN)
+    run = store.start_run({"seed": 1, "repos": ["a"]})
+    assert run.status is RunStatus.RUNNING and run.started_at.tzinfo is UTC and run.ended_at is None
+    assert store.runs(status=RunStatus.RUNNING) == [run]
+
+    failed = store.record_attempt(
+        run_id=run.id,
+        theorem_id=proven.id,
+        outcome=AttemptOutcome.FAILED,
+        seconds=0.5,
+        nodes=7,
+        backend="repl",
+    )
+    proved = store.record_attempt(
+        run_id=run.id, theorem_id=hole.id, outcome=AttemptOutcome.PROVED, seconds=2.0, nodes=3,
+        backend="dojo", proof="by trivial",
+    )  # fmt: skip
+    # A repeat for the same (run, theorem) returns the first record and changes nothing.
+    again = store.record_attempt(
+        run_id=run.id,
+        theorem_id=hole.id,
+        outcome=AttemptOutcome.TIMEOUT,
+        seconds=9.0,
+        nodes=1,
+        backend="dojo",
+    )
+    assert again == proved
+    assert store.attempts(run_id=run.id) == [failed, proved]
+    assert [t.theorem.full_name for t in store.theorems(status=TheoremStatus.PROVED_BY_US)] == [
+        "B.hole"
+    ]
+    assert store.stats().latest_by_status == {"proven": 4, "sorry": 0, "proved_by_us": 1}
+
+    ended = store.finish_run(run.id)
+    assert (
+        ended.status is RunStatus.FINISHED
+        and ended.ended_at is not None
+        and ended.ended_at.tzinfo is UTC
+    )
+    assert store.runs(status=RunStatus.RUNNING) == []
+    assert store.runs()[0].config == {"seed": 1, "repos": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        pytest.param({"run_id": 999}, RecordNotFoundError, id="unknown-run"),
+        pytest.param({"theorem_id": 999}, RecordNotFoundError, id="unknown-theorem"),
+        pytest.param(
+            {"outcome": AttemptOutcome.PROVED, "proof": None}, ValueError, id="proved-without-proof"
+        ),
+    ],
+)
+def test_record_attempt_rejects_bad_references(
+    store: Store, kwargs: dict[str, object], error: type[Exception]
+) -> None:
+    store.add_trace(rich_trace())
+    run = store.start_run({})
+    theorem_id = store.theorems()[0].id
+    args: dict[str, object] = {
+        "run_id": run.id, "theorem_id": theorem_id, "outcome": AttemptOutcome.FAILED,
+        "seconds": 1.0, "nodes": 1, "backend": "repl", **kwargs,
+    }  # fmt: skip
+    with pytest.raises(error):
+        store.record_attempt(**args)  # type: ignore[arg-type]
+    assert store.attempts() == []
+
+
+def test_timestamps_are_aware_utc(store: Store) -> None:
+    store.add_trace(rich_trace())
+    [version] = store.versions()
+    assert version.ingested_at.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("make_url_for", "fragment"),
+    [
+        pytest.param(
+            lambda tmp: f"sqlite:///{tmp / 'a-file'}/db.sqlite",
+            "a-file/db.sqlite",
+            id="parent-is-a-file",
+        ),
+        pytest.param(
+            lambda tmp: f"sqlite:///{tmp / 'missing' / 'dir'}/db.sqlite",
+            "missing/dir",
+            id="missing-dir",
+        ),
+        pytest.param(lambda tmp: "not a url", "not a usable database URL", id="not-a-url"),
+        pytest.param(
+            lambda tmp: "nosuchdb://x/y", "not a usable database URL", id="unknown-dialect"
+        ),
+    ],
+)
+def test_an_unusable_database_is_one_clear_error(
+    tmp_path: Path, make_url_for, fragment: str
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(DatabaseUnavailableError, match=fragment) as info:
+        Store.open(make_url_for(tmp_path))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.postgres
+def test_postgres_errors_name_the_url_without_the_password() -> None:
+    url = make_url(os.environ[POSTGRES_URL_ENV]).set(password="wrong-secret", port=1)
+    with pytest.raises(DatabaseUnavailableError) as info:
+        Store.open(url.render_as_string(hide_password=False))
+    message = str(info.value)
+    assert "wrong-secret" not in message and "***" in message and ":1/" in message
