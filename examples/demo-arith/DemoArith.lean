@@ -1,0 +1,3 @@
+import DemoArith.Defs
+import DemoArith.Lemmas
+import DemoArith.Expr

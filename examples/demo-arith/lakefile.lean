@@ -1,0 +1,7 @@
+import Lake
+open Lake DSL
+
+package demo_arith
+
+@[default_target]
+lean_lib DemoArith

@@ -1,0 +1,3 @@
+import DemoLogic.Basic
+import DemoLogic.Answer
+import DemoLogic.Quantifiers

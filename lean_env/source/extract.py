@@ -1,0 +1,175 @@
+"""From read declarations to the shared records: premises, theorems, tactic steps, sorries.
+
+What becomes what:
+
+* Every named declaration is a :class:`~lean_env.records.Premise` (kind from its keyword,
+  code = its source text from the doc comment to its last character), and so are the names
+  it introduces: constructors (``Foo.mk``, ``Nat.succ``-style), structure and class fields
+  (``Foo.x``) and ``where`` items (``foo.go``). Those carry their parent's kind.
+  ``example`` declares nothing: it is neither a premise nor a theorem.
+* ``theorem`` and ``lemma`` declarations are :class:`~lean_env.records.Theorem` records.
+  A ``def`` whose type happens to be a ``Prop`` is not: that would need elaboration.
+  A theorem's span ends with its proof, before any ``where``/``termination_by`` trailer, so
+  that replacing ``proof_start``..``end`` keeps the trailer's auxiliary declarations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lean_env.records import (
+    DeclKind,
+    LeanFile,
+    ParseProblem,
+    Premise,
+    Theorem,
+    TheoremStatus,
+    TracedTactic,
+)
+from lean_env.source.lexer import IDENT, IDENT_RE, MaskedText, mask
+from lean_env.source.names import Entry, NameTable, Site
+from lean_env.source.reader import Decl, ReadFile, read_file
+from lean_env.source.tactics import tactic_steps
+
+_THEOREM_KINDS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
+_SORRY = re.compile(r"(?<![\w'!?.])(?:sorry|admit)(?![\w'!?])")
+_BY = re.compile(r"\s*by(?![\w'!?])")
+_CASE_TAG = re.compile(rf"(?<![\w'!?.])(?:case'?|next)\s+({IDENT})")
+
+
+@dataclass(frozen=True, slots=True)
+class FileExtract:
+    """Everything source extraction learned from one file.
+
+    From :func:`extract_file` premises resolve within the file only; :func:`extract_repo`
+    (in :mod:`lean_env.source.repo`) resolves them across the repository and its imports.
+    """
+
+    file: LeanFile
+    premises: tuple[Premise, ...]
+    theorems: tuple[Theorem, ...]
+    problems: tuple[ParseProblem, ...]
+
+
+def extract_file(text: str, *, path: str) -> FileExtract:
+    """Read one Lean file's source: declarations, theorems with their proofs split into
+    steps, sorries, and the premises each proof uses among the file's own declarations.
+
+    Never raises on malformed Lean: what cannot be read becomes a ``ParseProblem`` and
+    reading goes on with the next declaration.
+    """
+    read = read_file(mask(text))
+    table = NameTable()
+    register(table, read, module=0)
+    return build(read, path=path, table=table, module=0, imported=0, with_theorems=True)
+
+
+def register(table: NameTable, read: ReadFile, *, module: int) -> None:
+    """Add the names ``read`` declares to ``table``, as living in module number ``module``."""
+    for decl in read.decls:
+        if decl.name is None or decl.kind is DeclKind.EXAMPLE:
+            continue
+        table.add(decl.name, Entry(module, decl.start, "", decl.protected, decl.private))
+        for child in decl.children:
+            table.add(child.name, Entry(module, decl.start, decl.name, False, decl.private))
+
+
+def build(
+    read: ReadFile,
+    *,
+    path: str,
+    table: NameTable,
+    module: int,
+    imported: int,
+    with_theorems: bool,
+) -> FileExtract:
+    """Turn one read file into records, resolving proof identifiers against ``table``;
+    ``imported`` is the bit set of the module numbers the file imports, directly or not."""
+    source = read.source
+    premises: list[Premise] = []
+    theorems: list[Theorem] = []
+    for decl in read.decls:
+        if decl.name is None or decl.kind is DeclKind.EXAMPLE:
+            continue
+        premises.append(_premise(source, path, decl.name, decl.start, decl.end, decl.kind))
+        premises.extend(_premise(source, path, c.name, c.start, c.end, decl.kind) for c in decl.children)
+        if with_theorems and decl.kind in _THEOREM_KINDS:
+            theorems.append(
+                _theorem(read, decl, path, table, Site(module, decl.start, decl.name, imported))
+            )
+    problems = tuple(ParseProblem(path, source.line_of(i.offset), i.reason) for i in read.issues)
+    return FileExtract(LeanFile(path, read.imports), tuple(premises), tuple(theorems), problems)
+
+
+def _premise(source: MaskedText, path: str, name: str, start: int, end: int, kind: DeclKind) -> Premise:
+    return Premise(
+        name, path, source.position(start), source.position(end), kind, source.text[start:end]
+    )
+
+
+def _theorem(read: ReadFile, decl: Decl, path: str, table: NameTable, site: Site) -> Theorem:
+    source = read.source
+    text = source.text
+    statement = text[decl.keyword_start : decl.header_end]
+    if decl.proof_start is None:
+        return Theorem(
+            decl.name or "",
+            path,
+            source.position(decl.start),
+            source.position(decl.end),
+            statement,
+            None,
+            TheoremStatus.SORRY,
+        )
+    # Work on the proof's lines only (from the start of its first line, so that columns
+    # stay right), with offsets shifted by `base`.
+    base = source.masked.rfind("\n", 0, decl.proof_start) + 1
+    proof = source.masked[base : decl.body_end]
+    start, end = decl.proof_start - base, decl.body_end - base
+    if ("case" in proof or "next" in proof) and _CASE_TAG.search(proof, start):
+        # `case succ k ih =>` names a goal, not the constructor: keep it out of premises.
+        proof = _CASE_TAG.sub(_blank_tag, proof)
+    # Resolve each distinct identifier of the proof once; steps then only look names up.
+    idents = list(dict.fromkeys(IDENT_RE.findall(proof, start)))
+    meaning = table.resolve_all(idents, decl.scope, site)
+    premises = tuple(dict.fromkeys(meaning[i] for i in idents if i in meaning))
+    tactics: tuple[TracedTactic, ...] = ()
+    if decl.is_tactic:
+        block = _BY.match(proof, start).end()
+        tactics = tuple(
+            TracedTactic(
+                text[base + s : base + e], premises=_names_in(proof, s, e, meaning) if meaning else ()
+            )
+            for s, e in tactic_steps(proof, block, end)
+        )
+    sorries = (
+        tuple(source.position(base + m.start()) for m in _SORRY.finditer(proof, start))
+        if "sorry" in proof or "admit" in proof
+        else ()
+    )
+    return Theorem(
+        full_name=decl.name or "",
+        path=path,
+        start=source.position(decl.start),
+        end=source.position(decl.body_end),
+        statement=statement,
+        proof=text[decl.proof_start : decl.body_end],
+        status=TheoremStatus.SORRY if sorries else TheoremStatus.PROVEN,
+        tactics=tactics,
+        premises=premises,
+        sorries=sorries,
+        proof_start=source.position(decl.proof_start),
+    )
+
+
+def _blank_tag(m: re.Match[str]) -> str:
+    return m.group()[: m.start(1) - m.start()] + " " * len(m.group(1))
+
+
+def _names_in(masked: str, start: int, end: int, meaning: dict[str, str]) -> tuple[str, ...]:
+    """The full names the identifiers of ``masked[start:end]`` mean, in order, once each."""
+    step = masked[start:end]
+    if not any(ident in step for ident in meaning):  # a substring test rules most steps out
+        return ()
+    return tuple(dict.fromkeys(meaning[i] for i in IDENT_RE.findall(masked, start, end) if i in meaning))

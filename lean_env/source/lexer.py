@@ -1,0 +1,238 @@
+"""The lexical layer of source extraction: comments, strings, identifiers and positions.
+
+Instead of a token stream, the lexer produces a *masked* copy of the file: every comment,
+string literal and character literal is overwritten with spaces (newlines kept), so the copy
+has the same length and the same line/column grid as the original. Everything downstream
+(declaration headers, ``:=``, ``sorry``, identifiers) is then found by ``re`` over the masked
+text, which keeps the Python-level work proportional to the number of comments and literals
+rather than to the number of characters.
+
+Lean's lexical rules followed here:
+
+* ``--`` starts a line comment; ``/-`` starts a block comment that nests (``/- /- -/ -/``);
+  ``/--`` (doc comment) and ``/-!`` (module doc) are block comments whose spans are kept,
+  so that a declaration's span can start at its doc comment, as Lean's syntax range does.
+* ``"..."`` strings with backslash escapes (they may span lines); ``r"..."``/``r#"..."#``
+  raw strings; ``'c'`` character literals. A ``'`` right after an identifier character is a
+  prime of that identifier (``h'``), never a character literal.
+* Columns count codepoints, as Lean's ``Position.column`` does: a Python ``str`` index is a
+  codepoint index, so ``column = offset - line_start + 1``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from itertools import accumulate
+
+from lean_env.records import Position
+
+# What starts a literal or a comment; everything else is left as it is.
+_TRIGGER = re.compile(r"""/-|--|r#*"|"|'""")
+# Inside a block comment only the nesting delimiters matter.
+_BLOCK_DELIM = re.compile(r"/-|-/")
+# A string body: anything but an unescaped quote; escapes may swallow a newline.
+_STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
+_CHAR_LITERAL = re.compile(r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u\{[0-9a-fA-F]+\}|.))'")
+# A `'` after one of these continues an identifier (`h'`, `x₁'`, `«a b»'`) rather than
+# opening a character literal.
+_PRIME_AFTER = re.compile(r"[\w'!?\u2080-\u209c\u1d62-\u1d6a\u2c7c\u2100-\u214f»]")
+# A string that runs over a line starting with a declaration keyword was almost surely
+# left unterminated: recovery ends it at its own line instead of swallowing the file.
+_RUNAWAY_STRING = re.compile(
+    r"\n(?:@\[|private |protected |theorem |lemma |def |namespace |end\b|section\b)"
+)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+# Identifier characters, after Lean's `isLetterLike` and `isSubScriptAlnum`: Python's `\w`
+# covers letters, digits and `_` in every script; add the letter-like symbols block
+# (ℕ, ℝ, ...) and the subscripts. `λ`, `Π` and `Σ` are tokens, never identifier starts.
+_ID_START = r"(?:[^\W\dλΠΣ]|[\u2100-\u214f])"
+_ID_REST = r"[\w'!?\u2080-\u209c\u1d62-\u1d6a\u2c7c\u2100-\u214f]*"
+_ID_PART = rf"(?:«[^»\n]*»|{_ID_START}{_ID_REST})"
+IDENT = rf"{_ID_PART}(?:\.{_ID_PART})*"
+# An identifier occurrence in masked text: not the tail of a longer name or a field access
+# (`.foo` is dot notation resolved by the expected type, which source reading cannot see).
+# The "no identifier character before" check sits after the first character, so that every
+# branch starts with a character set and `re` can skip ahead to candidates quickly.
+_NOT_AFTER_NAME = r"(?<![\w'!?.»\u2080-\u209c].)"
+IDENT_RE = re.compile(
+    rf"(?:«{_NOT_AFTER_NAME}[^»\n]*»|[^\W\dλΠΣ]{_NOT_AFTER_NAME}{_ID_REST}"
+    rf"|[\u2100-\u214f]{_NOT_AFTER_NAME}{_ID_REST})(?:\.{_ID_PART})*"
+)
+_PLAIN_PART = re.compile(rf"{_ID_START}{_ID_REST}")
+# Keywords cannot be names, so a part spelled like one keeps its guillemets.
+_KEYWORDS = frozenset(
+    "at by do else end fun have if in let match show then theorem def where with from "
+    "import open namespace section variable universe structure class inductive instance "
+    "example abbrev axiom opaque mutual deriving calc suffices return for unless".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LexProblem:
+    """A literal or comment the lexer could not close; ``offset`` is where it opened."""
+
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MaskedText:
+    """A file with comments and literals blanked out, and the facts needed to map back.
+
+    ``doc_spans`` are the ``(start, end)`` offsets of ``/--``/``/-!`` comments, in order.
+    """
+
+    text: str
+    masked: str
+    doc_spans: tuple[tuple[int, int], ...]
+    problems: tuple[LexProblem, ...]
+    line_starts: tuple[int, ...]
+
+    def position(self, offset: int) -> Position:
+        """The 1-based line and codepoint column of ``offset``."""
+        index = bisect.bisect_right(self.line_starts, offset) - 1
+        return Position(index + 1, offset - self.line_starts[index] + 1)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset)
+
+    def column_of(self, offset: int) -> int:
+        """The 1-based column of ``offset``."""
+        return offset - self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1] + 1
+
+
+def mask(text: str) -> MaskedText:
+    """Blank out the comments and literals of ``text``; record those that never close."""
+    pieces: list[str] = []
+    docs: list[tuple[int, int]] = []
+    problems: list[LexProblem] = []
+    done = 0  # everything before `done` is already in `pieces`
+    pos = 0
+    size = len(text)
+    while True:
+        m = _TRIGGER.search(text, pos)
+        if m is None:
+            break
+        start = m.start()
+        token = m.group()
+        if token == "--":
+            newline = text.find("\n", start)
+            end = size if newline < 0 else newline
+        elif token == "/-":
+            end = _block_comment_end(text, start)
+            if end < 0:
+                problems.append(LexProblem(start, "unterminated block comment"))
+                newline = text.find("\n", start)
+                end = size if newline < 0 else newline
+            elif text.startswith(("/--", "/-!"), start) and end - start > 4:
+                docs.append((start, end))
+        elif token == "'":
+            if start > 0 and _PRIME_AFTER.match(text, start - 1):
+                pos = start + 1
+                continue
+            lit = _CHAR_LITERAL.match(text, start)
+            if lit is None:  # a lone quote: a Lean token of its own (e.g. `f '`), not a literal
+                pos = start + 1
+                continue
+            end = lit.end()
+        elif token.startswith("r"):
+            if start > 0 and _PRIME_AFTER.match(text, start - 1):  # `for"`: the r ends a name
+                pos = start + 1
+                continue
+            closing = '"' + "#" * (len(token) - 2)
+            close = text.find(closing, m.end())
+            if close < 0:
+                problems.append(LexProblem(start, "unterminated raw string literal"))
+                newline = text.find("\n", start)
+                end = size if newline < 0 else newline
+            else:
+                end = close + len(closing)
+        else:
+            end = _string_end(text, start, problems)
+        pieces.append(text[done:start])
+        literal = text[start:end]
+        pieces.append(_NOT_NEWLINE.sub(" ", literal) if "\n" in literal else " " * len(literal))
+        done = pos = end
+    pieces.append(text[done:])
+    # Each line starts one past the end of the previous one; `accumulate` keeps it in C.
+    starts = tuple(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))[:-1]
+    return MaskedText(
+        text=text,
+        masked="".join(pieces),
+        doc_spans=tuple(docs),
+        problems=tuple(problems),
+        line_starts=starts,
+    )
+
+
+def _block_comment_end(text: str, start: int) -> int:
+    """The offset just after the ``-/`` closing the comment opened at ``start``, or -1."""
+    depth = 0
+    pos = start
+    while True:
+        m = _BLOCK_DELIM.search(text, pos)
+        if m is None:
+            return -1
+        if m.group() == "/-":
+            depth += 1
+            pos = m.end()
+        else:
+            depth -= 1
+            pos = m.end()
+            if depth == 0:
+                return pos
+
+
+def _string_end(text: str, start: int, problems: list[LexProblem]) -> int:
+    """The offset just after the string opened at ``start``; recovers at its line end."""
+    m = _STRING_END.match(text, start + 1)
+    if m is not None and not _RUNAWAY_STRING.search(text, start, m.end()):
+        return m.end()
+    problems.append(LexProblem(start, "unterminated string literal"))
+    newline = text.find("\n", start)
+    return len(text) if newline < 0 else newline
+
+
+def normalize_name(name: str) -> str:
+    """The canonical spelling of a Lean name: guillemets only where a part needs them.
+
+    ``«Foo».bar`` and ``Foo.bar`` are the same name; ``«my thm»`` keeps its guillemets,
+    as Lean prints it.
+    """
+    if "«" not in name:
+        return name
+    parts = []
+    for part in split_name(name):
+        inner = part[1:-1] if part.startswith("«") and part.endswith("»") else part
+        plain = _PLAIN_PART.fullmatch(inner) is not None and inner not in _KEYWORDS
+        parts.append(inner if plain else f"«{inner}»")
+    return ".".join(parts)
+
+
+def split_name(name: str) -> list[str]:
+    """The parts of a dotted name, keeping dots inside ``«...»`` intact."""
+    if "«" not in name:
+        return name.split(".")
+    parts: list[str] = []
+    current: list[str] = []
+    inside = False
+    for char in name:
+        if char == "«":
+            inside = True
+        elif char == "»":
+            inside = False
+        if char == "." and not inside:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def rstrip_end(text: str, start: int, end: int) -> int:
+    """``end`` moved left past trailing whitespace (blanked comments count as whitespace)."""
+    return start + len(text[start:end].rstrip())

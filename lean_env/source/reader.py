@@ -1,0 +1,655 @@
+"""Reading the commands of one Lean file: declarations, scopes, imports, problems.
+
+A command starts on its own line: optional doc comment, attributes (``@[simp]``) and
+modifiers (``private``, ``protected``, ``noncomputable``, ``partial``, ``unsafe``,
+``nonrec``, ``scoped``, ``local``), then a command keyword. Declaration and scope keywords
+(``theorem``, ``def``, ``namespace``, ``end``, ...) may be indented (``mutual`` blocks);
+keywords that also occur inside proofs (``open``, ``set_option``, ``attribute``, ``#eval``,
+``macro``, ...) count only at column 1. A command runs until the next one starts; its end
+is its last non-blank character, so trailing comments belong to nobody.
+
+Every declaration yields a :class:`Decl` carrying offsets into the file and the
+:class:`~lean_env.source.names.Scope` its body is resolved in; turning offsets into records
+is :mod:`lean_env.source.extract`'s job.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from lean_env.records import DeclKind
+from lean_env.source.lexer import IDENT, IDENT_RE, MaskedText, normalize_name, rstrip_end, split_name
+from lean_env.source.names import Scope
+
+_MODIFIERS = r"(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped(?:\[[^\]\n]*\])?|local)"
+_ATTRIBUTE = r"@\[(?:[^\[\]]|\[[^\[\]]*\])*\]"
+_DECL_KEYWORDS = {
+    "theorem": DeclKind.THEOREM,
+    "lemma": DeclKind.LEMMA,
+    "def": DeclKind.DEF,
+    "abbrev": DeclKind.ABBREV,
+    "instance": DeclKind.INSTANCE,
+    "structure": DeclKind.STRUCTURE,
+    "inductive": DeclKind.INDUCTIVE,
+    "class": DeclKind.CLASS,
+    "axiom": DeclKind.AXIOM,
+    "opaque": DeclKind.OPAQUE,
+    "example": DeclKind.EXAMPLE,
+}
+_SCOPE_KEYWORDS = ("namespace", "section", "end", "mutual", "variable", "universe")
+# Also tactic or term syntax (`open Foo in`, `set_option ... in`): commands only at column 1.
+_COLUMN1_KEYWORDS = (
+    "open set_option attribute export macro_rules macro syntax elab_rules elab notation infixl "
+    "infixr infix prefix postfix initialize builtin_initialize run_cmd declare_syntax_cat omit "
+    "include add_decl_doc alias assert_not_exists suppress_compilation unseal seal deriving "
+    "import prelude"
+).split()
+_HEADER = re.compile(
+    # The lookahead fails most proof lines at once, before the long keyword alternation.
+    rf"^(?P<indent>[ \t]*)(?=[a-z@#])"
+    rf"(?P<pre>(?:(?:open|set_option)[ \t][^\n]*?[ \t]in\s+)*)"
+    rf"(?P<mods>(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*)"
+    rf"(?P<kw>{'|'.join([*_DECL_KEYWORDS, *_SCOPE_KEYWORDS, *_COLUMN1_KEYWORDS])}|#[a-z_]+)"
+    r"(?![\w'!?.])",
+    re.MULTILINE,
+)
+_IDENT_AT = re.compile(rf"\s*({IDENT})")
+_IMPORT = re.compile(rf"^import[ \t]+((?:{IDENT}[ \t]*)+)", re.MULTILINE)
+_PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
+# What a header scan stops at. `|` counts only first on its line (the absolute value `|x|`
+# may appear in a statement) except for inductive types, whose constructors use it inline.
+_HEADER_STOPS = re.compile(
+    r"(?P<eq>\n[ \t]*\|)|:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])"
+)
+_COLON_TOKENS = re.compile(r"(?<!:):(?![=:])|[(\[{⟨⦃]|[)\]}⟩⦄]")
+_BARS = re.compile(r"[(\[{⟨⦃]|[)\]}⟩⦄]|(?<![\w'!?.])deriving(?![\w'!?])|\|")
+_OPEN_BRACKETS = "([{⟨⦃"
+_CLOSE_BRACKETS = ")]}⟩⦄"
+# Clauses that end a proof when they begin a line (`\n` rather than `^`: a literal first
+# character lets `re` jump from line to line).
+_TRAILER = re.compile(r"\n[ \t]*(?:where|termination_by|decreasing_by|deriving)(?![\w'!?])")
+_WHERE_LINE = re.compile(r"\n[ \t]*where(?![\w'!?])")
+_CLASS_VARIANT = re.compile(r"\s+(inductive|abbrev)(?![\w'!?])")
+# Words that may follow a declaration keyword but are not its name.
+_NOT_NAMES = frozenset({"where", "extends", "deriving"})
+_BY = re.compile(r"\s*by(?![\w'!?])")
+_SPACE = re.compile(r"\s*")
+_LINE_FIRST = re.compile(r"^[ \t]*(?=\S)", re.MULTILINE)
+_ITEM_NAME = re.compile(rf"\s*(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*({IDENT})")
+_FIELD_NAMES = re.compile(
+    rf"(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*[(\[{{⦃]?\s*((?:{IDENT}[ \t]+)*{IDENT})\s*(?::(?!=)|[(\[{{⦃])"
+)
+_CTOR_PREFIX = re.compile(rf"\s*({IDENT})\s*::")
+_BINDER_NAMES = re.compile(rf"[(\[{{⦃]\s*((?:{IDENT}\s*)+)(?=[:)}}⦄])")
+_OPEN_EXPLICIT = re.compile(rf"({IDENT})\s*\(([^)]*)\)")
+_OPEN_RENAMING = re.compile(rf"({IDENT})\s+renaming\s+(.*)", re.DOTALL)
+_RENAME_PAIR = re.compile(rf"({IDENT})\s*(?:→|->)\s*({IDENT})")
+_DERIVING_INSTANCE = re.compile(r"\s+instance(?![\w'!?])")
+_ALIAS = re.compile(rf"\s*(⟨[^⟩]*⟩|{IDENT})\s*:=")
+_IN_SPLIT = re.compile(r"\s+in(?:\s+|$)")
+_PRIVATE = re.compile(r"(?<![\w.])private\s")
+_PROTECTED = re.compile(r"(?<![\w.])protected\s")
+_ENDS_WITH_IN = re.compile(r"\sin\s*$")
+_CONTAINERS = frozenset({DeclKind.STRUCTURE, DeclKind.CLASS, DeclKind.INDUCTIVE})
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A name a declaration introduces besides its own: constructor, field, ``where`` item."""
+
+    name: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decl:
+    """One declaration, as offsets into its file.
+
+    ``start`` includes the doc comment; ``end`` is the whole declaration's last character
+    (``where`` items included). ``proof_start`` is the proof's first token after ``:=`` (or the first ``|``
+    of equations, or at a structure-instance ``where``); ``body_end`` ends the proof before
+    any ``where``/``termination_by``/``decreasing_by`` trailer. ``scope`` is what names in
+    the body resolve against (the declaration's own namespace prefix included).
+    """
+
+    kind: DeclKind
+    name: str | None
+    start: int
+    keyword_start: int
+    header_end: int
+    proof_start: int | None
+    body_end: int
+    end: int
+    scope: Scope
+    is_tactic: bool
+    private: bool
+    protected: bool
+    children: tuple[Child, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A problem found while reading: its offset and a reason."""
+
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFile:
+    """What reading one file produced."""
+
+    source: MaskedText
+    imports: tuple[str, ...]
+    decls: tuple[Decl, ...]
+    issues: tuple[Issue, ...]
+
+
+@dataclass(slots=True)
+class _Frame:
+    kind: str  # "file", "namespace", "section" or "mutual"
+    name: str
+    opens: list[str]
+    aliases: list[tuple[str, str]]
+
+
+class _ScopeStack:
+    """The namespace/section/mutual nesting at the current command, with its opens.
+
+    A file-level frame that no ``end`` closes holds the opens made outside any section.
+    """
+
+    def __init__(self) -> None:
+        self.file = _Frame("file", "", [], [])
+        self.frames: list[_Frame] = []
+        self._current: Scope | None = None  # the scope until the next change
+
+    def namespace(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.frames if f.kind == "namespace")
+
+    def scope(self, *, pending: Scope | None = None) -> Scope:
+        """The current scope; ``pending`` holds the opens of an ``open ... in`` prefix.
+
+        Equal scopes are the same object between changes, which keeps resolution caches hot.
+        """
+        if self._current is None:
+            frames = [self.file, *self.frames]
+            opens = tuple(o for f in reversed(frames) for o in reversed(f.opens))
+            aliases = tuple(a for f in reversed(frames) for a in reversed(f.aliases))
+            self._current = Scope(self.namespace(), opens, aliases)
+        if pending is None:
+            return self._current
+        current = self._current
+        return Scope(current.namespace, pending.opens + current.opens, pending.aliases + current.aliases)
+
+    def open(self, opened: Scope) -> None:
+        frame = self.frames[-1] if self.frames else self.file
+        frame.opens.extend(opened.opens)
+        frame.aliases.extend(opened.aliases)
+        self._current = None
+
+    def push(self, kind: str, name: str = "") -> None:
+        self.frames.append(_Frame(kind, name, [], []))
+        self._current = None
+
+    def pop(self, count: int) -> bool:
+        """Close ``count`` frames; False (closing all there are) if fewer are open."""
+        self._current = None
+        if count > len(self.frames):
+            self.frames.clear()
+            return False
+        del self.frames[len(self.frames) - count :]
+        return True
+
+
+def read_file(source: MaskedText) -> ReadFile:
+    """Split ``source`` into commands and read every declaration, scope and import."""
+    masked = source.masked
+    issues = [Issue(p.offset, p.reason) for p in source.problems]
+    headers = [m for m in _HEADER.finditer(masked) if _is_command(m, masked)]
+    # A command's text reaches back over its doc comment; what precedes ends before that.
+    starts = [_with_doc(source, m.end("indent")) for m in headers]
+    stack = _ScopeStack()
+    pending: Scope | None = None
+    decls: list[Decl] = []
+    for i, m in enumerate(headers):
+        limit = starts[i + 1] if i + 1 < len(headers) else len(masked)
+        end = rstrip_end(masked, m.start("kw"), limit)
+        kw = m.group("kw")
+        if m.group("pre"):
+            pending = _merge(
+                pending, _parse_opens(masked[m.start("pre") : m.end("pre")], stack.namespace())
+            )
+        if kw in _DECL_KEYWORDS:
+            # Past an `open ... in` prefix, the declaration itself starts at its modifiers.
+            start = _with_doc(source, m.start("mods")) if m.group("pre") else starts[i]
+            decl = _read_decl(source, m, start, end, stack, pending, issues)
+            if decl is not None:
+                decls.append(decl)
+            pending = None
+        elif kw in ("open", "set_option"):
+            text = masked[m.start("kw") : end]
+            opened = _parse_opens(text, stack.namespace()) if kw == "open" else Scope()
+            if _ENDS_WITH_IN.search(text):
+                pending = _merge(pending, opened)
+            else:
+                stack.open(opened)
+        elif kw == "alias":
+            decls.extend(_read_alias(source, m, end, stack, pending))
+            pending = None
+        else:
+            _scope_command(kw, masked, m, end, stack, issues)
+            pending = None
+    imports = tuple(
+        normalize_name(name) for m in _IMPORT.finditer(masked) for name in m.group(1).split()
+    )
+    issues.sort(key=lambda issue: issue.offset)
+    return ReadFile(source, imports, tuple(decls), tuple(issues))
+
+
+def _is_command(m: re.Match[str], masked: str) -> bool:
+    kw = m.group("kw")
+    if kw in _DECL_KEYWORDS or kw in _SCOPE_KEYWORDS:
+        return True
+    if kw == "deriving":  # `deriving Repr` closes a structure; `deriving instance` is a command
+        return not m.group("indent") and _DERIVING_INSTANCE.match(masked, m.end("kw")) is not None
+    return not m.group("indent")
+
+
+def _with_doc(source: MaskedText, start: int) -> int:
+    """``start`` moved back to the doc comment right before it, if there is one."""
+    docs = source.doc_spans
+    index = bisect.bisect_right(docs, (start, start)) - 1
+    if index >= 0:
+        doc_start, doc_end = docs[index]
+        if doc_end <= start and not source.masked[doc_end:start].strip():
+            return doc_start
+    return start
+
+
+def _scope_command(
+    kw: str, masked: str, m: re.Match[str], end: int, stack: _ScopeStack, issues: list[Issue]
+) -> None:
+    """Apply ``namespace``/``section``/``end``/``mutual`` (other commands change nothing)."""
+    arg = _IDENT_AT.match(masked, m.end("kw"), end)
+    name = normalize_name(arg.group(1)) if arg else ""
+    if kw == "namespace":
+        if not name:
+            issues.append(Issue(m.start("kw"), "namespace without a name"))
+            return
+        for part in split_name(name):
+            stack.push("namespace", part)
+    elif kw == "section":
+        stack.push("section", name)
+    elif kw == "mutual":
+        stack.push("mutual")
+    elif kw == "end":
+        count = len(split_name(name)) if name else 1
+        if not stack.pop(count):
+            issues.append(
+                Issue(m.start("kw"), f"'{f'end {name}'.strip()}' closes no open namespace or section")
+            )
+
+
+def _read_alias(
+    source: MaskedText, m: re.Match[str], end: int, stack: _ScopeStack, pending: Scope | None
+) -> list[Decl]:
+    """``alias new := old`` and ``alias ⟨mp, mpr⟩ := iff`` (Batteries): new names for old
+    declarations, so premises too, of unknown kind (what they alias is not read)."""
+    names = _ALIAS.match(source.masked, m.end("kw"), end)
+    if names is None:
+        return []
+    written = [w for w in IDENT_RE.findall(names.group(1)) if w != "_"]
+    private, protected = _visibility(m.group("mods"))
+    decls = []
+    for name in written:
+        full, scope = _naming(normalize_name(name), stack, pending)
+        decls.append(
+            Decl(
+                kind=DeclKind.UNKNOWN,
+                name=full,
+                start=_with_doc(source, m.start("mods")),
+                keyword_start=m.start("kw"),
+                header_end=end,
+                proof_start=None,
+                body_end=end,
+                end=end,
+                scope=scope,
+                is_tactic=False,
+                private=private,
+                protected=protected,
+            )
+        )
+    return decls
+
+
+def _parse_opens(text: str, namespace: tuple[str, ...]) -> Scope:
+    """The namespaces and aliases that ``open`` clauses add (``text`` may chain several
+    ``open ... in`` and ``set_option ... in`` prefixes; only the opens count)."""
+    opens: list[str] = []
+    aliases: list[tuple[str, str]] = []
+    for clause in _IN_SPLIT.split(text.strip()):
+        if not clause.startswith("open"):
+            continue
+        body = clause[4:].strip()
+        if body.startswith("scoped"):  # only activates scoped notation and instances
+            continue
+        explicit = _OPEN_EXPLICIT.fullmatch(body)
+        renaming = _OPEN_RENAMING.fullmatch(body)
+        if explicit:
+            target = _expand(explicit.group(1), namespace)[0]
+            aliases += [
+                (normalize_name(n), f"{target}.{normalize_name(n)}") for n in explicit.group(2).split()
+            ]
+        elif renaming:
+            target = _expand(renaming.group(1), namespace)[0]
+            pairs = _RENAME_PAIR.findall(renaming.group(2))
+            aliases += [(normalize_name(new), f"{target}.{normalize_name(old)}") for old, new in pairs]
+        else:
+            for word in IDENT_RE.findall(body.split(" hiding ")[0]):
+                opens.extend(_expand(word, namespace))
+    return Scope((), tuple(opens), tuple(aliases))
+
+
+def _merge(first: Scope | None, second: Scope) -> Scope:
+    if first is None:
+        return second
+    return Scope((), second.opens + first.opens, second.aliases + first.aliases)
+
+
+def _expand(name: str, namespace: tuple[str, ...]) -> list[str]:
+    """The namespaces ``open name`` may mean inside ``namespace``, innermost first."""
+    name = normalize_name(name)
+    if name.startswith("_root_."):
+        return [name.removeprefix("_root_.")]
+    return [".".join((*namespace[:depth], name)) for depth in range(len(namespace), -1, -1)]
+
+
+def _read_decl(
+    source: MaskedText,
+    m: re.Match[str],
+    start: int,
+    end: int,
+    stack: _ScopeStack,
+    pending: Scope | None,
+    issues: list[Issue],
+) -> Decl | None:
+    masked = source.masked
+    keyword = m.group("kw")
+    kind = _DECL_KEYWORDS[keyword]
+    pos = m.end("kw")
+    if kind is DeclKind.CLASS:
+        sub = _CLASS_VARIANT.match(masked, pos, end)
+        if sub:
+            kind = DeclKind.INDUCTIVE if sub.group(1) == "inductive" else DeclKind.CLASS
+            pos = sub.end()
+    if kind is DeclKind.INSTANCE:
+        prio = _PRIORITY.match(masked, pos, end)
+        pos = prio.end() if prio else pos
+    written: str | None = None
+    if kind is not DeclKind.EXAMPLE:
+        ident = _IDENT_AT.match(masked, pos, end)
+        if ident is not None and ident.group(1) not in _NOT_NAMES:
+            written = normalize_name(ident.group(1))
+            pos = ident.end()
+        elif kind is not DeclKind.INSTANCE:
+            issues.append(Issue(m.start("kw"), f"{keyword} without a name"))
+            return None
+    split = _scan_header(masked, pos, end, inline_bar=kind in _CONTAINERS)
+    if split.unbalanced:
+        issues.append(
+            Issue(
+                split.unbalanced,
+                f"unbalanced bracket in the header of {keyword} {written or ''}".rstrip(),
+            )
+        )
+    if written is None and kind is DeclKind.INSTANCE:
+        written = _instance_name(masked, pos, split)
+    full, scope = _naming(written, stack, pending)
+    body = _read_body(masked, kind, full, m.start("kw"), split, end)
+    if body.children and kind not in _CONTAINERS and written is not None:
+        # `where` items are local to the body: `go` there means `<decl>.go`.
+        scope = Scope((*scope.namespace, split_name(written)[-1]), scope.opens, scope.aliases)
+    if (
+        body.missing
+        and not split.unbalanced
+        and kind not in (DeclKind.AXIOM, DeclKind.OPAQUE, *_CONTAINERS)
+    ):
+        issues.append(
+            Issue(
+                m.start("kw"),
+                f"no ':=', 'where' or equations found for {keyword} {written or ''}".rstrip(),
+            )
+        )
+    private, protected = _visibility(m.group("mods"))
+    return Decl(
+        kind=kind,
+        name=full,
+        start=start,
+        keyword_start=m.start("kw"),
+        header_end=body.header_end,
+        proof_start=body.proof_start,
+        body_end=body.body_end,
+        end=end,
+        scope=scope,
+        is_tactic=body.is_tactic,
+        private=private,
+        protected=protected,
+        children=body.children,
+    )
+
+
+def _visibility(mods: str) -> tuple[bool, bool]:
+    """Whether the modifiers ``mods`` make a declaration private, and protected."""
+    if not mods:
+        return False, False
+    return _PRIVATE.search(mods) is not None, _PROTECTED.search(mods) is not None
+
+
+def _naming(written: str | None, stack: _ScopeStack, pending: Scope | None) -> tuple[str | None, Scope]:
+    """The full name of a declaration written ``written`` here, and the scope of its body.
+
+    Lean elaborates the body of ``def Foo.bar`` inside namespace ``Foo`` as well, and
+    ``_root_.Foo.bar`` ignores the surrounding namespaces for both.
+    """
+    scope = stack.scope(pending=pending)
+    if written is None:
+        return None, scope
+    parts = split_name(written)
+    if parts[0] == "_root_" and len(parts) > 1:
+        namespace: tuple[str, ...] = ()
+        parts = parts[1:]
+    else:
+        namespace = scope.namespace
+    full = ".".join((*namespace, *parts))
+    if len(parts) == 1 and namespace is scope.namespace:
+        return full, scope
+    return full, Scope((*namespace, *parts[:-1]), scope.opens, scope.aliases)
+
+
+@dataclass(frozen=True, slots=True)
+class _HeaderSplit:
+    stop: int  # offset of what ended the header, or the declaration's end
+    token: str  # ":=", "where", "|", "deriving" or "" (nothing found)
+    unbalanced: int  # where the brackets went wrong (a stray closer, or the header start), or 0
+
+
+def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _HeaderSplit:
+    """Find what ends a declaration header: the first ``:=``, ``where``, ``deriving`` or
+    equation ``|`` outside brackets. Bracket depth is counted between candidate stops with
+    ``str.count``, so the Python work is per candidate, not per bracket."""
+    depth = 0
+    last = pos
+    for t in _HEADER_STOPS.finditer(masked, pos, end):
+        token = t.group()
+        bar = token.endswith("|")
+        if bar and not inline_bar and t.lastgroup != "eq":
+            continue
+        depth += _depth(masked, last, t.start())
+        last = t.start()
+        if depth < 0:
+            return _HeaderSplit(end, "", last)
+        if depth == 0:
+            return _HeaderSplit(t.end() - 1, "|", 0) if bar else _HeaderSplit(t.start(), token, 0)
+    depth += _depth(masked, last, end)
+    return _HeaderSplit(end, "", pos if depth else 0)
+
+
+def _depth(masked: str, start: int, end: int) -> int:
+    segment = masked[start:end]
+    return sum(map(segment.count, _OPEN_BRACKETS)) - sum(map(segment.count, _CLOSE_BRACKETS))
+
+
+def _type_colon(masked: str, pos: int, stop: int) -> int:
+    """The offset of the header's type ``:`` (outside brackets), or -1."""
+    depth = 0
+    for t in _COLON_TOKENS.finditer(masked, pos, stop):
+        token = t.group()
+        if token in _OPEN_BRACKETS:
+            depth += 1
+        elif token in _CLOSE_BRACKETS:
+            depth -= 1
+        elif depth == 0:
+            return t.start()
+    return -1
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    header_end: int
+    proof_start: int | None
+    body_end: int
+    is_tactic: bool
+    missing: bool
+    children: tuple[Child, ...]
+
+
+def _read_body(
+    masked: str, kind: DeclKind, full: str | None, keyword_start: int, split: _HeaderSplit, end: int
+) -> _Body:
+    header_end = rstrip_end(masked, keyword_start, split.stop) if split.token else end
+    if kind in _CONTAINERS:
+        children = (
+            _container_children(masked, kind, full, keyword_start, header_end, split, end)
+            if full
+            else ()
+        )
+        return _Body(header_end, None, end, False, False, children)
+    if not split.token or split.token == "deriving":
+        return _Body(header_end, None, end, False, True, ())
+    # The proof starts at its first token (records.Theorem.proof_start), past `:=` and the
+    # whitespace or comments (blank in `masked`) after it.
+    proof_start = _SPACE.match(masked, split.stop + 2, end).end() if split.token == ":=" else split.stop
+    trailer = _TRAILER.search(masked, proof_start, end)
+    body_end = rstrip_end(masked, proof_start, trailer.start() if trailer else end)
+    where = _WHERE_LINE.search(masked, trailer.start(), end) if trailer else None
+    children = _where_items(masked, full, where.end(), end) if where and full else ()
+    is_tactic = split.token == ":=" and _BY.match(masked, proof_start, body_end) is not None
+    return _Body(header_end, proof_start, body_end, is_tactic, False, children)
+
+
+def _instance_name(masked: str, pos: int, split: _HeaderSplit) -> str:
+    """Lean's generated name for an anonymous instance, approximately: ``inst`` followed by
+    the capitalised constants of the class application (``instance : Add Point`` ->
+    ``instAddPoint``), leaving out the header's binder names and auto-bound variables."""
+    colon = _type_colon(masked, pos, split.stop)
+    if colon < 0:
+        return "inst"
+    bound = {n for group in _BINDER_NAMES.findall(masked, pos, colon) for n in group.split()}
+    lasts = [
+        split_name(normalize_name(w))[-1]
+        for w in IDENT_RE.findall(masked, colon, split.stop)
+        if w not in bound
+    ]
+    return "inst" + "".join(last for last in lasts if "A" <= last[:1] <= "Z")
+
+
+def _container_children(
+    masked: str,
+    kind: DeclKind,
+    full: str,
+    keyword_start: int,
+    header_end: int,
+    split: _HeaderSplit,
+    end: int,
+) -> tuple[Child, ...]:
+    """Constructors of an inductive type; constructor and fields of a structure or class.
+
+    The default constructor ``mk`` is written nowhere: its span is the header's.
+    """
+    if kind is DeclKind.INDUCTIVE:
+        return _constructors(masked, full, split.stop, end)
+    if split.token not in (":=", "where"):
+        return (Child(f"{full}.mk", keyword_start, header_end),)
+    body = split.stop + (2 if split.token == ":=" else 5)
+    trailer = _TRAILER.search(masked, body, end)
+    body_end = trailer.start() if trailer else end
+    ctor = _CTOR_PREFIX.match(masked, body, body_end)
+    if ctor is not None:
+        children = [Child(f"{full}.{normalize_name(ctor.group(1))}", ctor.start(1), ctor.end())]
+        body = ctor.end()
+    else:
+        children = [Child(f"{full}.mk", keyword_start, header_end)]
+    for item_start, item_end in _items(masked, body, body_end):
+        names = _FIELD_NAMES.match(masked, item_start, item_end)
+        if names is not None:
+            children += [
+                Child(f"{full}.{normalize_name(n)}", item_start, item_end)
+                for n in names.group(1).split()
+            ]
+    return tuple(children)
+
+
+def _constructors(masked: str, full: str, pos: int, end: int) -> tuple[Child, ...]:
+    bars: list[int] = []
+    depth = 0
+    stop = end
+    for t in _BARS.finditer(masked, pos, end):
+        token = t.group()
+        if token in _OPEN_BRACKETS:
+            depth += 1
+        elif token in _CLOSE_BRACKETS:
+            depth -= 1
+        elif depth == 0 and token == "|":
+            bars.append(t.start())
+        elif depth == 0 and token == "deriving":
+            stop = t.start()
+            break
+    children = []
+    for i, bar in enumerate(bars):
+        item_end = rstrip_end(masked, bar, bars[i + 1] if i + 1 < len(bars) else stop)
+        name = _ITEM_NAME.match(masked, bar + 1, item_end)
+        if name is not None:
+            children.append(Child(f"{full}.{normalize_name(name.group(1))}", bar, item_end))
+    return tuple(children)
+
+
+def _where_items(masked: str, full: str, pos: int, end: int) -> tuple[Child, ...]:
+    """The auxiliary declarations of a ``where`` clause, named ``<decl>.<item>``."""
+    children = []
+    for item_start, item_end in _items(masked, pos, end):
+        name = _ITEM_NAME.match(masked, item_start, item_end)
+        if name is not None:
+            children.append(Child(f"{full}.{normalize_name(name.group(1))}", item_start, item_end))
+    return tuple(children)
+
+
+def _items(masked: str, pos: int, end: int) -> list[tuple[int, int]]:
+    """Layout items: runs of lines starting at the column of the first non-blank line."""
+    first = _SPACE.match(masked, pos, end).end()
+    if first >= end:
+        return []
+    column = first - masked.rfind("\n", 0, first)
+    starts = [first]
+    newline = masked.find("\n", first, end)
+    if newline >= 0:
+        for m in _LINE_FIRST.finditer(masked, newline + 1, end):
+            if m.end() - m.start() + 1 <= column:
+                starts.append(m.end())
+    return [
+        (s, rstrip_end(masked, s, starts[i + 1] if i + 1 < len(starts) else end))
+        for i, s in enumerate(starts)
+    ]

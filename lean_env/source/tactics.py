@@ -1,0 +1,86 @@
+"""Top-level tactic steps of a ``by`` block, read from layout alone.
+
+The rules (what LeanDojo would trace as the top-level tactics of the block's sequence):
+
+* The first tactic after ``by`` fixes the block's column. Every later line whose first
+  character sits at that column (or left of it) starts a new step; deeper-indented lines
+  continue the step above them, so nested ``·`` bullets, ``have ... := by`` sub-proofs and
+  ``calc`` chains belong to their parent step. A top-level ``·`` bullet is one step.
+* Lines starting with ``|`` (``induction ... with`` alternatives, ``match`` arms), ``<;>``
+  or a closing bracket continue the step above, wherever they sit.
+* ``t1; t2`` is two steps, ``t1 <;> t2`` is one. A ``;`` splits only at bracket depth 0 and
+  only before anything that opens a nested tactic sequence: after ``by``, ``=>``, a bullet,
+  ``try``, ``repeat``, ``all_goals``, ``any_goals``, ``focus``, ``first``, ``iterate``,
+  ``on_goal``, ``case``, ``next`` the rest of the line belongs to that nested sequence,
+  as Lean parses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from lean_env.source.lexer import rstrip_end
+
+# What the `;` splitter looks at.
+_SPLIT_TOKENS = re.compile(
+    r"[(\[{⟨⦃]|[)\]}⟩⦄]|<;>|;|=>"
+    r"|(?<![\w'!?.])(?:by|try|repeat|all_goals|any_goals|focus|first|iterate|on_goal|case|next)"
+    r"(?![\w'!?])"
+)
+_OPEN = frozenset("([{⟨⦃")
+_CLOSE = frozenset(")]}⟩⦄")
+_BULLETS = ("·", ". ", ".\n")
+_SPACE = re.compile(r"\s*")
+
+
+def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` offsets of the top-level steps of the tactic block in
+    ``masked[start:end]`` (the masked text right after ``by``), in order."""
+    first = _SPACE.match(masked, start, end).end()
+    if first >= end:
+        return []
+    column = first - masked.rfind("\n", 0, first)  # 1-based: rfind gives the char before
+    starts = [first]
+    newline = masked.find("\n", first, end)
+    if newline >= 0:
+        starts.extend(m.end() for m in _step_start(column).finditer(masked, newline, end))
+    steps: list[tuple[int, int]] = []
+    for i, step_start in enumerate(starts):
+        step_end = starts[i + 1] if i + 1 < len(starts) else end
+        steps.extend(_split_semicolons(masked, step_start, rstrip_end(masked, step_start, step_end)))
+    return steps
+
+
+@functools.lru_cache(maxsize=256)
+def _step_start(column: int) -> re.Pattern[str]:
+    """Lines whose first character sits at ``column`` or left of it and does not continue
+    the step above (``|``, ``<;>``, a closing bracket); a match ends at that character."""
+    return re.compile(rf"\n[ \t]{{0,{column - 1}}}(?![\s|)\]}}⟩⦄]|<;>)")
+
+
+def _split_semicolons(masked: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Split one layout step at its top-level ``;`` (see the module rules)."""
+    if masked.find(";", start, end) < 0 or masked.startswith(_BULLETS, start):
+        return [(start, end)]
+    pieces: list[tuple[int, int]] = []
+    depth = 0
+    piece_start = start
+    for m in _SPLIT_TOKENS.finditer(masked, start, end):
+        token = m.group()
+        if token in _OPEN:
+            depth += 1
+        elif token in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth:
+            continue
+        elif token == ";":
+            piece_end = rstrip_end(masked, piece_start, m.start())
+            if piece_end > piece_start:
+                pieces.append((piece_start, piece_end))
+            piece_start = _SPACE.match(masked, m.end(), end).end()
+        elif token != "<;>":  # a nested sequence takes the rest of the step
+            break
+    if piece_start < end:
+        pieces.append((piece_start, end))
+    return pieces
