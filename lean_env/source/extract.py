@@ -16,12 +16,14 @@ What becomes what:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lean_env.records import (
     DeclKind,
     LeanFile,
     ParseProblem,
+    Position,
     Premise,
     Theorem,
     TheoremStatus,
@@ -67,12 +69,16 @@ def extract_file(text: str, *, path: str) -> FileExtract:
 
 def register(table: NameTable, read: ReadFile, *, module: int) -> None:
     """Add the names ``read`` declares to ``table``, as living in module number ``module``."""
+    table.add_all(_declared(read, module))
+
+
+def _declared(read: ReadFile, module: int) -> Iterator[tuple[str, Entry]]:
     for decl in read.decls:
         if decl.name is None or decl.kind is DeclKind.EXAMPLE:
             continue
-        table.add(decl.name, Entry(module, decl.start, "", decl.protected, decl.private))
+        yield decl.name, Entry(module, decl.start, "", decl.protected, decl.private)
         for child in decl.children:
-            table.add(child.name, Entry(module, decl.start, decl.name, False, decl.private))
+            yield child.name, Entry(module, decl.start, decl.name, False, decl.private)
 
 
 def build(
@@ -87,17 +93,23 @@ def build(
     """Turn one read file into records, resolving proof identifiers against ``table``;
     ``imported`` is the bit set of the module numbers the file imports, directly or not."""
     source = read.source
+    text = source.text
     premises: list[Premise] = []
     theorems: list[Theorem] = []
     for decl in read.decls:
         if decl.name is None or decl.kind is DeclKind.EXAMPLE:
             continue
-        premises.append(_premise(source, path, decl.name, decl.start, decl.end, decl.kind))
-        premises.extend(_premise(source, path, c.name, c.start, c.end, decl.kind) for c in decl.children)
-        if with_theorems and decl.kind in _THEOREM_KINDS:
-            theorems.append(
-                _theorem(read, decl, path, table, Site(module, decl.start, decl.name, imported))
+        # A theorem's record shares these positions: compute each offset's position once.
+        start, end = source.position(decl.start), source.position(decl.end)
+        premises.append(Premise(decl.name, path, start, end, decl.kind, text[decl.start : decl.end]))
+        if decl.children:
+            premises.extend(
+                _premise(source, path, c.name, c.start, c.end, decl.kind) for c in decl.children
             )
+        if with_theorems and decl.kind in _THEOREM_KINDS:
+            body_end = end if decl.body_end == decl.end else source.position(decl.body_end)
+            site = Site(module, decl.start, decl.name, imported)
+            theorems.append(_theorem(read, decl, path, table, site, start, body_end))
     problems = tuple(ParseProblem(path, source.line_of(i.offset), i.reason) for i in read.issues)
     return FileExtract(LeanFile(path, read.imports), tuple(premises), tuple(theorems), problems)
 
@@ -108,19 +120,23 @@ def _premise(source: MaskedText, path: str, name: str, start: int, end: int, kin
     )
 
 
-def _theorem(read: ReadFile, decl: Decl, path: str, table: NameTable, site: Site) -> Theorem:
+def _theorem(
+    read: ReadFile,
+    decl: Decl,
+    path: str,
+    table: NameTable,
+    site: Site,
+    start_position: Position,
+    end_position: Position,
+) -> Theorem:
+    """The theorem record of ``decl``; ``start_position``/``end_position`` are the
+    positions of ``decl.start`` and ``decl.body_end``."""
     source = read.source
     text = source.text
     statement = text[decl.keyword_start : decl.header_end]
     if decl.proof_start is None:
         return Theorem(
-            decl.name or "",
-            path,
-            source.position(decl.start),
-            source.position(decl.end),
-            statement,
-            None,
-            TheoremStatus.SORRY,
+            decl.name or "", path, start_position, end_position, statement, None, TheoremStatus.SORRY
         )
     # Work on the proof's lines only (from the start of its first line, so that columns
     # stay right), with offsets shifted by `base`.
@@ -131,17 +147,20 @@ def _theorem(read: ReadFile, decl: Decl, path: str, table: NameTable, site: Site
         # `case succ k ih =>` names a goal, not the constructor: keep it out of premises.
         proof = _CASE_TAG.sub(_blank_tag, proof)
     # Resolve each distinct identifier of the proof once; steps then only look names up.
-    idents = list(dict.fromkeys(IDENT_RE.findall(proof, start)))
+    idents = IDENT_RE.findall(proof, start)
     meaning = table.resolve_all(idents, decl.scope, site)
-    premises = tuple(dict.fromkeys(meaning[i] for i in idents if i in meaning))
+    premises = tuple(dict.fromkeys(meaning[i] for i in idents if i in meaning)) if meaning else ()
     tactics: tuple[TracedTactic, ...] = ()
     if decl.is_tactic:
         block = _BY.match(proof, start).end()
+        steps = tactic_steps(proof, block, end)
+        # Step offsets are relative to `base`: slice the proof's own text with them.
+        lines = text[base : decl.body_end]
         tactics = tuple(
-            TracedTactic(
-                text[base + s : base + e], premises=_names_in(proof, s, e, meaning) if meaning else ()
-            )
-            for s, e in tactic_steps(proof, block, end)
+            [
+                TracedTactic(lines[s:e], premises=_names_in(proof, s, e, meaning) if meaning else ())
+                for s, e in steps
+            ]
         )
     sorries = (
         tuple(source.position(base + m.start()) for m in _SORRY.finditer(proof, start))
@@ -151,8 +170,8 @@ def _theorem(read: ReadFile, decl: Decl, path: str, table: NameTable, site: Site
     return Theorem(
         full_name=decl.name or "",
         path=path,
-        start=source.position(decl.start),
-        end=source.position(decl.body_end),
+        start=start_position,
+        end=end_position,
         statement=statement,
         proof=text[decl.proof_start : decl.body_end],
         status=TheoremStatus.SORRY if sorries else TheoremStatus.PROVEN,

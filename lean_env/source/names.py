@@ -19,8 +19,9 @@ A leading ``_root_.`` pins the name to the root namespace.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lean_env.source.lexer import normalize_name, split_name
 
@@ -38,8 +39,9 @@ class Scope:
     aliases: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+# `Entry` and `Site` are NamedTuples rather than frozen dataclasses: one is built per
+# declared name and per theorem, and a frozen dataclass's __init__ is several times slower.
+class Entry(NamedTuple):
     """Where a declared name lives: a module index, its offset there, and its visibility."""
 
     module: int
@@ -49,8 +51,7 @@ class Entry:
     private: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """The declaration an identifier is used in: its module, offset and full name, and the
     modules it imports directly or not, as a bit set (bit ``i`` for module ``i``: a few
     hundred bytes per file even when the imports reach thousands of modules)."""
@@ -70,93 +71,150 @@ class NameTable:
     """
 
     entries: dict[str, list[Entry]] = field(default_factory=dict)
-    # The last part of every declared name: most identifiers in a proof (local variables,
-    # tactic words, core names) are none of them and are rejected without a lookup.
-    _last_parts: set[str] = field(default_factory=set)
-    # Per identifier, scope-independent: False when it cannot name anything declared.
-    _plausible: dict[str, bool] = field(default_factory=dict)
-    _caches: dict[Scope, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # The last part of every declared name, mapped to the prefixes it is declared under
+    # (`A.B.` for `A.B.foo`, `""` for a root name). Most identifiers in a proof (local
+    # variables, tactic words, core names) are no last part and are rejected at once; a
+    # plain identifier whose prefixes meet none of its scope's means nothing there either.
+    _parents: dict[str, set[str]] = field(default_factory=dict)
+    # Identifiers that cannot name anything declared, whatever the scope: a proof's
+    # identifiers are filtered against this set in one C-level set difference.
+    _names_nothing: set[str] = field(default_factory=set)
+    _views: dict[Scope, _ScopeView] = field(default_factory=dict)
 
-    def add(self, name: str, entry: Entry) -> None:
-        self.entries.setdefault(name, []).append(entry)
-        self._last_parts.add(split_name(name)[-1])
-        self._plausible.clear()
-        self._caches.clear()
+    def add_all(self, named: Iterable[tuple[str, Entry]]) -> None:
+        """Add many ``(full name, entry)`` pairs: a file's declarations at once."""
+        entries = self.entries
+        parents = self._parents
+        for name, entry in named:
+            same = entries.get(name)
+            if same is None:
+                entries[name] = [entry]
+            else:
+                same.append(entry)
+            last = split_name(name)[-1]
+            prefixes = parents.get(last)
+            if prefixes is None:
+                prefixes = parents[last] = set()
+            prefixes.add(name[: len(name) - len(last)])
+        # New names can give old identifiers a meaning.
+        self._names_nothing.clear()
+        self._views.clear()
 
     def resolve(self, ident: str, scope: Scope, site: Site) -> str | None:
         """The full name ``ident`` refers to at ``site``, or None if it names nothing we know."""
         return self.resolve_all([ident], scope, site).get(ident)
 
-    def resolve_all(self, idents: list[str], scope: Scope, site: Site) -> dict[str, str]:
-        """:meth:`resolve` for many identifiers used at one site: those that name something,
-        mapped to the full name."""
-        plausible = self._plausible
-        todo = [i for i in idents if plausible.get(i) is not False]
-        aliased: set[str] = set()
-        if scope.aliases:
+    def resolve_all(self, idents: Collection[str], scope: Scope, site: Site) -> dict[str, str]:
+        """:meth:`resolve` for many identifiers used at one site (repeats allowed): those
+        that name something, mapped to the full name."""
+        # `difference`, not `difference_update`: it walks the (few) identifiers rather
+        # than the (many) names known to mean nothing.
+        todo = set(idents).difference(self._names_nothing)
+        view = self._views.get(scope)
+        if view is None:
+            view = self._views[scope] = _ScopeView.of(scope)
+        if view.aliased:
             # An alias makes its short name mean something whatever was declared.
-            aliased = {alias for alias, _ in scope.aliases}
-            todo += [i for i in idents if i.partition(".")[0] in aliased and i not in todo]
+            todo.update(i for i in idents if i.partition(".")[0] in view.aliased)
         if not todo:
             return {}
-        cache = self._caches.get(scope)
-        if cache is None:
-            cache = self._caches[scope] = {}
         entries = self.entries
+        memo = view.memo
         resolved: dict[str, str] = {}
         for ident in todo:
-            ok = plausible.get(ident)
-            if ok is None:
-                ok = plausible[ident] = self._may_name(ident)
-            if not ok and ident.partition(".")[0] not in aliased:
-                continue
-            candidates = cache.get(ident)
+            candidates = memo.get(ident)
             if candidates is None:
-                candidates = cache[ident] = tuple(self._existing(ident, scope))
+                candidates = self._lookup(ident, view)
+                if candidates is None:
+                    self._names_nothing.add(ident)
+                    continue
+                memo[ident] = candidates
             for name in candidates:
                 if name != site.name and any(_visible(e, site) for e in entries[name]):
                     resolved[ident] = name
                     break
         return resolved
 
-    def _may_name(self, ident: str) -> bool:
-        """Whether some part of ``ident`` ends a declared name: if none does, no namespace
-        or open can make it (or a prefix of it) mean a declaration."""
-        return "«" in ident or not self._last_parts.isdisjoint(ident.split("."))
+    def _lookup(self, ident: str, view: _ScopeView) -> tuple[str, ...] | None:
+        """The declared names ``ident`` may mean in ``view``'s scope, or None if it can
+        mean nothing in any scope (no part of it ends a declared name)."""
+        if ident.partition(".")[0] in view.aliased:
+            # An alias makes its short name mean something whatever was declared.
+            return self._existing(ident, view)
+        if "." in ident or "«" in ident:
+            plausible = "«" in ident or not self._parents.keys().isdisjoint(ident.split("."))
+            return self._existing(ident, view) if plausible else None
+        # A plain name means something here only if it is declared under a prefix the
+        # scope reaches: one set operation instead of trying every spelling (`a` inside
+        # `namespace Gen5` when the file declares only `Gen1.C1.a`, `Gen2.C2.a`, ...).
+        prefixes = self._parents.get(ident)
+        if prefixes is None:
+            return None
+        return () if prefixes.isdisjoint(view.prefixes) else self._existing(ident, view)
 
-    def _existing(self, ident: str, scope: Scope) -> Iterator[str]:
+    def _existing(self, ident: str, view: _ScopeView) -> tuple[str, ...]:
+        """The declared names ``ident`` may mean in ``view``'s scope, best first: inside
+        ``namespace A.B``, ``A.B.x``, ``A.x``, ``x``, then the aliases and opens. After the
+        full spelling's candidates come those of its prefixes, so that a field access on a
+        constant (``Nat.lt_irrefl.elim``) still finds the constant."""
+        found: list[str] = []
         parts = split_name(normalize_name(ident))
-        while parts:
-            for name, needs_qualifier in _candidates(parts, scope):
-                entries = self.entries.get(name)
-                if entries and (not needs_qualifier or not all(e.protected for e in entries)):
-                    yield name
-            # Nothing with this spelling: try it as a field access on a shorter constant.
-            parts = parts[:-1]
+        if parts[0] == "_root_":
+            # `_root_.x` means exactly `x` (or, as a field access, a prefix of it).
+            for length in range(len(parts), 1, -1):
+                self._add_existing(found, "", ".".join(parts[1:length]), qualified=True)
+            return tuple(found)
+        for length in range(len(parts), 0, -1):
+            spelling = ".".join(parts[:length])
+            # Through a namespace or an open, a protected name needs a qualifier.
+            qualified = length > 1
+            for prefix in view.namespaces:
+                self._add_existing(found, prefix, spelling, qualified=qualified)
+            self._add_existing(found, "", spelling, qualified=True)
+            for alias, target in view.aliases:
+                if alias == parts[0]:
+                    self._add_existing(found, "", ".".join((target, *parts[1:length])), qualified=True)
+            for prefix in view.opens:
+                self._add_existing(found, prefix, spelling, qualified=qualified)
+        return tuple(found)
+
+    def _add_existing(self, found: list[str], prefix: str, spelling: str, *, qualified: bool) -> None:
+        """Append ``prefix + spelling`` to ``found`` if it is declared and reachable:
+        a protected declaration is not reached by its last component alone."""
+        name = prefix + spelling
+        entries = self.entries.get(name)
+        if entries and (qualified or not all(e.protected for e in entries)):
+            found.append(name)
+
+
+@dataclass(slots=True)
+class _ScopeView:
+    """A scope's candidate prefixes, precomputed once per scope, and the memo of what each
+    identifier may mean there (a file has few distinct scopes and many identifiers)."""
+
+    namespaces: tuple[str, ...]  # "A.B.", "A." inside `namespace A.B`: innermost first
+    aliases: tuple[tuple[str, str], ...]
+    aliased: frozenset[str]  # the short names of `aliases`
+    opens: tuple[str, ...]  # "N." for every opened namespace `N`, most recent first
+    prefixes: frozenset[str]  # the namespaces, the opens and "" (the root), unordered
+    memo: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, scope: Scope) -> _ScopeView:
+        namespace = scope.namespace
+        namespaces = tuple(".".join(namespace[:depth]) + "." for depth in range(len(namespace), 0, -1))
+        opens = tuple(f"{opened}." for opened in scope.opens)
+        return cls(
+            namespaces=namespaces,
+            aliases=scope.aliases,
+            aliased=frozenset(alias for alias, _ in scope.aliases),
+            opens=opens,
+            prefixes=frozenset((*namespaces, "", *opens)),
+            memo={},
+        )
 
 
 def _visible(entry: Entry, site: Site) -> bool:
     if entry.module == site.module:
         return entry.offset < site.offset or entry.owner == site.name
     return not entry.private and (site.imported >> entry.module) & 1 == 1
-
-
-def _candidates(parts: list[str], scope: Scope) -> Iterator[tuple[str, bool]]:
-    """Full names ``parts`` may mean in ``scope``, best first, each with whether reaching it
-    went through a namespace or open by the last component only (protected names refuse that).
-    """
-    if parts[0] == "_root_":
-        if len(parts) > 1:
-            yield ".".join(parts[1:]), False
-        return
-    ident = ".".join(parts)
-    short = len(parts) == 1
-    namespace = scope.namespace
-    for depth in range(len(namespace), 0, -1):
-        yield ".".join((*namespace[:depth], ident)), short
-    yield ident, False
-    for alias, target in scope.aliases:
-        if alias == parts[0]:
-            yield ".".join((target, *parts[1:])), False
-    for opened in scope.opens:
-        yield f"{opened}.{ident}", short

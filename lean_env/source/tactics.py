@@ -44,12 +44,13 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     starts = [first]
     newline = masked.find("\n", first, end)
     if newline >= 0:
-        starts.extend(m.end() for m in _step_start(column).finditer(masked, newline, end))
-    steps: list[tuple[int, int]] = []
-    for i, step_start in enumerate(starts):
-        step_end = starts[i + 1] if i + 1 < len(starts) else end
-        steps.extend(_split_semicolons(masked, step_start, rstrip_end(masked, step_start, step_end)))
-    return steps
+        starts += [m.end() for m in _step_start(column).finditer(masked, newline, end)]
+    ends = starts[1:]
+    ends.append(end)
+    steps = [(s, rstrip_end(masked, s, e)) for s, e in zip(starts, ends, strict=True)]
+    if masked.count(";", first, end) == masked.count("<;>", first, end):
+        return steps  # no `;` but those of `<;>` (the common case): layout alone decides
+    return [piece for s, e in steps for piece in _split_semicolons(masked, s, e)]
 
 
 @functools.lru_cache(maxsize=256)
