@@ -1,0 +1,117 @@
+"""``leanagent verify``: JSON and human output, and bad input as exit code 2 with one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import verify.interpreter as ref
+from agent import cli
+from verify.spec import Attention, PositionalKind, load_spec, save_spec
+from verify.synth import SynthConfig, random_spec
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return save_spec(random_spec(np.random.default_rng(3), SynthConfig()), tmp_path / "m.json")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["verify", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_every_query() -> None:
+    done = subprocess.run([sys.executable, "-m", "agent.cli", "verify", "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    for query in ("trsat", "robust", "equiv", "export-smt", "train-example"):
+        assert query in done.stdout
+
+
+def test_trsat_json_reports_a_replayed_witness(capsys, model: Path) -> None:
+    code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["verdict"] == "sat" and data["solver"] == "z3"
+    word = data["witness"]["word"]
+    assert ref.run(load_spec(model), word).accepted
+    assert [c["length"] for c in data["checks"]] == list(range(1, len(word) + 1))
+
+
+def test_trsat_human_output_and_all_lengths(capsys, model: Path) -> None:
+    code, out, _ = _run(capsys, "trsat", str(model), "--all-lengths", "--class", "0", "--alphabet", "a,b")
+    assert code == 0
+    assert out.startswith(("SAT:", "UNSAT:")) and "length  verdict" in out
+    if out.startswith("UNSAT:"):
+        assert "no word of any length" in out
+
+
+def test_trsat_with_prefix_suffix_and_exact_length(capsys, model: Path) -> None:
+    code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "4", "--exact-len", "--prefix", "ab", "--suffix", "c", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [c["length"] for c in data["checks"]] == [4]
+    if data["witness"]:
+        word = data["witness"]["word"]
+        assert word[:2] == ["a", "b"] and word[-1] == "c"
+
+
+def test_robust_equiv_and_export(capsys, model: Path, tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, "robust", str(model), "--word", "a b c", "--distance", "1", "--json")
+    assert code == 0 and json.loads(out)["verdict"] in ("sat", "unsat")
+    code, out, _ = _run(capsys, "equiv", str(model), str(model), "--max-len", "2")
+    assert code == 0 and out.startswith("UNSAT: equivalent on every word of length <= 2")
+    smt = tmp_path / "q.smt2"
+    code, out, _ = _run(capsys, "export-smt", str(model), "--length", "2", "--out", str(smt))
+    assert code == 0 and smt.read_text().count("(assert") >= 1
+
+
+@pytest.mark.skipif(shutil.which("z3") is None, reason="no z3 binary on PATH")
+def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tmp_path: Path) -> None:
+    smt = tmp_path / "q.smt2"
+    for label in ("0", "1"):
+        _run(capsys, "export-smt", str(model), "--length", "2", "--class", label, "--out", str(smt))
+        answer = subprocess.run(["z3", str(smt)], capture_output=True, text=True, check=False).stdout.split()[0]
+        _, out, _ = _run(capsys, "trsat", str(model), "--max-len", "2", "--exact-len", "--class", label, "--json")
+        assert answer == json.loads(out)["verdict"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--solver", "yices"], "unknown solver", id="unknown-solver"),
+        pytest.param(["trsat", "{bad}", "--max-len", "2"], "field width", id="malformed-model"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--alphabet", "xyz"], "not in the model's alphabet", id="bad-symbol"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "-1"], "--timeout", id="bad-timeout"),
+        pytest.param(["trsat", "{model}", "--max-len", "0"], "at least 1", id="zero-length"),
+        pytest.param(["trsat", "{periodic}", "--all-lengths"], "positional encoding", id="all-lengths-outside-class"),
+        pytest.param(["robust", "{model}", "--word", "abq", "--distance", "1"], "not in the model's alphabet", id="bad-word"),
+        pytest.param(["trsat", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="missing-model"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, argv: list[str], message: str) -> None:
+    data = json.loads(model.read_text())
+    data["width"] = 99
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    save_spec(random_spec(np.random.default_rng(0), SynthConfig(positional=PositionalKind.PERIODIC)), tmp_path / "periodic.json")
+    paths = {"model": str(model), "bad": str(tmp_path / "bad.json"), "periodic": str(tmp_path / "periodic.json"), "tmp": str(tmp_path)}
+    code, out, err = _run(capsys, *[a.format(**paths) for a in argv])
+    assert code == cli.EXIT_USAGE
+    assert message in err and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("leanagent: error:")] and out == ""
+
+
+def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path) -> None:
+    path = save_spec(random_spec(np.random.default_rng(1), SynthConfig(attention=Attention.SOFTMAX_TABLE)), tmp_path / "s.json")
+    code, out, _ = _run(capsys, "trsat", str(path), "--max-len", "2", "--class", "0", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["bound"]["bound"] is None and not data["all_lengths"]
+    if data["verdict"] == "unsat":
+        assert data["claim"].endswith("unknown beyond 2")

@@ -1,0 +1,157 @@
+"""The SMT encoding agrees with the reference interpreter: bit for bit on fixed words, and on
+trSAT verdicts against brute-force enumeration, for every attention kind, rounding and overflow."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from pysmt.environment import Environment
+from pysmt.typing import BVType
+
+import verify.interpreter as ref
+from verify.encoding import EncodingOptions, PositionInput, encode
+from verify.errors import WitnessMismatchError
+from verify.queries import QueryOptions, Verdict, trsat
+from verify.spec import Accept, Attention, EncoderSpec, Mask, Overflow, PositionalKind, ReadoutPosition, Rounding
+from verify.synth import SynthConfig, random_spec
+
+ALL_OPTIONS = [
+    pytest.param(EncodingOptions(), id="full"),
+    pytest.param(EncodingOptions(tabulate=False), id="no-tabulate"),
+    pytest.param(EncodingOptions(prune=False), id="no-prune"),
+]
+MODES = [
+    pytest.param(attention, rounding, overflow, id=f"{attention.value}-{rounding.value}-{overflow.value}")
+    for attention in Attention
+    for rounding in Rounding
+    for overflow in Overflow
+]
+
+
+def _random_config(rng: np.random.Generator, attention: Attention, rounding: Rounding, overflow: Overflow) -> SynthConfig:
+    """A tiny encoder with the given modes and everything else drawn at random."""
+    return SynthConfig(
+        vocab_size=3,
+        d_model=2,
+        attention=attention,
+        rounding=rounding,
+        overflow=overflow,
+        width=int(rng.integers(3, 6)),
+        layers=int(rng.choice([1, 1, 2])),
+        ffn_dim=int(rng.choice([0, 2])),
+        mask=Mask(rng.choice(["none", "causal"])),
+        positional=PositionalKind(rng.choice(["none", "periodic", "table"])),
+        positional_rows=4,
+        readout=ReadoutPosition(rng.choice(["first", "last", "cls"])),
+        accept=Accept(rng.choice(["positive", "argmax"])),
+        classes=3,
+    )
+
+
+def _symbolic_scores_differ(spec: EncoderSpec, word_ids: list[int], options: EncodingOptions) -> Verdict:
+    """SAT iff the encoding, with the word fixed by assertions, can yield other scores than the interpreter."""
+    env = Environment()
+    m = env.formula_manager
+    width = max(1, (len(spec.vocab) - 1).bit_length())
+    alphabet = [spec.token_id(s) for s in spec.word_alphabet]
+    variables = [m.Symbol(f"w_{i}", BVType(width)) for i in range(len(word_ids))]
+    inputs = [PositionInput(v, tuple((t, t) for t in alphabet)) for v in variables]
+    if spec.readout.position is ReadoutPosition.CLS:
+        inputs.insert(0, PositionInput(None, ((0, spec.token_id("<cls>")),)))
+    run = encode(spec, inputs, env, options=options)
+    expected = ref.run_ids(spec, word_ids).scores
+    b = run.builder
+    fixed = [m.Equals(v, m.BV(t, width)) for v, t in zip(variables, word_ids)]
+    differ = m.Or([m.Not(b.eq(s, b.const(e))) for s, e in zip(run.scores, expected)])
+    with env.factory.Solver(name="z3", logic="QF_BV") as solver:
+        solver.add_assertion(m.And([*fixed, differ]))
+        return Verdict.SAT if solver.solve() else Verdict.UNSAT
+
+
+@pytest.mark.parametrize("options", ALL_OPTIONS)
+@pytest.mark.parametrize("attention, rounding, overflow", MODES)
+def test_encoding_equals_interpreter_bit_for_bit(attention, rounding, overflow, options: EncodingOptions) -> None:
+    rng = np.random.default_rng([11, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+    spec = random_spec(rng, _random_config(rng, attention, rounding, overflow))
+    word = [spec.token_id(s) for s in rng.choice(spec.word_alphabet, size=3)]
+    assert _symbolic_scores_differ(spec, word, options) is Verdict.UNSAT
+
+
+def _labels_by_enumeration(spec: EncoderSpec, n: int) -> set[int]:
+    alphabet = [spec.token_id(s) for s in spec.word_alphabet]
+    ids = np.array(list(itertools.product(alphabet, repeat=n)))
+    return set(ref.run_batch(spec, ids).labels.tolist())
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+@pytest.mark.parametrize("attention, rounding, overflow", MODES)
+def test_trsat_verdicts_match_enumeration(attention, rounding, overflow, seed: int) -> None:
+    rng = np.random.default_rng([seed, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+    spec = random_spec(rng, _random_config(rng, attention, rounding, overflow))
+    n = 3
+    reachable = _labels_by_enumeration(spec, n)
+    labels = (0, 1) if spec.readout.accept is Accept.POSITIVE else (0, 1, 2)
+    for label in labels:
+        result = trsat(spec, max_len=n, exact_len=True, label=label)
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT), (label, reachable)
+        if result.witness is not None:
+            assert len(result.witness.word) == n
+            assert ref.run(spec, result.witness.word).label == label
+
+
+@pytest.mark.parametrize("options", ALL_OPTIONS[1:])
+@pytest.mark.parametrize("attention", list(Attention), ids=lambda a: a.value)
+def test_ablations_give_the_same_verdicts(attention: Attention, options: EncodingOptions) -> None:
+    rng = np.random.default_rng([17, list(Attention).index(attention)])
+    spec = random_spec(rng, _random_config(rng, attention, Rounding.HALF_EVEN, Overflow.SATURATE))
+    reachable = _labels_by_enumeration(spec, 2)
+    for label in (0, 1):
+        result = trsat(spec, max_len=2, exact_len=True, label=label, options=QueryOptions(encoding=options))
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+
+
+def test_any_length_search_returns_a_shortest_witness() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        spec = random_spec(rng, SynthConfig(vocab_size=2, positional=PositionalKind.PERIODIC, positional_rows=2, mask=Mask.CAUSAL))
+        shortest = next((n for n in range(1, 5) if 1 in _labels_by_enumeration(spec, n)), None)
+        result = trsat(spec, max_len=4)
+        if shortest is None:
+            assert result.verdict is Verdict.UNSAT and [c.length for c in result.checks] == [1, 2, 3, 4]
+            assert result.claim.endswith("unknown beyond 4") and not result.all_lengths
+        else:
+            assert result.verdict is Verdict.SAT and len(result.witness.word) == shortest
+            assert [c.length for c in result.checks] == list(range(1, shortest + 1))
+
+
+def test_a_witness_the_interpreter_rejects_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig())
+    found = trsat(spec, max_len=3)
+    assert found.verdict is Verdict.SAT
+    honest = ref.run
+
+    def lying(spec: EncoderSpec, word) -> ref.EncoderOutput:
+        out = honest(spec, word)
+        return ref.EncoderOutput(out.scores, 1 - out.label, not out.accepted)
+
+    monkeypatch.setattr(ref, "run", lying)
+    with pytest.raises(WitnessMismatchError, match="replays to label"):
+        trsat(spec, max_len=3)
+
+
+@pytest.mark.parametrize("positional", [PositionalKind.NONE, PositionalKind.PERIODIC], ids=lambda p: p.value)
+@pytest.mark.parametrize("attention", list(Attention), ids=lambda a: a.value)
+def test_class_encoding_matches_enumeration_on_longer_words(attention: Attention, positional: PositionalKind) -> None:
+    """The per-class encoding (no mask; no or periodic positions) on words of length 5, two layers."""
+    rng = np.random.default_rng([31, list(Attention).index(attention), list(PositionalKind).index(positional)])
+    config = SynthConfig(vocab_size=2, d_model=2, attention=attention, positional=positional, positional_rows=2,
+                         layers=2, rounding=Rounding.HALF_EVEN, accept=Accept.ARGMAX, classes=3)
+    spec = random_spec(rng, config)
+    word = [spec.token_id(s) for s in rng.choice(spec.word_alphabet, size=5)]
+    assert _symbolic_scores_differ(spec, word, EncodingOptions()) is Verdict.UNSAT
+    reachable = _labels_by_enumeration(spec, 5)
+    for label in range(3):
+        result = trsat(spec, max_len=5, exact_len=True, label=label)
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)

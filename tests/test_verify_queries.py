@@ -1,0 +1,261 @@
+"""robust, equiv, word constraints and the complete class, each against brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import verify.interpreter as ref
+from verify.completeness import first_occurrence_word, length_bound, padding_position, permutable_positions
+from verify.errors import VerifyInputError
+from verify.queries import QueryOptions, Verdict, WordConstraints, equiv, export_smt, robust, trsat
+from verify.spec import (
+    Accept,
+    Attention,
+    EncoderSpec,
+    Mask,
+    Overflow,
+    PositionalKind,
+    ReadoutPosition,
+    Rounding,
+    spec_from_dict,
+)
+from verify.synth import SynthConfig, random_spec
+
+
+def _words(alphabet, n: int):
+    return [tuple(w) for w in itertools.product(alphabet, repeat=n)]
+
+
+def _labels(spec: EncoderSpec, words) -> list[int]:
+    ids = np.array([[spec.token_id(s) for s in w] for w in words])
+    return ref.run_batch(spec, ids).labels.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("distance", [1, 2])
+def test_robust_matches_enumeration(seed: int, distance: int) -> None:
+    rng = np.random.default_rng([3, seed])
+    spec = random_spec(rng, SynthConfig(attention=list(Attention)[seed % 3], mask=Mask.CAUSAL if seed % 2 else Mask.NONE))
+    word = tuple(rng.choice(spec.word_alphabet, size=4))
+    original = ref.run(spec, word).label
+    neighbours = [w for w in _words(spec.word_alphabet, 4) if sum(a != b for a, b in zip(w, word)) <= distance]
+    fragile = any(label != original for label in _labels(spec, neighbours))
+    result = robust(spec, word, distance=distance)
+    assert result.verdict is (Verdict.SAT if fragile else Verdict.UNSAT)
+    if fragile:
+        assert result.counterexample is not None
+        assert sum(a != b for a, b in zip(result.counterexample.word, word)) <= distance
+        assert result.counterexample.output.label != original
+        assert result.claim.startswith("not robust")
+
+
+def test_robust_at_distance_zero_is_trivially_robust() -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig())
+    assert robust(spec, "abc", distance=0).verdict is Verdict.UNSAT
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_equiv_of_two_quantizations_matches_enumeration(seed: int) -> None:
+    rng = np.random.default_rng([4, seed])
+    config = SynthConfig(attention=list(Attention)[seed % 3], width=4, positional=PositionalKind.PERIODIC, positional_rows=2)
+    first = random_spec(rng, config)
+    # The same weights at a wider width: saturation differs, so the two may disagree.
+    data = first.to_json_dict()
+    data["width"] = 6
+    second = spec_from_dict(data)
+    differing = next(
+        (n for n in range(1, 4) if _labels(first, _words(first.word_alphabet, n)) != _labels(second, _words(first.word_alphabet, n))),
+        None,
+    )
+    result = equiv(first, second, max_len=3)
+    if differing is None:
+        assert result.verdict is Verdict.UNSAT and "unknown beyond 3" in result.claim
+    else:
+        assert result.verdict is Verdict.SAT
+        a, b = result.counterexample
+        assert len(a.word) == differing and a.output.label != b.output.label
+        assert ref.run(first, a.word).label == a.output.label and ref.run(second, a.word).label == b.output.label
+
+
+def test_equiv_of_a_model_with_itself_is_unsat() -> None:
+    spec = random_spec(np.random.default_rng(1), SynthConfig(attention=Attention.SOFTMAX_TABLE))
+    assert equiv(spec, spec, max_len=3).verdict is Verdict.UNSAT
+
+
+@pytest.mark.parametrize(
+    "constraints",
+    [
+        pytest.param(WordConstraints(alphabet=("a", "b")), id="alphabet"),
+        pytest.param(WordConstraints(prefix=("b",)), id="prefix"),
+        pytest.param(WordConstraints(suffix=("c", "a")), id="suffix"),
+        pytest.param(WordConstraints(alphabet=("a", "c"), prefix=("c",), suffix=("a",)), id="all-three"),
+        pytest.param(WordConstraints(prefix=("a", "b", "c", "a")), id="prefix-longer-than-word"),
+    ],
+)
+def test_word_constraints_match_enumeration(constraints: WordConstraints) -> None:
+    rng = np.random.default_rng(8)
+    spec = random_spec(rng, SynthConfig(accept=Accept.ARGMAX, classes=3, mask=Mask.CAUSAL))
+    alphabet = constraints.alphabet or spec.word_alphabet
+
+    def fits(w: tuple[str, ...]) -> bool:
+        return w[: len(constraints.prefix)] == constraints.prefix and (
+            not constraints.suffix or w[-len(constraints.suffix) :] == constraints.suffix
+        )
+
+    words = [w for w in _words(alphabet, 3) if fits(w)]
+    reachable = set(_labels(spec, words)) if words else set()
+    for label in range(3):
+        result = trsat(spec, max_len=3, exact_len=True, label=label, constraints=constraints)
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        if result.witness is not None:
+            assert fits(result.witness.word) and set(result.witness.word) <= set(alphabet)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        pytest.param({"constraints": WordConstraints(alphabet=("z",))}, "not in the model's word alphabet", id="unknown-symbol"),
+        pytest.param({"max_len": 0}, "at least 1", id="zero-length"),
+        pytest.param({"label": 5}, "class 5", id="unknown-class"),
+        pytest.param({"options": QueryOptions(solver="yices")}, "unknown solver", id="unknown-solver"),
+    ],
+)
+def test_bad_query_options_are_input_errors(bad: dict, message: str) -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig())
+    kwargs = {"max_len": 2, **bad}
+    with pytest.raises(VerifyInputError, match=message):
+        trsat(spec, **kwargs)
+
+
+def test_length_beyond_the_positional_table_is_an_input_error() -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig(positional=PositionalKind.TABLE, positional_rows=3))
+    with pytest.raises(VerifyInputError, match="positional table"):
+        trsat(spec, max_len=4)
+
+
+# --- the complete class -----------------------------------------------------------------------------
+
+
+def _class_spec(seed: int, readout: ReadoutPosition, layers: int = 2) -> EncoderSpec:
+    rng = np.random.default_rng([21, seed])
+    config = SynthConfig(
+        layers=layers,
+        heads=2,
+        ffn_dim=2,
+        readout=readout,
+        accept=Accept.ARGMAX,
+        classes=3,
+        rounding=list(Rounding)[seed % 3],
+        overflow=list(Overflow)[seed % 2],
+    )
+    return random_spec(rng, config)
+
+
+@pytest.mark.parametrize("readout", list(ReadoutPosition), ids=lambda r: r.value)
+@pytest.mark.parametrize("seed", range(3))
+def test_first_occurrence_word_keeps_the_output(seed: int, readout: ReadoutPosition) -> None:
+    """The completeness argument, checked on every word up to length 6 (two layers, two heads)."""
+    spec = _class_spec(seed, readout)
+    keep_last = readout is ReadoutPosition.LAST
+    for n in range(1, 7):
+        words = _words(spec.word_alphabet, n)
+        ids = np.array([[spec.token_id(s) for s in w] for w in words])
+        scores = ref.run_batch(spec, ids).scores
+        for w, s in zip(words, scores):
+            reduced = first_occurrence_word(w, keep_last=keep_last)
+            assert ref.run(spec, reduced).scores == tuple(int(v) for v in s), (w, reduced)
+            # the canonical word of the same length that trsat's symmetry breaking keeps
+            sigma = first_occurrence_word(w, keep_last=False)
+            canonical = sigma + (w[padding_position(spec)],) * (n - len(sigma))
+            assert ref.run(spec, canonical).scores == tuple(int(v) for v in s), (w, canonical)
+
+
+@pytest.mark.parametrize(
+    "readout, seed",
+    [
+        pytest.param(ReadoutPosition.FIRST, 0, id="first"),
+        pytest.param(ReadoutPosition.LAST, 0, id="last"),
+        pytest.param(ReadoutPosition.CLS, 2, id="cls"),
+    ],
+)
+def test_all_length_claim_agrees_with_longer_enumeration(readout: ReadoutPosition, seed: int) -> None:
+    spec = _class_spec(seed, readout, layers=1)
+    bound = length_bound(spec, alphabet_size=3).bound
+    assert bound == (4 if readout is ReadoutPosition.LAST else 3)
+    reachable = set()
+    for n in range(1, bound + 3):
+        reachable |= set(_labels(spec, _words(spec.word_alphabet, n)))
+    assert 0 < len(reachable) < 3, "these seeds have both reachable and unreachable labels"
+    for label in range(3):
+        result = trsat(spec, max_len=bound, label=label)
+        if label in reachable:
+            assert result.verdict is Verdict.SAT
+        else:
+            assert result.verdict is Verdict.UNSAT and result.all_lengths
+            assert result.claim.startswith("no word of any length")
+
+
+def test_average_hardmax_breaks_the_first_occurrence_argument() -> None:
+    """Counts matter for average hardmax: some word's output differs from its reduced word's."""
+    broken = False
+    for seed in range(20):
+        spec = random_spec(np.random.default_rng([22, seed]), SynthConfig(attention=Attention.AVERAGE_HARDMAX, accept=Accept.ARGMAX, classes=3))
+        for w in _words(spec.word_alphabet, 4):
+            if ref.run(spec, w).scores != ref.run(spec, first_occurrence_word(w, keep_last=True)).scores:
+                broken = True
+                break
+        if broken:
+            break
+    assert broken
+    assert length_bound(spec, alphabet_size=3).bound is None
+
+
+@pytest.mark.parametrize(
+    "config, fixes, reason",
+    [
+        pytest.param(SynthConfig(attention=Attention.AVERAGE_HARDMAX), False, "average_hardmax", id="average"),
+        pytest.param(SynthConfig(attention=Attention.SOFTMAX_TABLE), False, "softmax_table", id="softmax"),
+        pytest.param(SynthConfig(mask=Mask.CAUSAL), False, "causal mask", id="mask"),
+        pytest.param(SynthConfig(positional=PositionalKind.PERIODIC), False, "positional", id="positional"),
+        pytest.param(SynthConfig(), True, "prefix or suffix", id="affixes"),
+    ],
+)
+def test_no_bound_outside_the_class(config: SynthConfig, fixes: bool, reason: str) -> None:
+    spec = random_spec(np.random.default_rng(0), config)
+    bound = length_bound(spec, alphabet_size=3, fixes_affixes=fixes)
+    assert bound.bound is None and reason in bound.reason
+    result = trsat(spec, max_len=2, label=2 if spec.readout.accept is Accept.ARGMAX else 0,
+                   constraints=WordConstraints(prefix=("a",)) if fixes else WordConstraints())
+    assert not result.all_lengths
+
+
+def test_export_smt_is_a_complete_script() -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig(readout=ReadoutPosition.CLS))
+    script = export_smt(spec, length=3, label=0)
+    assert script.count("(declare-fun w_") == 3
+    assert "(check-sat)" in script and "(get-value (w_0 w_1 w_2))" in script
+    assert "; codes: 0=a, 1=b, 2=c" in script
+
+
+@pytest.mark.parametrize("readout", list(ReadoutPosition), ids=lambda r: r.value)
+@pytest.mark.parametrize("attention", [Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE], ids=lambda a: a.value)
+def test_symmetry_breaking_is_sound(attention: Attention, readout: ReadoutPosition) -> None:
+    """Averaging heads without mask or positions ignore the order of the non-readout positions,
+    so searching sorted words only (what trsat does) loses no label."""
+    rng = np.random.default_rng([41, list(Attention).index(attention), list(ReadoutPosition).index(readout)])
+    spec = random_spec(rng, SynthConfig(attention=attention, readout=readout, layers=2, ffn_dim=2, accept=Accept.ARGMAX, classes=3))
+    free = permutable_positions(spec, 4)
+    assert free is not None and len(free) == (4 if readout is ReadoutPosition.CLS else 3)
+    for w in _words(spec.word_alphabet, 4):
+        sorted_word = list(w)
+        for i, s in zip(free, sorted(w[i] for i in free)):
+            sorted_word[i] = s
+        assert ref.run(spec, w).scores == ref.run(spec, sorted_word).scores
+    reachable = set(_labels(spec, _words(spec.word_alphabet, 4)))
+    for label in range(3):
+        assert trsat(spec, max_len=4, exact_len=True, label=label).verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+    assert permutable_positions(random_spec(rng, SynthConfig(attention=attention, mask=Mask.CAUSAL)), 4) is None
+    assert permutable_positions(random_spec(rng, SynthConfig()), 4) is None
