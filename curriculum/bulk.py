@@ -4,7 +4,7 @@ A mathlib-sized trace has ~10^5 theorems, ~10^5 premises and a few times as many
 steps, so the ORM's unit of work (one object per row) is far too slow. Writes here are
 SQLAlchemy Core ``insert()`` executemany calls in batches, except on PostgreSQL through
 psycopg, where they stream through ``COPY ... FROM STDIN`` (psycopg's executemany sends one
-INSERT per row: about 7x slower there). Reads are Core ``select()``\\ s ordered by ``idx``
+INSERT per row: several times slower there). Reads are Core ``select()``\\ s ordered by ``idx``
 and grouped in Python. Ids of parent rows are read back with one ``select`` per table
 rather than ``RETURNING``, which keeps every write path on its fast path.
 
@@ -200,31 +200,32 @@ def _write_tactic_premises(
     )
 
 
-def _premise_row(version_id: int, idx: int, p: Premise) -> dict[str, Any]:
+def _declaration_columns(version_id: int, idx: int, d: Premise | Theorem) -> dict[str, Any]:
+    """The :class:`~curriculum.db.DeclarationColumns` of a premise or theorem row."""
     return {
         "version_id": version_id,
         "idx": idx,
-        "full_name": p.full_name,
-        "path": p.path,
-        "start_line": p.start.line,
-        "start_column": p.start.column,
-        "end_line": p.end.line,
-        "end_column": p.end.column,
-        "kind": p.kind,
-        "code": p.code,
+        "full_name": d.full_name,
+        "path": d.path,
+        "start_line": d.start.line,
+        "start_column": d.start.column,
+        "end_line": d.end.line,
+        "end_column": d.end.column,
     }
+
+
+def _span(r: Any) -> tuple[Position, Position]:
+    """``(start, end)`` of a premise or theorem row."""
+    return Position(r.start_line, r.start_column), Position(r.end_line, r.end_column)
+
+
+def _premise_row(version_id: int, idx: int, p: Premise) -> dict[str, Any]:
+    return {**_declaration_columns(version_id, idx, p), "kind": p.kind, "code": p.code}
 
 
 def _theorem_row(version_id: int, idx: int, t: Theorem) -> dict[str, Any]:
     return {
-        "version_id": version_id,
-        "idx": idx,
-        "full_name": t.full_name,
-        "path": t.path,
-        "start_line": t.start.line,
-        "start_column": t.start.column,
-        "end_line": t.end.line,
-        "end_column": t.end.column,
+        **_declaration_columns(version_id, idx, t),
         "statement": t.statement,
         "proof": t.proof,
         "status": t.status,
@@ -256,14 +257,7 @@ def read_trace(conn: Connection, version: VersionRow, location: str) -> RepoTrac
     )
     premises = _table(PremiseRow)
     premise_records = tuple(
-        Premise(
-            full_name=r.full_name,
-            path=r.path,
-            start=Position(r.start_line, r.start_column),
-            end=Position(r.end_line, r.end_column),
-            kind=r.kind,
-            code=r.code,
-        )
+        Premise(r.full_name, r.path, *_span(r), kind=r.kind, code=r.code)
         for r in conn.execute(
             select(premises).where(premises.c.version_id == vid).order_by(premises.c.idx)
         )
@@ -330,11 +324,12 @@ def _theorem_record(r: Any, tactics: Iterable[TracedTactic]) -> Theorem:
         if r.proof_start_line is not None
         else None
     )
+    start, end = _span(r)
     return Theorem(
         full_name=r.full_name,
         path=r.path,
-        start=Position(r.start_line, r.start_column),
-        end=Position(r.end_line, r.end_column),
+        start=start,
+        end=end,
         statement=r.statement,
         proof=r.proof,
         status=r.status,

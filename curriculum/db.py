@@ -165,12 +165,9 @@ class ImportRow(Base):
     module: Mapped[str] = mapped_column(String)
 
 
-class PremiseRow(Base):
-    __tablename__ = "premises"
-    __table_args__ = (
-        UniqueConstraint("version_id", "idx"),
-        Index("ix_premises_name", "version_id", "full_name"),
-    )
+class DeclarationColumns:
+    """The columns a premise and a theorem share: which version and trace position, the
+    full name, and the file span ``start``..``end`` (1-based, half-open, as the records)."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
     version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
@@ -181,11 +178,20 @@ class PremiseRow(Base):
     start_column: Mapped[int]
     end_line: Mapped[int]
     end_column: Mapped[int]
+
+
+class PremiseRow(DeclarationColumns, Base):
+    __tablename__ = "premises"
+    __table_args__ = (
+        UniqueConstraint("version_id", "idx"),
+        Index("ix_premises_name", "version_id", "full_name"),
+    )
+
     kind: Mapped[DeclKind]
     code: Mapped[str] = mapped_column(Text)
 
 
-class TheoremRow(Base):
+class TheoremRow(DeclarationColumns, Base):
     __tablename__ = "theorems"
     __table_args__ = (
         UniqueConstraint("version_id", "idx"),
@@ -193,15 +199,6 @@ class TheoremRow(Base):
         Index("ix_theorems_status", "status"),
     )
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    version_id: Mapped[int] = mapped_column(ForeignKey("repo_versions.id", ondelete="CASCADE"))
-    idx: Mapped[int]
-    full_name: Mapped[str] = mapped_column(String)
-    path: Mapped[str] = mapped_column(String)
-    start_line: Mapped[int]
-    start_column: Mapped[int]
-    end_line: Mapped[int]
-    end_column: Mapped[int]
     statement: Mapped[str] = mapped_column(Text)
     # None when the source gave no proof text that could be read.
     proof: Mapped[str | None] = mapped_column(Text)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from curriculum.difficulty import Bucket, Thresholds, bucket, log_difficulty, thresholds
-from curriculum.store import Store, TheoremSummary
+from curriculum.results import TheoremSummary
+from curriculum.store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The repository layer of the dynamic database: every session and every commit lives here.
 
-Callers speak records (:mod:`lean_env.records`) and the small result dataclasses below;
-they never see a session, a row or a SQLAlchemy exception. Guarantees:
+Callers speak records (:mod:`lean_env.records`) and the small result records of
+:mod:`curriculum.results`; they never see a session, a row or a SQLAlchemy exception. Guarantees:
 
 * **Idempotent ingest.** A repository version is keyed by (location, commit); storing a
   trace whose version is already present changes nothing.
@@ -17,12 +17,12 @@ they never see a session, a row or a SQLAlchemy exception. Guarantees:
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -51,10 +51,21 @@ from curriculum.db import (
     VersionRow,
     utcnow,
 )
+from curriculum.results import (
+    AttemptRecord,
+    DbStats,
+    RunRecord,
+    StoredTheorem,
+    TheoremSummary,
+    VersionInfo,
+)
 from lean_env.errors import BackendError, LeanAgentError, UserInputError
-from lean_env.records import IngestBackend, RepoTrace, Theorem, TheoremStatus
+from lean_env.records import RepoTrace, TheoremStatus
 
 log = logging.getLogger(__name__)
+
+# The password part of a URL's authority, for messages about URLs that did not parse.
+_PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
 
 class DatabaseUnavailableError(UserInputError):
@@ -67,85 +78,6 @@ class DatabaseError(BackendError):
 
 class RecordNotFoundError(LeanAgentError, LookupError):
     """A run or theorem id that the database does not hold."""
-
-
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    """One stored repository version and what it holds."""
-
-    location: str
-    commit: str
-    requested_ref: str | None
-    lean_version: str | None
-    backend: IngestBackend
-    ingested_at: datetime
-    # True when this is the newest version of its repository (part of the merged view).
-    latest: bool
-    files: int
-    premises: int
-    theorems: int
-    sorries: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredTheorem:
-    """A theorem of the merged view with the id that proof attempts refer to."""
-
-    id: int
-    location: str
-    commit: str
-    theorem: Theorem
-
-
-@dataclass(frozen=True, slots=True)
-class TheoremSummary:
-    """What the curriculum needs of a theorem, without its proof text or tactics."""
-
-    location: str
-    commit: str
-    full_name: str
-    status: TheoremStatus
-    num_steps: int
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    id: int
-    started_at: datetime
-    ended_at: datetime | None
-    status: RunStatus
-    config: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptRecord:
-    id: int
-    run_id: int
-    theorem_id: int
-    outcome: AttemptOutcome
-    proof: str | None
-    seconds: float
-    nodes: int
-    backend: str
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class DbStats:
-    """Row counts over everything stored, and the merged view per repository."""
-
-    url: str
-    repositories: int
-    versions: int
-    files: int
-    premises: int
-    theorems: int
-    tactic_steps: int
-    runs: int
-    attempts: int
-    # Theorems of the merged view by status (every status present, zeros included).
-    latest_by_status: Mapping[str, int]
-    latest: tuple[VersionInfo, ...]
 
 
 class Store:
@@ -164,13 +96,22 @@ class Store:
                 url, connect_args={"timeout": 60} if url.startswith("sqlite") else {}
             )
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
-            raise DatabaseUnavailableError(f"{url!r} is not a usable database URL: {e}") from e
+            raise DatabaseUnavailableError(
+                f"{_hide_password(url)!r} is not a usable database URL: {_first_line(e)}"
+            ) from e
         if engine.dialect.name == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
-        store = cls(engine)
-        with store._guard("creating tables"):
+        try:
             Base.metadata.create_all(engine)
-        return store
+        except SQLAlchemyError as e:
+            engine.dispose()
+            # Whatever fails before the tables exist (no server, a path that cannot be
+            # written, a file that is not a database) is the URL's fault: the user's to fix.
+            raise DatabaseUnavailableError(
+                f"cannot use the database {engine.url.render_as_string(hide_password=True)} "
+                f"(creating tables): {_reason(e)}"
+            ) from e
+        return cls(engine)
 
     def close(self) -> None:
         """Release pooled connections; idempotent."""
@@ -378,6 +319,25 @@ class Store:
             session.flush()
             return _run_record(row)
 
+    def resume_run(self, config: Mapping[str, Any]) -> RunRecord | None:
+        """The newest unfinished run (killed while running, interrupted or failed) with
+        exactly this configuration, marked running again; None when there is none.
+
+        Resuming keeps the run's id, so the work recorded under it (proof attempts are
+        idempotent per run and theorem) is not repeated after a crash or a Ctrl-C.
+        """
+        wanted = json.loads(json.dumps(dict(config)))  # as the JSON column gives it back
+        with self._guard("resuming a run"), Session(self._engine) as session, session.begin():
+            unfinished = session.scalars(
+                select(RunRow).where(RunRow.status != RunStatus.FINISHED).order_by(RunRow.id.desc())
+            )
+            for row in unfinished:
+                if row.config == wanted:
+                    row.status, row.ended_at = RunStatus.RUNNING, None
+                    session.flush()
+                    return _run_record(row)
+        return None
+
     def finish_run(self, run_id: int, *, status: RunStatus = RunStatus.FINISHED) -> RunRecord:
         """Mark a run ended (finished, failed or interrupted) now."""
         with self._guard(f"ending run {run_id}"), Session(self._engine) as session, session.begin():
@@ -461,13 +421,10 @@ class Store:
             yield
         except OperationalError as e:
             raise DatabaseUnavailableError(
-                f"cannot use the database {self.url} ({action}): {_first_line(e.orig or e)}"
+                f"cannot use the database {self.url} ({action}): {_reason(e)}"
             ) from e
         except SQLAlchemyError as e:
-            cause = getattr(e, "orig", None) or e  # DBAPI errors carry the driver's message
-            raise DatabaseError(
-                f"database {self.url} failed ({action}): {_first_line(cause)}"
-            ) from e
+            raise DatabaseError(f"database {self.url} failed ({action}): {_reason(e)}") from e
 
     @staticmethod
     def _all_versions(session: Session) -> list[tuple[VersionRow, str]]:
@@ -539,6 +496,16 @@ def _attempt_record(r: AttemptRow) -> AttemptRecord:
         r.backend,
         r.created_at,
     )
+
+
+def _hide_password(url: str) -> str:
+    """``url`` with the password of ``scheme://user:password@host`` replaced by ``***``."""
+    return _PASSWORD_RE.sub(r"\1***@", url)
+
+
+def _reason(error: SQLAlchemyError) -> str:
+    """The first line of the driver's message (DBAPI errors carry it in ``orig``)."""
+    return _first_line(getattr(error, "orig", None) or error)
 
 
 def _first_line(error: BaseException) -> str:

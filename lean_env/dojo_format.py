@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from lean_env.records import PACKAGE_DIRS, DeclKind, Position, Premise, module_of_path
+from lean_env.records import DeclKind, Position, Premise
 
 # LeanDojo's benchmark leaves out tactics that start with no goals and `·` focusing dots.
 NO_GOALS = "no goals"
@@ -25,9 +25,7 @@ _NODE_KINDS = {
     "mathlibtacticlemma": DeclKind.LEMMA,
     "leanelabcommandcommandirreducibledef": DeclKind.DEF,
 }
-_MODIFIERS = frozenset(
-    "private protected noncomputable partial unsafe nonrec scoped local".split()
-)
+_MODIFIERS = frozenset("private protected noncomputable partial unsafe nonrec scoped local".split())
 _WORD_RE = re.compile(r"[^\s(]+")
 # `sorry` and `admit` close a goal without proof; a proof using either proves nothing.
 SORRY_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
@@ -53,7 +51,9 @@ def decl_kind(kind: str, code: str) -> DeclKind:
     """
     if kind in _NODE_KINDS:
         return _NODE_KINDS[kind]
-    words = [w for w in _WORD_RE.findall(_skip_attributes(code.lstrip())[:200]) if w not in _MODIFIERS]
+    words = [
+        w for w in _WORD_RE.findall(_skip_attributes(code.lstrip())[:200]) if w not in _MODIFIERS
+    ]
     for candidate in (kind, words[0] if words else ""):
         try:
             return DeclKind(candidate)
@@ -142,4 +142,3 @@ def statement_text(statement: str) -> str:
 def keeps_tactic(tactic: str, state_before: str) -> bool:
     """LeanDojo's export filter: no tactic run on ``no goals``, no ``·`` focusing steps."""
     return state_before != NO_GOALS and FOCUS_DOT not in tactic
-

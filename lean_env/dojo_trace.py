@@ -238,7 +238,9 @@ def records_from_traced_repo(
             try:
                 theorems.append(_theorem(tt, path, tf.lean_file))
             except Exception as e:  # a malformed AST of one theorem must not stop the repo
-                problems.append(ParseProblem(path, tt.start.line_nb, f"{tt.theorem.full_name}: {e}"))
+                problems.append(
+                    ParseProblem(path, tt.start.line_nb, f"{tt.theorem.full_name}: {e}")
+                )
     return canonical_order(
         RepoTrace(
             spec=spec,

@@ -156,7 +156,8 @@ class TheoremStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TracedTactic:
-    """One top-level tactic step of a proof.
+    """One tactic step of a proof: top-level steps for source extraction, every traced
+    tactic (nested ones included) for LeanDojo, as LeanAgent counts them.
 
     ``state_before``/``state_after`` are Lean's pretty-printed goals; they are ``None`` when
     the step comes from source extraction, which sees text but not goals. ``premises`` are
@@ -200,7 +201,8 @@ class Theorem:
 
     @property
     def num_steps(self) -> int:
-        """S in the curriculum's difficulty e^S: the number of top-level tactic steps.
+        """S in the curriculum's difficulty e^S: the number of tactic steps recorded (see
+        :class:`TracedTactic` for how each backend counts them).
 
         A term-mode proof counts as one step; a `sorry` theorem, or one whose proof was
         neither read nor traced, has zero (the curriculum treats `sorry` theorems

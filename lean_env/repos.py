@@ -203,13 +203,19 @@ def _clone(url: str, clone: Path, *, timeout: float) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=clone.parent))
     try:
         _git(None, "clone", "--quiet", "--no-checkout", url, str(tmp), timeout=timeout, what=url)
-        try:
-            tmp.rename(clone)
-        except OSError:
-            if not (clone / ".git").is_dir():  # not another process winning the same race
-                raise
+        _move_into_place(tmp, clone, done=clone / ".git")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_into_place(tmp: Path, dest: Path, *, done: Path) -> None:
+    """Rename the finished ``tmp`` to ``dest``; another process that got there first with
+    the same content (``done`` exists) is not an error."""
+    try:
+        tmp.rename(dest)
+    except OSError:
+        if not done.is_dir():
+            raise
 
 
 def _require_lean_project(root: Path, *, what: str | None = None) -> None:
@@ -267,7 +273,7 @@ def _extract_atomically(archive: bytes, dest: Path) -> None:
     try:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
-        tmp.rename(dest)
+        _move_into_place(tmp, dest, done=dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -294,22 +300,46 @@ def _rev_parse(repo: Path, ref: str, *, timeout: float, what: str) -> str:
 
 
 def _git(repo: Path | None, *args: str, timeout: float, what: str) -> bytes:
-    """Run git; a failure raises :class:`RepoUnavailableError` naming ``what`` and git's
-    last line of stderr (``Could not resolve host``, ``Repository not found``, ...)."""
+    """Run git; a failure raises :class:`RepoUnavailableError` naming ``what`` and the line
+    of git's stderr that says why (``Could not resolve host``, ``Repository not found``)."""
     out = _run_git(repo, *args, timeout=timeout)
     if out.returncode != 0:
-        lines = out.stderr.decode(errors="replace").strip().splitlines()
-        reason = lines[-1] if lines else f"exit code {out.returncode}"
+        reason = _git_reason(out.stderr.decode(errors="replace"), out.returncode)
         raise RepoUnavailableError(f"cannot {args[0]} {what}: {reason}")
     return out.stdout
 
 
+def _git_reason(stderr: str, returncode: int) -> str:
+    """The first diagnostic line of git's stderr: ssh's complaint comes before git's
+    ``fatal:`` line, and the advice git appends after it ("Please make sure you have the
+    correct access rights...") says nothing about the cause."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:", "ssh:")):
+            return line
+    return lines[0] if lines else f"exit code {returncode}"
+
+
 def _run_git(repo: Path | None, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    # Never prompt for credentials: a private or mistyped URL must fail, not hang.
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    # Never prompt (for a password, a passphrase or an unknown ssh host key): a private or
+    # mistyped URL must fail, not hang until the timeout.
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "true",
+        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+        "LC_ALL": "C",
+    }
     cmd = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
     try:
-        return subprocess.run(cmd, capture_output=True, timeout=timeout, env=env, check=False)
+        return subprocess.run(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
     except FileNotFoundError as e:
         raise RepoUnavailableError("git is not installed; it is needed to read repositories") from e
     except subprocess.TimeoutExpired as e:

@@ -3,6 +3,8 @@ input a user can give ends in exit code 2 and one line on stderr."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from collections.abc import Callable
@@ -81,6 +83,31 @@ def test_run_ingests_and_prints_the_curriculum_order(
     assert stats["latest_by_status"] == {"proven": 6, "sorry": 1, "proved_by_us": 0}
 
 
+def test_a_failed_run_is_resumed_under_its_own_id(
+    tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repos_file.write_text("logic\nmissing\n", encoding="utf-8")
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source") == 2
+    assert "does not exist" in capsys.readouterr().err
+
+    repos_file.write_text("logic\narith\n", encoding="utf-8")
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    payload = json_out(capsys)
+    assert isinstance(payload, dict)
+    assert (payload["run"], payload["resumed"]) == (1, True)
+    # The repository stored before the failure is not traced again.
+    assert [o["status"] for o in payload["ingest"]] == ["unchanged", "added"]
+
+    # A finished run is not resumed: the next one is new.
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    payload = json_out(capsys)
+    assert isinstance(payload, dict)
+    assert (payload["run"], payload["resumed"]) == (2, False)
+    assert cli(tmp_path, "db", "stats", "--json") == 0
+    stats = json_out(capsys)
+    assert isinstance(stats, dict) and stats["runs"] == 2
+
+
 def test_ingest_export_and_reingest_a_benchmark(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -142,6 +169,24 @@ def _unwritable_data_dir(tmp: Path) -> list[str]:
     return ["--data-dir", str(tmp / "file" / "data"), "db", "stats"]
 
 
+def _empty_repos_file(tmp: Path) -> list[str]:
+    (tmp / "repos.txt").write_text("# nothing yet\n\n")
+    return ["run", str(tmp / "repos.txt")]
+
+
+def _not_a_database(tmp: Path) -> list[str]:
+    (tmp / "notes.txt").write_text("these are notes, not SQLite")
+    return ["--db", f"sqlite:///{tmp / 'notes.txt'}", "db", "stats"]
+
+
+def _export_onto_a_file(tmp: Path) -> list[str]:
+    lean_project(tmp / "proj")
+    with contextlib.redirect_stdout(io.StringIO()):  # setup output is not under test
+        assert cli(tmp, "ingest", str(tmp / "proj"), "--backend", "source") == 0
+    (tmp / "taken").write_text("x")
+    return ["export", str(tmp / "taken")]
+
+
 @pytest.mark.parametrize(
     ("make_args", "message"),
     [
@@ -179,6 +224,16 @@ def _unwritable_data_dir(tmp: Path) -> list[str]:
         pytest.param(
             lambda t: ["export", str(t / "out")], "nothing to export", id="export-empty-db"
         ),
+        pytest.param(_empty_repos_file, "lists no repositories", id="empty-repos-file"),
+        pytest.param(
+            lambda t: ["ingest", "https://127.0.0.1:9/o/r.git"],
+            "cannot clone https://127.0.0.1:9/o/r.git: fatal: ",
+            id="unreachable-https-url",
+        ),
+        pytest.param(_not_a_database, "file is not a database", id="db-file-not-a-database"),
+        pytest.param(
+            _export_onto_a_file, "cannot write a benchmark directory", id="export-to-file"
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -207,3 +262,9 @@ def test_the_example_repos_file(
     assert [Path(r["location"]).name for r in order] == ["demo-logic", "demo-arith"]
     assert order[0]["easy"] > order[1]["easy"] > 0
     assert all(r["hard_no_proof"] > 0 for r in order)  # both have `sorry`s to prove
+    # Integer S with mostly one-step proofs: both thresholds fall between 1 and 2, so the
+    # medium bucket is empty (docs/curriculum.md explains why that is intended).
+    bounds = payload["curriculum"]["thresholds"]
+    assert bounds["easy_max_steps"] == 1.0
+    assert bounds["medium_max_steps"] == pytest.approx(1.82)
+    assert [r["medium"] for r in order] == [0, 0]

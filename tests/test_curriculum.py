@@ -12,7 +12,8 @@ from db_cases import db_url, make_trace, theorem  # noqa: F401 (db_url is a fixt
 
 from curriculum.difficulty import Bucket, Thresholds, bucket, log_difficulty, percentile, thresholds
 from curriculum.ordering import curriculum_of, order_repositories
-from curriculum.store import Store, TheoremSummary
+from curriculum.results import TheoremSummary
+from curriculum.store import Store
 from lean_env.records import TheoremStatus
 
 PROVEN, SORRY, OURS = TheoremStatus.PROVEN, TheoremStatus.SORRY, TheoremStatus.PROVED_BY_US

@@ -37,9 +37,15 @@ def store(db_url: str) -> Iterator[Store]:  # noqa: F811
 
 
 def counts(store: Store) -> tuple[object, ...]:
-    """Everything observable about what is stored, minus the URL."""
+    """Everything observable about what is stored, minus the URL; with the row ids of the
+    theorems, so that deleting and re-inserting equal rows counts as a change."""
     stats = store.stats()
-    return (dataclasses.replace(stats, url=""), store.versions(), store.latest_traces())
+    return (
+        dataclasses.replace(stats, url=""),
+        store.versions(),
+        store.latest_traces(),
+        store.theorems(),
+    )
 
 
 def test_round_trip_gives_back_the_same_records(store: Store) -> None:
@@ -282,6 +288,23 @@ def test_runs_and_attempts(store: Store) -> None:
     assert store.runs()[0].config == {"seed": 1, "repos": ["a"]}
 
 
+def test_an_unfinished_run_with_the_same_config_is_resumed(store: Store) -> None:
+    config = {"command": "run", "repos": "/r.txt", "backend": "source"}
+    killed = store.start_run(config)  # never finished: the process died
+    failed = store.start_run({**config, "backend": "dojo"})
+    store.finish_run(failed.id, status=RunStatus.FAILED)
+    done = store.start_run({"command": "other"})
+    store.finish_run(done.id)
+
+    resumed = store.resume_run(config)
+    assert resumed is not None and resumed.id == killed.id and resumed.status is RunStatus.RUNNING
+    again = store.resume_run({**config, "backend": "dojo"})
+    assert again is not None and again.id == failed.id and again.ended_at is None
+    assert store.resume_run({"command": "other"}) is None  # finished runs stay finished
+    assert store.resume_run({"command": "new"}) is None
+    assert len(store.runs()) == 3
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
@@ -326,6 +349,9 @@ def test_timestamps_are_aware_utc(store: Store) -> None:
             "missing/dir",
             id="missing-dir",
         ),
+        pytest.param(
+            lambda tmp: f"sqlite:///{tmp / 'a-file'}", "file is not a database", id="not-a-database"
+        ),
         pytest.param(lambda tmp: "not a url", "not a usable database URL", id="not-a-url"),
         pytest.param(
             lambda tmp: "nosuchdb://x/y", "not a usable database URL", id="unknown-dialect"
@@ -339,6 +365,12 @@ def test_an_unusable_database_is_one_clear_error(
     with pytest.raises(DatabaseUnavailableError, match=fragment) as info:
         Store.open(make_url_for(tmp_path))
     assert "\n" not in str(info.value)
+
+
+def test_an_unknown_driver_is_named_without_the_password() -> None:
+    with pytest.raises(DatabaseUnavailableError, match="not a usable database URL") as info:
+        Store.open("postgresql+nosuchdriver://me:top-secret@db.example.org/x")
+    assert "top-secret" not in str(info.value) and "me:***@db.example.org" in str(info.value)
 
 
 @pytest.mark.postgres

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from lean_env import dojo_trace
-from lean_env.benchmark import read_benchmark, write_benchmark
+from lean_env.benchmark import read_benchmark
+from lean_env.benchmark_write import write_benchmark
 from lean_env.dojo_trace import (
     DojoInputError,
     DojoTraceError,
@@ -72,7 +73,9 @@ class FakeLeanFile:  # lean_dojo.LeanFile: the source, sliced by Pos (end exclus
 
     def find(self, needle: str, occurrence: int = 0) -> FakePos:
         """Test helper: the position of ``needle`` (its ``occurrence``-th match)."""
-        hits = [(i + 1, line.index(needle) + 1) for i, line in enumerate(self.code) if needle in line]
+        hits = [
+            (i + 1, line.index(needle) + 1) for i, line in enumerate(self.code) if needle in line
+        ]
         return FakePos(*hits[occurrence])
 
     def after(self, needle: str) -> FakePos:
@@ -179,7 +182,9 @@ theorem broken : True := trivial
 end DemoArith"""
 
 
-def _premise(name: str, start: FakePos, end: FakePos, code: str, kind: str = "commanddeclaration") -> dict[str, Any]:
+def _premise(
+    name: str, start: FakePos, end: FakePos, code: str, kind: str = "commanddeclaration"
+) -> dict[str, Any]:
     return {"full_name": name, "code": code, "start": list(start), "end": list(end), "kind": kind}
 
 
@@ -192,39 +197,78 @@ def fake_traced_repo() -> FakeTracedRepo:
     init = FakeTracedFile(
         INIT_PATH,
         init_file,
-        premises=[_premise("Nat.add_comm", FakePos(1, 1), FakePos(2, 8),
-                           "theorem Nat.add_comm (n m : Nat) : n + m = m + n")],
-        theorems=[FakeTracedTheorem(FakeTheorem(lean4, Path("src/lean/Init.lean"), "Nat.add_comm"),
-                                    FakePos(1, 1), FakePos(2, 8), init_file.find("by"), "theorem Nat.add_comm")],
+        premises=[
+            _premise(
+                "Nat.add_comm",
+                FakePos(1, 1),
+                FakePos(2, 8),
+                "theorem Nat.add_comm (n m : Nat) : n + m = m + n",
+            )
+        ],
+        theorems=[
+            FakeTracedTheorem(
+                FakeTheorem(lean4, Path("src/lean/Init.lean"), "Nat.add_comm"),
+                FakePos(1, 1),
+                FakePos(2, 8),
+                init_file.find("by"),
+                "theorem Nat.add_comm",
+            )
+        ],
     )
     dep_file = FakeLeanFile("theorem Batteries.triv : True := trivial")
     dep = FakeTracedFile(
         Path(".lake/packages/batteries/Batteries/Triv.lean"),
         dep_file,
-        premises=[_premise("Batteries.triv", FakePos(1, 1), FakePos(1, 41), "theorem Batteries.triv : True")],
+        premises=[
+            _premise(
+                "Batteries.triv", FakePos(1, 1), FakePos(1, 41), "theorem Batteries.triv : True"
+            )
+        ],
         dependencies=[("Init", INIT_PATH)],
-        theorems=[FakeTracedTheorem(FakeTheorem(batteries, Path("Batteries/Triv.lean"), "Batteries.triv"),
-                                    FakePos(1, 1), FakePos(1, 41), dep_file.find("trivial"),
-                                    "theorem Batteries.triv : True :=")],
+        theorems=[
+            FakeTracedTheorem(
+                FakeTheorem(batteries, Path("Batteries/Triv.lean"), "Batteries.triv"),
+                FakePos(1, 1),
+                FakePos(1, 41),
+                dep_file.find("trivial"),
+                "theorem Batteries.triv : True :=",
+            )
+        ],
     )
     src = FakeLeanFile(COMM_SOURCE)
     path = Path("DemoArith/Comm.lean")
     add_comm = FakeTracedTheorem(
         FakeTheorem(repo, path, "DemoArith.add_comm'"),
-        src.find("theorem add_comm'"), src.after("rw [Nat.add_comm]"), src.find("by"),
+        src.find("theorem add_comm'"),
+        src.after("rw [Nat.add_comm]"),
+        src.find("by"),
         "theorem add_comm' (a b : Nat) : a + b = b + a :=",
         premise_names=["Nat", "Nat", "Nat.add_comm"],
         tactics=[
-            FakeTracedTactic("rw [Nat.add_comm]", "a b : Nat\n⊢ a + b = b + a", "no goals",
-                             ("rw [<a>Nat.add_comm</a>]",
-                              [{"full_name": "Nat.add_comm", "def_path": str(INIT_PATH),
-                                "def_pos": [1, 9], "def_end_pos": [1, 21]}])),
+            FakeTracedTactic(
+                "rw [Nat.add_comm]",
+                "a b : Nat\n⊢ a + b = b + a",
+                "no goals",
+                (
+                    "rw [<a>Nat.add_comm</a>]",
+                    [
+                        {
+                            "full_name": "Nat.add_comm",
+                            "def_path": str(INIT_PATH),
+                            "def_pos": [1, 9],
+                            "def_end_pos": [1, 21],
+                        }
+                    ],
+                ),
+            ),
             FakeTracedTactic("skip", "no goals", "no goals"),  # LeanDojo's export drops these
         ],
     )
     todo = FakeTracedTheorem(
         FakeTheorem(repo, path, "DemoArith.todo"),
-        src.find("theorem todo"), src.after("-- a sorry in a comment does not count"), src.find("by", 1),
+        src.find("theorem todo"),
+        src.after("-- a sorry in a comment does not count"),
+        src.find("by", 1),
         "theorem todo (n : Nat) : n = n :=",
         tactics=[
             FakeTracedTactic("· sorry", "n : Nat\n⊢ n = n", "no goals"),  # dropped: `·`
@@ -233,17 +277,28 @@ def fake_traced_repo() -> FakeTracedRepo:
     )
     term = FakeTracedTheorem(
         FakeTheorem(repo, path, "DemoArith.term_proof"),
-        src.find("theorem term_proof"), src.after("rfl"), src.find("rfl"), "theorem term_proof : 1 = 1 :=",
+        src.find("theorem term_proof"),
+        src.after("rfl"),
+        src.find("rfl"),
+        "theorem term_proof : 1 = 1 :=",
     )
     broken = FakeTracedTheorem(
-        FakeTheorem(repo, path, "DemoArith.broken"), src.find("theorem broken"), src.after("trivial"), None, "",
+        FakeTheorem(repo, path, "DemoArith.broken"),
+        src.find("theorem broken"),
+        src.after("trivial"),
+        None,
+        "",
     )
     comm = FakeTracedFile(
         path,
         src,
         premises=[
-            _premise("DemoArith.add_comm'", add_comm.start, add_comm.end,
-                     "theorem add_comm' (a b : Nat) : a + b = b + a"),
+            _premise(
+                "DemoArith.add_comm'",
+                add_comm.start,
+                add_comm.end,
+                "theorem add_comm' (a b : Nat) : a + b = b + a",
+            ),
             _premise("DemoArith.todo", todo.start, todo.end, "theorem todo (n : Nat) : n = n"),
             _premise("DemoArith.todo", todo.start, todo.end, "theorem todo (n : Nat) : n = n"),
         ],
@@ -279,7 +334,9 @@ def test_conversion_of_a_traced_repo() -> None:
     assert add_comm.statement == "theorem add_comm' (a b : Nat) : a + b = b + a"
     assert add_comm.status is TheoremStatus.PROVEN and add_comm.num_steps == 1
     assert add_comm.tactics == (
-        TracedTactic("rw [Nat.add_comm]", "a b : Nat\n⊢ a + b = b + a", "no goals", ("Nat.add_comm",)),
+        TracedTactic(
+            "rw [Nat.add_comm]", "a b : Nat\n⊢ a + b = b + a", "no goals", ("Nat.add_comm",)
+        ),
     )
     assert add_comm.premises == ("Nat", "Nat.add_comm")
 
@@ -292,7 +349,11 @@ def test_conversion_of_a_traced_repo() -> None:
     assert term.proof == "rfl" and term.tactics == () and term.num_steps == 1
 
     [problem] = trace.problems
-    assert problem.path == "DemoArith/Comm.lean" and problem.line == 13 and "DemoArith.broken" in problem.reason
+    assert (
+        problem.path == "DemoArith/Comm.lean"
+        and problem.line == 13
+        and "DemoArith.broken" in problem.reason
+    )
 
 
 def test_dependency_theorems_are_opt_in_and_lean_core_never() -> None:
@@ -315,9 +376,23 @@ def test_traced_records_round_trip_through_the_benchmark_format(tmp_path: Path) 
 # What the conversion and trace_repo use, per lean_dojo 4.20.0 class.
 USED_API = {
     "TracedRepo": {"repo", "traced_files"},
-    "TracedFile": {"path", "lean_file", "get_premise_definitions", "get_direct_dependencies", "get_traced_theorems"},
-    "TracedTheorem": {"theorem", "repo", "start", "end", "locate_proof", "get_theorem_statement",
-                      "get_premise_full_names", "get_traced_tactics"},
+    "TracedFile": {
+        "path",
+        "lean_file",
+        "get_premise_definitions",
+        "get_direct_dependencies",
+        "get_traced_theorems",
+    },
+    "TracedTheorem": {
+        "theorem",
+        "repo",
+        "start",
+        "end",
+        "locate_proof",
+        "get_theorem_statement",
+        "get_premise_full_names",
+        "get_traced_tactics",
+    },
     "TracedTactic": {"tactic", "state_before", "state_after", "get_annotated_tactic"},
     "LeanGitRepo": {"commit", "lean_version", "is_lean4", "from_path"},
     "Theorem": {"full_name"},
@@ -383,7 +458,10 @@ def test_environment_is_offline_and_cached_under_our_directory(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     ("given", "expected"),
-    [pytest.param("3g", "3g", id="user-value-kept"), pytest.param("", None, id="empty-means-derived")],
+    [
+        pytest.param("3g", "3g", id="user-value-kept"),
+        pytest.param("", None, id="empty-means-derived"),
+    ],
 )
 def test_memory_limit(tmp_path: Path, given: str, expected: str | None) -> None:
     env = dojo_environment(tmp_path, environ={"TACTIC_MEMORY_LIMIT": given})
@@ -399,13 +477,16 @@ def test_configure_refuses_a_lean_dojo_imported_with_other_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env: dict[str, str] = {}
-    stale = types.SimpleNamespace(CACHE_DIR=Path.home() / ".cache/lean_dojo", DISABLE_REMOTE_CACHE=False)
+    stale = types.SimpleNamespace(
+        CACHE_DIR=Path.home() / ".cache/lean_dojo", DISABLE_REMOTE_CACHE=False
+    )
     monkeypatch.setitem(sys.modules, "lean_dojo.constants", stale)
     with pytest.raises(DojoTraceError, match="imported before its environment was set"):
         configure_dojo_env(tmp_path, environ=env)
     assert env["DISABLE_REMOTE_CACHE"] == "1"
     monkeypatch.setitem(
-        sys.modules, "lean_dojo.constants",
+        sys.modules,
+        "lean_dojo.constants",
         types.SimpleNamespace(CACHE_DIR=tmp_path.resolve(), DISABLE_REMOTE_CACHE=True),
     )
     configure_dojo_env(tmp_path, environ=env)
@@ -429,12 +510,18 @@ def test_missing_lean_fails_before_lean_dojo_is_configured(
 ) -> None:
     monkeypatch.setattr(dojo_trace, "find_tool", lambda name: None)
     with pytest.raises(LeanNotFoundError) as info:
-        trace_repo(tmp_path, spec=RepoSpec(str(tmp_path)), commit=COMMIT, cache_dir=tmp_path / "cache")
-    assert LeanNotFoundError.INSTALL_HINT in str(info.value) and "lean is not on PATH" in str(info.value)
+        trace_repo(
+            tmp_path, spec=RepoSpec(str(tmp_path)), commit=COMMIT, cache_dir=tmp_path / "cache"
+        )
+    assert LeanNotFoundError.INSTALL_HINT in str(info.value) and "lean is not on PATH" in str(
+        info.value
+    )
     assert "CACHE_DIR" not in isolated_env
 
 
-def _fake_lean_dojo(traced: FakeTracedRepo, seen_env: dict[str, str], head: str) -> types.ModuleType:
+def _fake_lean_dojo(
+    traced: FakeTracedRepo, seen_env: dict[str, str], head: str
+) -> types.ModuleType:
     module = types.ModuleType("lean_dojo")
     module.__version__ = "4.20.0"
 
@@ -458,7 +545,10 @@ def fake_toolchain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_trace_repo_configures_then_traces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: dict[str, str], fake_toolchain: None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    isolated_env: dict[str, str],
+    fake_toolchain: None,
 ) -> None:
     checkout = tmp_path / "repo"
     (checkout / ".git").mkdir(parents=True)
@@ -466,7 +556,9 @@ def test_trace_repo_configures_then_traces(
     monkeypatch.setitem(sys.modules, "lean_dojo", _fake_lean_dojo(fake_traced_repo(), seen, COMMIT))
     monkeypatch.delitem(sys.modules, "lean_dojo.constants", raising=False)
     trace = trace_repo(checkout, spec=RepoSpec(URL), commit=COMMIT, cache_dir=tmp_path / "cache")
-    assert seen["DISABLE_REMOTE_CACHE"] == "1" and seen["CACHE_DIR"] == str((tmp_path / "cache").resolve())
+    assert seen["DISABLE_REMOTE_CACHE"] == "1" and seen["CACHE_DIR"] == str(
+        (tmp_path / "cache").resolve()
+    )
     assert str(tmp_path / "elan" / "bin") in seen["PATH"].split(os.pathsep)
     assert trace.spec == RepoSpec(URL) and trace.commit == COMMIT and len(trace.theorems) == 3
 
@@ -479,8 +571,13 @@ def test_trace_repo_configures_then_traces(
     ],
 )
 def test_trace_repo_input_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: dict[str, str], fake_toolchain: None,
-    make_git: bool, spec: RepoSpec | None, message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    isolated_env: dict[str, str],
+    fake_toolchain: None,
+    make_git: bool,
+    spec: RepoSpec | None,
+    message: str,
 ) -> None:
     checkout = tmp_path / "repo"
     checkout.mkdir()
@@ -489,11 +586,16 @@ def test_trace_repo_input_errors(
     monkeypatch.setitem(sys.modules, "lean_dojo", _fake_lean_dojo(fake_traced_repo(), {}, "9" * 40))
     monkeypatch.delitem(sys.modules, "lean_dojo.constants", raising=False)
     with pytest.raises(DojoInputError, match=message):
-        trace_repo(checkout, spec=spec or RepoSpec(str(checkout)), commit=COMMIT, cache_dir=tmp_path / "c")
+        trace_repo(
+            checkout, spec=spec or RepoSpec(str(checkout)), commit=COMMIT, cache_dir=tmp_path / "c"
+        )
 
 
 def test_trace_repo_without_lean_dojo_says_how_to_install_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: dict[str, str], fake_toolchain: None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    isolated_env: dict[str, str],
+    fake_toolchain: None,
 ) -> None:
     monkeypatch.setitem(sys.modules, "lean_dojo", None)  # makes `import lean_dojo` fail
     monkeypatch.delitem(sys.modules, "lean_dojo.constants", raising=False)
@@ -517,11 +619,17 @@ def test_trace_demo_arith_with_real_lean(tmp_path: Path, examples_dir: Path) -> 
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "demo"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    trace = trace_repo(checkout, spec=RepoSpec(str(checkout)), commit=commit, cache_dir=tmp_path / "cache")
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    trace = trace_repo(
+        checkout, spec=RepoSpec(str(checkout)), commit=commit, cache_dir=tmp_path / "cache"
+    )
     assert trace.backend is IngestBackend.DOJO and trace.commit == commit
     own = [t for t in trace.theorems if not t.path.startswith(".lake/")]
     assert own, "demo-arith has theorems"
-    assert any(t.tactics for t in own) and all("⊢" in s.state_before for t in own for s in t.tactics)
+    assert any(t.tactics for t in own) and all(
+        "⊢" in s.state_before for t in own for s in t.tactics
+    )
     assert {t.path for t in own} <= {f.path for f in trace.files}
     assert trace.premises

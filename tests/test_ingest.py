@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from db_cases import (  # noqa: F401 (db_url is a fixture)
     db_url,
+    git,
     git_project,
     lean_project,
     make_trace,
@@ -95,6 +96,35 @@ def test_a_failure_mid_list_keeps_earlier_repos_and_a_rerun_resumes(
         IngestStatus.ADDED,
     ]
     assert [c.location for c in tracer.traced] == [specs[1].location, specs[2].location]
+
+
+def test_a_new_commit_is_a_new_version_and_an_edit_of_a_plain_dir_too(
+    tmp_path: Path, store: Store
+) -> None:
+    repo, first = git_project(tmp_path / "repo")
+    plain = lean_project(tmp_path / "plain")
+    specs = [RepoSpec(str(repo)), RepoSpec(str(plain))]
+    tracer = make_tracer(BackendChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
+    before = ingest_specs(store, specs, cache_dir=tmp_path / "cache", tracer=tracer)
+
+    extra = "\ntheorem demo_more : 2 = 2 := rfl\n"
+    for root in (repo, plain):
+        with (root / "Demo" / "Basic.lean").open("a", encoding="utf-8") as f:
+            f.write(extra)
+    git(repo, "commit", "-qam", "more")
+    after = ingest_specs(store, specs, cache_dir=tmp_path / "cache", tracer=tracer)
+
+    assert [o.status for o in after] == [IngestStatus.ADDED] * 2
+    assert after[0].commit == git(repo, "rev-parse", "HEAD") != first
+    assert after[1].commit != before[1].commit and after[1].commit.startswith("content-")
+    assert [o.theorems for o in after] == [o.theorems + 1 for o in before]
+    versions = store.versions()
+    assert len(versions) == 4
+    assert sorted((v.commit, v.latest) for v in versions) == sorted(
+        [(o.commit, False) for o in before] + [(o.commit, True) for o in after]
+    )
+    latest = {t.spec.location: t for t in store.latest_traces()}
+    assert all("demo_more" in {x.full_name for x in latest[s.location].theorems} for s in specs)
 
 
 def test_ingest_traces_stores_ready_made_traces_once(store: Store) -> None:

@@ -12,7 +12,13 @@ from db_cases import git, git_project, lean_project
 
 from lean_env.errors import RepoSpecError
 from lean_env.records import RepoSpec
-from lean_env.repos import RepoUnavailableError, parse_repos_file, parse_spec, resolve
+from lean_env.repos import (
+    RepoUnavailableError,
+    _git_reason,
+    parse_repos_file,
+    parse_spec,
+    resolve,
+)
 
 
 @pytest.mark.parametrize(
@@ -256,6 +262,41 @@ def test_an_unreachable_url_is_one_clear_error(tmp_path: Path, url: str) -> None
         resolve(RepoSpec(url), cache_dir=tmp_path / "cache")
     assert "\n" not in str(info.value)
     assert list((tmp_path / "cache" / "clones").iterdir()) == []  # no half clone left behind
+
+
+SSH_FAILURE = """ssh: connect to host 127.0.0.1 port 9: Connection refused
+fatal: Could not read from remote repository.
+
+Please make sure you have the correct access rights
+and the repository exists.
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr", "reason"),
+    [
+        pytest.param(
+            SSH_FAILURE, "ssh: connect to host 127.0.0.1 port 9: Connection refused", id="ssh"
+        ),
+        pytest.param(
+            "warning: redirecting\nfatal: repository 'x' not found\n",
+            "fatal: repository 'x' not found",
+            id="fatal-after-noise",
+        ),
+        pytest.param("something odd\nand more\n", "something odd", id="no-diagnostic-prefix"),
+        pytest.param("", "exit code 128", id="silent"),
+    ],
+)
+def test_a_git_failure_names_the_line_that_says_why(stderr: str, reason: str) -> None:
+    assert _git_reason(stderr, 128) == reason
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="no ssh client")
+def test_an_unreachable_ssh_url_fails_without_prompting(tmp_path: Path) -> None:
+    url = "ssh://git@127.0.0.1:9/o/r.git"
+    with pytest.raises(RepoUnavailableError, match="Connection refused") as info:
+        resolve(RepoSpec(url), cache_dir=tmp_path / "cache", git_timeout=30)
+    assert "\n" not in str(info.value)
 
 
 def test_a_url_that_is_not_a_lean_project(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ They parse, call :mod:`curriculum` and :mod:`lean_env`, and print through
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.output import emit, table
 from agent.settings import Settings
-from lean_env.errors import UserInputError
+from lean_env.errors import LeanAgentError, UserInputError
 
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
@@ -54,13 +55,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     db = subparsers.add_parser("db", help="inspect the database")
     db_commands = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", required=True)
     stats = db_commands.add_parser(
-        "stats", help="row counts and the newest version of every repository"
+        "stats",
+        help="row counts and the newest version of every repository",
+        description="Row counts of every table, theorem counts by status, and the newest "
+        "stored version of every repository (the merged view the other commands use). The "
+        "database is --db, else $LEANAGENT_DB, else leanagent.db in the data directory.",
     )
     _json_option(stats)
     stats.set_defaults(handler=_stats)
 
     curriculum = subparsers.add_parser(
-        "curriculum", help="difficulty buckets and the learning order of the stored repositories"
+        "curriculum",
+        help="difficulty buckets and the learning order of the stored repositories",
+        description="Bucket every theorem of the merged view by difficulty e^S (S = tactic "
+        "steps; a term-mode proof counts as 1) at the 33rd and 67th percentiles of the proved "
+        "theorems; `sorry` theorems are 'hard (no proof)' and stay out of the percentiles. "
+        "Repositories are ordered by easy theorems, most first; ties by location, then commit.",
     )
     _json_option(curriculum)
     curriculum.set_defaults(handler=_curriculum)
@@ -68,8 +78,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export = subparsers.add_parser(
         "export",
         help="write the newest version of every repository as a LeanDojo Benchmark 4 directory",
+        description="Write the merged view as a LeanDojo Benchmark 4 directory: random/ and "
+        "novel_premises/ train/val/test splits (seeded), corpus.jsonl, traced_files.jsonl "
+        "and metadata.json. `leanagent ingest --benchmark DIR` reads it back.",
     )
-    export.add_argument("out_dir", type=Path, metavar="DIR")
+    export.add_argument(
+        "out_dir",
+        type=Path,
+        metavar="DIR",
+        help="output directory, created if missing; the benchmark files in it are replaced",
+    )
     export.add_argument(
         "--seed", type=int, default=3407, help="seed of the train/val/test splits (default: 3407)"
     )
@@ -79,6 +97,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run = subparsers.add_parser(
         "run",
         help="the lifelong job over a repos file (for now: ingest, then the curriculum order)",
+        description="Ingest every repository of FILE (stored commits are not traced again), "
+        "then print the curriculum order. A run that was killed, interrupted or failed is "
+        "resumed under its own id when started again with the same file and backend.",
     )
     run.add_argument(
         "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
@@ -177,7 +198,7 @@ def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
-    from lean_env.benchmark import write_benchmark
+    from lean_env.benchmark_write import write_benchmark
 
     with _open_store(settings) as store:
         traces = store.latest_traces()
@@ -208,28 +229,29 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.repos import parse_repos_file
 
     specs = parse_repos_file(args.repos)
+    config = {"command": "run", "repos": str(args.repos.resolve()), "backend": args.backend}
     with _open_store(settings) as store:
-        run = store.start_run(
-            {"command": "run", "repos": str(args.repos.resolve()), "backend": args.backend}
-        )
+        # A run that was killed, interrupted or failed is picked up again under its own id.
+        resumed = store.resume_run(config)
+        run = resumed or store.start_run(config)
         try:
             outcomes = _ingest_specs(store, args, settings, specs)
             order = curriculum_of(store)
         except BaseException as e:
-            store.finish_run(
-                run.id,
-                status=RunStatus.INTERRUPTED
-                if isinstance(e, KeyboardInterrupt)
-                else RunStatus.FAILED,
-            )
+            status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
+            # If the database itself failed, marking the run fails too: report the first error.
+            with contextlib.suppress(LeanAgentError):
+                store.finish_run(run.id, status=status)
             raise
         store.finish_run(run.id)
     payload = {
         "run": run.id,
+        "resumed": resumed is not None,
         "ingest": [_jsonable(o) for o in outcomes],
         "curriculum": order.as_dict(),
     }
-    human = "\n\n".join([_outcomes_text(outcomes), _curriculum_text(order)])
+    header = f"run {run.id}" + (" (resumed)" if resumed else "")
+    human = "\n\n".join([header, _outcomes_text(outcomes), _curriculum_text(order)])
     emit(payload, human, as_json=args.json)
     return 0
 

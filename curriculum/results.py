@@ -1,0 +1,91 @@
+"""The values :class:`curriculum.store.Store` returns: plain frozen records, so callers
+never hold a session or a row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from curriculum.db import AttemptOutcome, RunStatus
+from lean_env.records import IngestBackend, Theorem, TheoremStatus
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """One stored repository version and what it holds."""
+
+    location: str
+    commit: str
+    requested_ref: str | None
+    lean_version: str | None
+    backend: IngestBackend
+    ingested_at: datetime
+    # True when this is the newest version of its repository (part of the merged view).
+    latest: bool
+    files: int
+    premises: int
+    theorems: int
+    sorries: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTheorem:
+    """A theorem of the merged view with the id that proof attempts refer to."""
+
+    id: int
+    location: str
+    commit: str
+    theorem: Theorem
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremSummary:
+    """What the curriculum needs of a theorem, without its proof text or tactics."""
+
+    location: str
+    commit: str
+    full_name: str
+    status: TheoremStatus
+    num_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: int
+    started_at: datetime
+    ended_at: datetime | None
+    status: RunStatus
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    id: int
+    run_id: int
+    theorem_id: int
+    outcome: AttemptOutcome
+    proof: str | None
+    seconds: float
+    nodes: int
+    backend: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DbStats:
+    """Row counts over everything stored, and the merged view per repository."""
+
+    url: str
+    repositories: int
+    versions: int
+    files: int
+    premises: int
+    theorems: int
+    tactic_steps: int
+    runs: int
+    attempts: int
+    # Theorems of the merged view by status (every status present, zeros included).
+    latest_by_status: Mapping[str, int]
+    latest: tuple[VersionInfo, ...]
