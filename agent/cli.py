@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="leanagent",
         description=(
-            "A lifelong-learning Lean 4 prover (ingest repositories, order them by a "
-            "curriculum, train a premise retriever, fill `sorry`s with checked proofs) and an "
-            "exact SMT verifier for quantized transformer encoders."
+            "A Lean 4 theorem-proving agent that learns across repositories (ingest them into "
+            "a database, order them by a curriculum, open theorems in Lean, check and write "
+            "back proofs) and an exact SMT verifier for quantized transformer encoders."
         ),
         epilog="Run 'leanagent COMMAND --help' for the options of one command.",
     )
