@@ -28,8 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from agent.output import table  # noqa: E402
 from fakes import fake_lean  # noqa: E402
+
+from agent.output import table  # noqa: E402
 from lean_env.filecheck import FileCheckBackend  # noqa: E402
 from lean_env.proof_env import TacticState  # noqa: E402
 
@@ -121,7 +122,7 @@ def bench_dojo(steps: int) -> dict[str, float] | None:
 
 
 def _summary(ours: list[float], baseline: list[float], *, scale: float) -> dict[str, float]:
-    overhead = [a - b for a, b in zip(ours, baseline)]
+    overhead = [a - b for a, b in zip(ours, baseline, strict=True)]
     return {
         "steps": len(ours),
         "per_tactic": statistics.median(ours) * scale,

@@ -23,7 +23,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, select, update
@@ -59,6 +58,7 @@ from curriculum.results import (
     TheoremSummary,
     VersionInfo,
 )
+from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, LeanAgentError, UserInputError
 from lean_env.records import RepoTrace, TheoremStatus
 
@@ -80,7 +80,7 @@ class RecordNotFoundError(LeanAgentError, LookupError):
     """A run or theorem id that the database does not hold."""
 
 
-class Store:
+class Store(ClosesOnExit):
     """The dynamic database. Build with :meth:`open`; close (or use as a context manager)."""
 
     def __init__(self, engine: Engine) -> None:
@@ -117,16 +117,6 @@ class Store:
         """Release pooled connections; idempotent."""
         self._engine.dispose()
 
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ---- repository versions ---------------------------------------------------------
 

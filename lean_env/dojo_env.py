@@ -16,7 +16,8 @@ is per interaction), ``DojoCrashError`` (the Lean process died) or, on entry,
                           then in an unknown state, so it is closed and a fresh ``Dojo`` is
                           entered on the next tactic, replaying the state's tactic path
 ``DojoCrashError``        :class:`DojoCrashedError` (the session is closed)
-``DojoInitError``         :class:`DojoOpenError`
+``DojoInitError``         :class:`DojoOpenError` (so is any other failure of entering, such as
+                          an assert of LeanDojo's tracing; the half-entered Dojo is exited)
 ========================  =================================================================
 
 A ``lean_dojo.Theorem`` needs the repository as a ``LeanGitRepo``; the backend takes a
@@ -32,12 +33,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ClassVar
 
+from lean_env.closing import ClosesOnExit
+from lean_env.dojo_trace import configure_dojo_env
 from lean_env.errors import BackendError, UserInputError
 from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
-from lean_env.dojo_trace import configure_dojo_env
 from lean_env.proof_text import uses_sorry
 from lean_env.records import Theorem
 
@@ -127,7 +128,7 @@ class DojoBackend:
         """Nothing to release: every session owns its Dojo."""
 
 
-class DojoSession:
+class DojoSession(ClosesOnExit):
     """One theorem in LeanDojo. Use :meth:`start` (or the backend's ``open``); ``close()`` is idempotent."""
 
     def __init__(self, make_dojo: Callable[[], Any], *, theorem: Theorem, timeout: float) -> None:
@@ -137,6 +138,9 @@ class DojoSession:
         self._context: Any = None  # the entered Dojo context manager, or None
         self._dojo: Any = None
         self._generation = 0
+        # Tactic path -> lean_dojo state, for the current Dojo only (cleared when it exits), so
+        # a state of an earlier Dojo is rebuilt from its deepest known prefix, not from scratch.
+        self._states: dict[tuple[str, ...], Any] = {}
         self._initial: TacticState | None = None
         self._closed = False
         self._lean_dojo = _lean_dojo()
@@ -171,16 +175,6 @@ class DojoSession:
             self._closed = True
             self._exit()
 
-    def __enter__(self) -> DojoSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _run(self, dojo_state: Any, path: tuple[str, ...], tactic: str) -> TacticResult:
         errors = self._lean_dojo
@@ -196,6 +190,7 @@ class DojoSession:
                 f"LeanDojo's Lean process died ({e}) running {tactic!r} on {self._theorem.full_name}"
             ) from e
         if isinstance(result, errors.TacticState):
+            self._states[(*path, tactic)] = result
             return TacticState(result.pp, handle=DojoHandle(self._generation, result, (*path, tactic)))
         if isinstance(result, errors.ProofFinished):
             return ProofFinished(result.message or "")
@@ -208,39 +203,58 @@ class DojoSession:
     def _reach(self, handle: DojoHandle) -> Any:
         """The LeanDojo state for ``handle`` in the current Dojo, replaying after a restart.
 
-        Returns None when the replay itself timed out (then the answer is a timeout too).
+        A state of an earlier Dojo (one a timeout ended) is rebuilt in the current one from
+        the deepest prefix of its tactic path that the current one already reached; a Dojo
+        is entered only when none runs. Returns None when the replay itself timed out (then
+        the answer is a timeout too).
         """
         if self._dojo is not None and handle.generation == self._generation:
             return handle.state
-        state = self._enter()
-        for step in handle.path:
-            result = self._run(state, (), step)
+        if self._dojo is None:
+            self._enter()
+        path = handle.path
+        depth = max(d for d in range(len(path) + 1) if path[:d] in self._states)
+        state = self._states[path[:depth]]
+        for index in range(depth, len(path)):
+            result = self._run(state, path[:index], path[index])
             if isinstance(result, TacticTimeout):
                 return None
             if not isinstance(result, TacticState):
                 raise DojoCrashedError(
-                    f"replaying {handle.path!r} on {self._theorem.full_name} after a restart "
-                    f"gave {result!r} at {step!r}; LeanDojo is not deterministic here"
+                    f"replaying {path!r} on {self._theorem.full_name} after a restart "
+                    f"gave {result!r} at {path[index]!r}; LeanDojo is not deterministic here"
                 )
             state = result.handle.state
+        if state.pp != handle.state.pp:
+            raise DojoCrashedError(
+                f"replaying {path!r} on {self._theorem.full_name} after a restart gave the goals "
+                f"{state.pp!r} instead of {handle.state.pp!r}"
+            )
         return state
 
     def _enter(self) -> Any:
-        errors = self._lean_dojo
         context = self._make_dojo()
         try:
             dojo, initial = context.__enter__()
-        except (errors.DojoInitError, errors.DojoCrashError, errors.DojoTacticTimeoutError) as e:
+        except Exception as e:  # DojoInitError, and the asserts and git errors of tracing
+            # Entering may fail after Lean started: exiting kills it and removes the modified
+            # file; when it failed before that, exiting has nothing to clean and may itself fail.
+            try:
+                context.__exit__(None, None, None)
+            except Exception:
+                log.debug("nothing to clean up after the failed Dojo entry", exc_info=True)
             raise DojoOpenError(
                 f"LeanDojo could not open {self._theorem.full_name} in {self._theorem.path}: "
                 f"{type(e).__name__}: {e}"
             ) from e
         self._context, self._dojo = context, dojo
         self._generation += 1
+        self._states = {(): initial}
         return initial
 
     def _exit(self) -> None:
         context, self._context, self._dojo = self._context, None, None
+        self._states = {}
         if context is not None:
             try:
                 context.__exit__(None, None, None)

@@ -20,7 +20,8 @@ How a step is checked:
   block that did not close its goal) is a Lean error of the tactic, as is any other error.
 * Errors outside the theorem (before it) are not the tactic's fault: they mean the file
   does not elaborate around the theorem, and raise :class:`FileCheckError`.
-* A tactic using ``sorry`` or ``admit`` is rejected without running it.
+* A tactic using ``sorry`` or ``admit``, or carrying a command (``#exit``, ``axiom``, ...),
+  is rejected without running it (see :func:`~lean_env.proof_text.proof_problem`).
 """
 
 from __future__ import annotations
@@ -31,14 +32,21 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import ClassVar
 
+from lean_env.closing import ClosesOnExit
 from lean_env.diagnostics import Diagnostic
 from lean_env.errors import BackendError, UserInputError
 from lean_env.lean_runner import LeanRun, LeanRunner
 from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
-from lean_env.proof_text import offset_of, position_of, splice_proof, tactic_proof, uses_sorry
+from lean_env.proof_text import (
+    offset_of,
+    position_of,
+    proof_problem,
+    splice_proof,
+    tactic_proof,
+    uses_sorry,
+)
 from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)
@@ -79,7 +87,7 @@ class FileCheckBackend:
         """Nothing to release: every session owns its temporary directory."""
 
 
-class FileCheckSession:
+class FileCheckSession(ClosesOnExit):
     """One theorem under the file check. Use :meth:`start`; ``close()`` is idempotent."""
 
     def __init__(
@@ -144,6 +152,9 @@ class FileCheckSession:
             raise ValueError(f"state {state.pp!r} does not come from a file-check session")
         if uses_sorry(tactic):
             return LeanError(SORRY_REJECTED)
+        problem = proof_problem(tactic)  # a command hidden in the tactic
+        if problem is not None:
+            return LeanError(problem)
         prefix: Prefix = (*state.handle, tactic)
         if prefix not in self._results:
             self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
@@ -154,16 +165,6 @@ class FileCheckSession:
             self._closed = True
             shutil.rmtree(self._workdir, ignore_errors=True)
 
-    def __enter__(self) -> FileCheckSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _open(self) -> TacticState:
         run = self._elaborate(())

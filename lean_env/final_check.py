@@ -4,8 +4,10 @@ The check writes a temporary copy of the theorem's file (the user's file is neve
 with the proof in place of the theorem's proof span (``Theorem.proof_start``..``end``) and
 runs ``lean`` on it (``lake env lean`` inside a Lake project). The proof is accepted only
 when the whole file compiles with no error anywhere and no ``declaration uses 'sorry'``
-warning for that theorem. A proof that mentions ``sorry``/``admit`` is rejected without
-running Lean. A run past the time limit is :attr:`Verdict.TIMEOUT` -- "we do not know",
+warning for that theorem. A proof whose code (comments and strings aside) uses
+``sorry``/``admit`` or carries a command (``#exit``, ``axiom``, ``theorem``, ``end``, ... --
+text that would end the proof and change the file around it) is rejected without running
+Lean. A run past the time limit is :attr:`Verdict.TIMEOUT` -- "we do not know",
 never a rejection.
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 from lean_env.diagnostics import Diagnostic
 from lean_env.filecheck import TheoremFileError
 from lean_env.lean_runner import LeanRunner
-from lean_env.proof_text import offset_of, position_of, splice_proof, uses_sorry
+from lean_env.proof_text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.records import Theorem
 
 log = logging.getLogger(__name__)
@@ -82,11 +84,9 @@ def check_proof(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> FinalCheckResult:
     """Compile ``theorem``'s file with ``proof`` (the text after ``:=``) in place of its proof."""
-    if uses_sorry(proof):
-        return FinalCheckResult(
-            theorem.full_name, theorem.path, proof, Verdict.REJECTED,
-            ("the proof uses `sorry` or `admit`",),
-        )
+    problem = proof_problem(proof)
+    if problem is not None:
+        return FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.REJECTED, (problem,))
     path = repo_dir / theorem.path
     try:
         text = path.read_text(encoding="utf-8")
@@ -105,17 +105,15 @@ def check_proof(
     if run.timed_out:
         verdict, reasons = Verdict.TIMEOUT, [f"Lean did not finish within {timeout:g}s"]
     else:
-        inside = [theorem.start <= d.start <= span_end for d in run.diagnostics]
-        reasons = [
-            f"error {f'in {theorem.full_name}' if own else 'elsewhere in the file'} "
-            f"(line {d.start.line}): {d.message.splitlines()[0] if d.message else ''}"
-            for d, own in zip(run.diagnostics, inside)
-            if d.is_error
-        ] + [
-            f"theorem {theorem.full_name} still uses sorry (line {d.start.line})"
-            for d, own in zip(run.diagnostics, inside)
-            if own and d.is_sorry_warning
-        ]
+        reasons = []
+        for d in run.diagnostics:
+            own = theorem.start <= d.start <= span_end
+            if d.is_error:
+                where = f"in {theorem.full_name}" if own else "elsewhere in the file"
+                first = d.message.splitlines()[0] if d.message else ""
+                reasons.append(f"error {where} (line {d.start.line}): {first}")
+            elif own and d.is_sorry_warning:
+                reasons.append(f"theorem {theorem.full_name} still uses sorry (line {d.start.line})")
         verdict = Verdict.REJECTED if reasons else Verdict.ACCEPTED
     log.debug("final check of %s: %s %s", theorem.full_name, verdict, reasons)
     return FinalCheckResult(

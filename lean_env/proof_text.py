@@ -18,12 +18,23 @@ from collections.abc import Sequence
 
 from lean_env.errors import UserInputError
 from lean_env.records import Position, Theorem
+from lean_env.source.lexer import mask
 
 # `sorry` and `admit` close any goal without proof; a proof that uses them proves nothing.
-_GIVE_UP_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
-# Lean comments; stripped before looking for `sorry` so that `-- no sorry here` is fine.
-_LINE_COMMENT_RE = re.compile(r"--[^\n]*")
-_BLOCK_COMMENT_RE = re.compile(r"/-.*?-/", re.DOTALL)
+_GIVE_UP_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'!?])")
+# Commands have no place in a proof: spliced into a file, Lean ends the proof at the first
+# one and runs it as a command. `#exit` would hide the rest of the file, `axiom`/`theorem`
+# would add or redefine declarations, `end`/`namespace` would change the scopes the rest of
+# the file is read in. All of these are keyword tokens, so no identifier is spelled like them;
+# `#`-words other than these command tokens are left alone (Mathlib writes `#s` for a card).
+# (`open ... in` and `set_option ... in` are proof syntax too: allowed.)
+_COMMAND_RE = re.compile(
+    r"(?<![\w.'#])(#(?:exit|eval|exec|print|check|reduce|synth|guard_msgs|guard|where|lint)"
+    r"(?![\w'!?])|(?:theorem|lemma|def|axiom|abbrev|instance|example|opaque|"
+    r"structure|inductive|class|namespace|section|end|variable|universe|import|mutual|"
+    r"attribute|macro|macro_rules|syntax|elab|elab_rules|notation|infix|infixl|infixr|"
+    r"prefix|postfix|initialize|noncomputable|private|protected|deriving)(?![\w'!?]))"
+)
 # Lines that continue the tactic above even at its indentation: match alternatives, `<;>`.
 _CONTINUATIONS = ("|", "<;>")
 # Indentation of tactic blocks we write: two spaces per level, as Mathlib style.
@@ -59,10 +70,37 @@ def position_of(text: str, offset: int) -> Position:
     return Position(line, column)
 
 
+def _code(proof: str) -> str:
+    """``proof`` with comments (nested ones too), strings and character literals blanked.
+
+    When a comment or literal never closes, Lean rejects the text anyway; the raw text is
+    returned then, so that nothing hides behind the unclosed part.
+    """
+    masked = mask(proof)
+    return proof if masked.problems else masked.masked
+
+
 def uses_sorry(proof: str) -> bool:
-    """True when ``proof`` gives up with ``sorry`` or ``admit`` outside comments."""
-    code = _LINE_COMMENT_RE.sub("", _BLOCK_COMMENT_RE.sub("", proof))
-    return _GIVE_UP_RE.search(code) is not None
+    """True when ``proof`` gives up with ``sorry`` or ``admit`` in its code (not in a
+    comment or a string)."""
+    return _GIVE_UP_RE.search(_code(proof)) is not None
+
+
+def proof_problem(proof: str) -> str | None:
+    """Why ``proof`` cannot count as a proof without running Lean, or None.
+
+    It gives up (``sorry``/``admit``), or it carries a command (``#exit``, ``axiom``,
+    ``theorem``, ``end``, ...) that would end the proof and change the file around it.
+    The final check and the file check refuse such text before Lean sees it; Lean's own
+    ``declaration uses 'sorry'`` warning remains the last word on `sorry`.
+    """
+    code = _code(proof)
+    if _GIVE_UP_RE.search(code):
+        return "the proof uses `sorry` or `admit`"
+    command = _COMMAND_RE.search(code)
+    if command:
+        return f"the proof contains the command `{command.group()}`; a proof may not add commands"
+    return None
 
 
 def tactic_proof(tactics: Sequence[str]) -> str:

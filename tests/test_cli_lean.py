@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fakes import fake_lean
 
 from agent import cli
-from fakes import fake_lean
 
 SOURCE = """\
 namespace Demo
@@ -98,6 +98,13 @@ def test_check_apply_commits_on_a_branch(repo, capsys, monkeypatch, tmp_path):
     assert (repo / "Demo.lean").read_text(encoding="utf-8") == SOURCE
 
 
+def test_check_apply_outside_git_shows_the_verdict_then_the_error(repo, capsys):
+    assert cli.main(_check(repo, "--apply")) == 2
+    captured = capsys.readouterr()
+    assert "Demo.imp_self': accepted" in captured.out
+    assert "not a git repository" in captured.err and captured.err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("file", "name", "proof", "message"),
     [
@@ -117,6 +124,19 @@ def test_check_bad_input_exits_2(repo, capsys, file, name, proof, message):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
+def test_check_bad_timeout_exits_2(repo, capsys, timeout):
+    assert cli.main([*_check(repo)[:-2], "--timeout", timeout]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--timeout must be a positive number of seconds" in err
+
+
+def test_doctor_on_a_missing_project_exits_2(capsys, tmp_path):
+    assert cli.main(["env", "doctor", "--project", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "project directory" in err and "does not exist" in err
+
+
 def test_check_without_lean_exits_2_with_the_install_sentence(repo, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert cli.main(_check(repo)) == 2
@@ -132,6 +152,28 @@ def test_doctor_reports_the_fake_toolchain(repo, capsys):
     assert tools["lake"]["version"] == fake_lean.LAKE_VERSION
     assert payload["backends"]["file"] is True
     assert set(tools) == {"lean", "lake", "elan", "git", "lean REPL", "lean-dojo"}
+
+
+def test_doctor_build_repl_builds_for_the_projects_lean(capsys, monkeypatch, tmp_path):
+    from fakes.repl_support import FAKE_GIT_SH, FAKE_LAKE_SH, executable
+
+    bin_dir = tmp_path / "bin"
+    executable(bin_dir / "git", FAKE_GIT_SH)
+    executable(bin_dir / "lake", FAKE_LAKE_SH)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/bin:/usr/bin")
+    monkeypatch.setenv("TOOL_LOG", str(tmp_path / "tools.log"))
+    monkeypatch.delenv("LEANAGENT_REPL", raising=False)
+    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n")
+    data = tmp_path / "data"
+    args = ["--data-dir", str(data), "env", "doctor", "--project", str(project), "--build-repl"]
+    assert cli.main([*args, "--json"]) == 1  # no lean: exit 1, but the REPL is built
+    tools = {t["name"]: t for t in _json(capsys)["tools"]}
+    assert tools["lean REPL"]["found"] and tools["lean REPL"]["version"] == "leanprover/lean4:v4.20.0"
+    assert str(data / "repl" / "repl-v4.20.0") in tools["lean REPL"]["path"]
+    assert "--branch v4.20.0" in (tmp_path / "tools.log").read_text()
 
 
 def test_doctor_without_lean_says_how_to_install(capsys, monkeypatch, tmp_path):

@@ -100,6 +100,22 @@ def test_after_a_timeout_the_dojo_restarts_and_replays_the_path(tmp_path):
     assert log[5:7] == [("run", "intro h"), ("run", "exact h")]
 
 
+def test_states_of_an_ended_dojo_are_rebuilt_in_the_running_one(tmp_path):
+    log: list = []
+    with _backend(log).open(tmp_path, THEOREM) as session:
+        initial = session.initial_state
+        intro = session.run_tactic(initial, "intro h")
+        assert session.run_tactic(intro, "spin") == TacticTimeout(30.0)
+        assert session.run_tactic(intro, "exact x") == LeanError("unknown identifier 'x'")
+        # Both are states of the first Dojo; the second one serves them without re-entering.
+        assert session.run_tactic(initial, "intro h") == TacticState(INTRO)
+        assert session.run_tactic(intro, "exact h") == ProofFinished("done")
+        assert log.count(("exit",)) == 1 and [e[0] for e in log].count("enter") == 2
+    assert log.count(("exit",)) == 2  # every entered Dojo is exited: no Lean process leaks
+    runs = [e[1] for e in log if e[0] == "run"]
+    assert runs == ["intro h", "spin", "intro h", "exact x", "intro h", "exact h"]
+
+
 def test_crash_raises_and_closes(tmp_path):
     log: list = []
     with _backend(log).open(tmp_path, THEOREM) as session:
@@ -113,7 +129,15 @@ def test_crash_raises_and_closes(tmp_path):
 
 def test_init_error_is_an_open_error(tmp_path):
     fail = lean_dojo.DojoInitError("Cannot find the *.ast.json file")
+    log: list = []
     with pytest.raises(DojoOpenError, match="Demo.imp_self'.*DojoInitError.*ast.json"):
+        _backend(log, fail=fail).open(tmp_path, THEOREM)
+    assert [e[0] for e in log] == ["enter", "exit"]  # the half-entered Dojo is cleaned up
+
+
+def test_any_failure_of_entering_is_an_open_error(tmp_path):
+    fail = AssertionError("Unable to find Lean4Repl.lean in the traced repo")
+    with pytest.raises(DojoOpenError, match="AssertionError: Unable to find Lean4Repl"):
         _backend([], fail=fail).open(tmp_path, THEOREM)
 
 

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fakes import fake_lean
+
 from lean_env.errors import LeanNotFoundError
 from lean_env.filecheck import SORRY_REJECTED, FileCheckBackend, FileCheckError
 from lean_env.lean_runner import LeanRunError

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fakes import fake_lean
+
 from lean_env.final_check import Verdict, check_proof
 from lean_env.lean_runner import LeanRunner
 
@@ -69,6 +69,12 @@ def _check(repo: Path, name: str, proof: str, timeout: float = 20.0):
                      "uses `sorry`", id="sorry-in-proof"),
         pytest.param("Demo.imp_self'", "by\n  admit", Verdict.REJECTED, "uses `sorry` or `admit`",
                      id="admit-in-proof"),
+        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h\n#exit", Verdict.REJECTED,
+                     "contains the command `#exit`", id="exit-after-the-proof"),
+        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h\n\ntheorem imp_self' : True := trivial",
+                     Verdict.REJECTED, "contains the command `theorem`", id="redefines-the-theorem"),
+        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h -- no sorry needed", Verdict.ACCEPTED,
+                     None, id="sorry-in-a-comment"),
     ],
 )
 def test_verdicts(repo, name, proof, verdict, reason):

@@ -8,6 +8,7 @@ from lean_env.proof_text import (
     ProofTextError,
     offset_of,
     position_of,
+    proof_problem,
     split_tactics,
     tactic_proof,
     uses_sorry,
@@ -47,10 +48,38 @@ def test_positions_past_the_text_are_errors(position):
         pytest.param("by /- sorry -/ simp", False, id="block-comment"),
         pytest.param("by exact sorry_lemma", False, id="identifier-prefix"),
         pytest.param("by exact Foo.sorry", False, id="qualified-name"),
+        pytest.param('by simp [show "sorry" = "sorry" from rfl]', False, id="in-a-string"),
+        pytest.param("by /- outer /- inner -/ sorry -/ simp", False, id="nested-block-comment"),
+        pytest.param('by exact ("--", sorry).2', True, id="dashes-in-a-string-hide-nothing"),
+        pytest.param('by exact ("/-", sorry, "-/").2.1', True, id="comment-opener-in-a-string"),
+        pytest.param("by exact sorry /- unclosed", True, id="unclosed-comment"),
     ],
 )
 def test_uses_sorry(proof, expected):
     assert uses_sorry(proof) is expected
+
+
+@pytest.mark.parametrize(
+    ("proof", "needle"),
+    [
+        pytest.param("by\n  intro h\n  exact h", None, id="plain-proof"),
+        pytest.param("by\n  open Nat in simp\n  set_option maxRecDepth 100 in rfl", None, id="in-modifiers"),
+        pytest.param("by\n  simp [Finset.card_le, #s] -- #exit later", None, id="card-notation-and-comment"),
+        pytest.param('by exact h "#exit theorem"', None, id="words-in-a-string"),
+        pytest.param("by\n  trivial\n#exit", "`#exit`", id="exit"),
+        pytest.param("by trivial\n\naxiom cheat : False", "`axiom`", id="axiom"),
+        pytest.param("by\n  trivial\n  theorem imp_self' : True := trivial", "`theorem`", id="redefinition"),
+        pytest.param("by\n  trivial\nend Demo\nnamespace Demo", "`end`", id="scope-change"),
+        pytest.param("rfl\n#eval IO.println 1", "`#eval`", id="eval"),
+        pytest.param("by\n  intro h\n  sorry", "`sorry`", id="sorry"),
+    ],
+)
+def test_proof_problem(proof, needle):
+    problem = proof_problem(proof)
+    if needle is None:
+        assert problem is None
+    else:
+        assert problem is not None and needle in problem
 
 
 @pytest.mark.parametrize(

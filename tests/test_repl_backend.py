@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,8 @@ from lean_env.records import Position, Theorem, TheoremStatus
 from lean_env.repl.backend import ReplBackend, ReplStateHandle
 from lean_env.repl.errors import ReplOpenError, ReplProtocolError, TheoremSourceError
 from lean_env.repl.locate import describe_repl
-from lean_env.repl.pool import ReplCrashed, ReplTimedOut
-from lean_env.repl.protocol import ReplPos
+from lean_env.repl.pool import PoolKey, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
+from lean_env.repl.protocol import CommandRequest, CommandResponse, ReplPos, TacticRequest
 from lean_env.repl.theorem_text import split_header, theorem_command
 
 G_ADD = "n : Nat\n⊢ n + 0 = n"
@@ -196,6 +198,25 @@ def test_timeout_restarts_and_old_states_are_replayed(
     assert replayed[-3:] == ["constructor", "exact hp", "exact hq"]
 
 
+def test_a_replay_that_times_out_is_a_timeout_not_a_fault(tmp_path: Path, project: Path) -> None:
+    marker = tmp_path / "constructor-hangs-from-now-on"
+    both = f"{G_LEFT}\n\n{G_RIGHT}"
+    tactics = {G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT], "hang_when": str(marker)}},
+               both: {"loop": {"hang": True}, "exact hp": {"goals": [G_RIGHT]}}}
+    script = write_script(tmp_path, {**SCRIPT, "tactics": tactics})
+    with ReplBackend.create(launcher=lambda d: fake_command(d, script), memory_limit_mb=None,
+                            tactic_timeout=1.0) as backend, backend.open(project, AND) as session:
+        state = session.run_tactic(session.initial_state, "constructor")
+        assert isinstance(state, TacticState)
+        assert session.run_tactic(state, "loop") == TacticTimeout(1.0)  # kills the process
+        marker.touch()
+        # `state` must be rebuilt by replaying `constructor`, which now hangs.
+        assert session.run_tactic(state, "exact hp") == TacticTimeout(1.0)
+        assert [type(i) for i in session.incidents] == [ReplTimedOut, ReplTimedOut]
+        marker.unlink()
+        assert session.run_tactic(state, "exact hp") == TacticState(G_RIGHT)
+
+
 def test_crash_is_recorded_and_the_next_theorem_works(backend: ReplBackend, project: Path) -> None:
     with backend.open(project, ADD) as session:
         result = session.run_tactic(session.initial_state, "boom")
@@ -207,6 +228,14 @@ def test_crash_is_recorded_and_the_next_theorem_works(backend: ReplBackend, proj
     assert backend.pool.incidents == crashes
     with backend.open(project, TRIV_A) as session:
         assert session.run_tactic(session.initial_state, "trivial") == ProofFinished()
+
+
+def test_states_of_another_session_or_backend_are_refused(backend: ReplBackend, project: Path) -> None:
+    with backend.open(project, ADD) as add, backend.open(project, TRIV_C) as triv:
+        for foreign in (triv.initial_state, TacticState(G_ADD, handle=("skip",))):
+            with pytest.raises(ValueError, match="not a state of this REPL session"):
+                add.run_tactic(foreign, "simp")
+        assert add.run_tactic(add.initial_state, "simp") == ProofFinished()
 
 
 def test_malformed_output_raises_a_protocol_error(backend: ReplBackend, project: Path) -> None:
@@ -250,6 +279,31 @@ def test_least_recently_used_process_is_evicted(tmp_path: Path, project: Path, l
         # `kept` lost its process to eviction; it is re-opened on a new one.
         assert kept.run_tactic(kept.initial_state, "skip") == TacticState(G_ADD)
         assert backend.pool.stats.started == 6
+
+
+def test_evicting_a_busy_process_does_not_deadlock(tmp_path: Path, project: Path) -> None:
+    script = write_script(tmp_path, {**SCRIPT, "tactics": {G_TRUE: {"slow_boom": {"delay": 0.5, "crash": True}}}})
+    pool = ReplPool(lambda d: fake_command(d, script), max_size=1, memory_limit_mb=None, header_timeout=5)
+    with pool:
+        busy = pool.get(PoolKey(project, "import Lean"))
+        opened = busy.run(CommandRequest(cmd="theorem triv : True := by sorry", env=busy.header_env), timeout=5)
+        assert isinstance(opened, ReplReply) and isinstance(opened.response, CommandResponse)
+        state = opened.response.sorries[0].proof_state
+        assert state is not None
+        outcomes: list[object] = []
+        worker = threading.Thread(
+            target=lambda: outcomes.append(busy.run(TacticRequest("slow_boom", state), timeout=5)),
+            daemon=True,  # a deadlock must fail the test, not hang the test run
+        )
+        worker.start()
+        time.sleep(0.2)  # the worker now holds the busy slot, waiting for its answer
+        evictor = threading.Thread(target=lambda: pool.get(PoolKey(project, "import Std")), daemon=True)
+        evictor.start()
+        evictor.join(10)
+        worker.join(10)
+        assert not evictor.is_alive() and not worker.is_alive(), "eviction deadlocked"
+    assert [type(o) for o in outcomes] == [ReplCrashed] and pool.stats.evicted == 1
+    assert pool.incidents == outcomes
 
 
 def test_open_faults(backend: ReplBackend, project: Path) -> None:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fakes.repl_support import FAKE_GIT_SH, FAKE_LAKE_SH, executable
 
 from lean_env.errors import LeanNotFoundError, UserInputError
 from lean_env.repl.locate import (
@@ -18,13 +19,6 @@ from lean_env.repl.locate import (
 )
 
 TOOLCHAIN = "leanprover/lean4:v4.20.0"
-
-
-def executable(path: Path, body: str = "exit 0") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
-    return path
 
 
 @pytest.fixture
@@ -101,28 +95,13 @@ def test_missing_repl_says_how_to_install(bin_dir: Path, project: Path, tmp_path
         repl_command(project, repl=tmp_path / "nope", environ={})
 
 
-FAKE_GIT = """\
-echo "git $*" >> "$TOOL_LOG"
-for last; do :; done
-mkdir -p "$last/.git"
-tag=$5
-echo "leanprover/lean4:$tag" > "$last/lean-toolchain"
-"""
-FAKE_LAKE = """\
-echo "lake $*" >> "$TOOL_LOG"
-mkdir -p .lake/build/bin
-printf '#!/bin/sh\\n' > .lake/build/bin/repl
-chmod +x .lake/build/bin/repl
-"""
-
-
 def test_build_clones_the_matching_tag_and_reuses_the_build(
     bin_dir: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tool_log = tmp_path / "tools.log"
     monkeypatch.setenv("TOOL_LOG", str(tool_log))
-    executable(bin_dir / "git", FAKE_GIT)
-    executable(bin_dir / "lake", FAKE_LAKE)
+    executable(bin_dir / "git", FAKE_GIT_SH)
+    executable(bin_dir / "lake", FAKE_LAKE_SH)
     cache = tmp_path / "cache"
     binary = build_repl(project, cache_dir=cache)
     assert binary == cache / "repl-v4.20.0" / ".lake" / "build" / "bin" / "repl"

@@ -111,7 +111,7 @@ def test_replayed_transcript_parses_to_what_was_recorded(
     requests, answers = recorded_requests(base), recorded_answers(base)
     assert len(requests) == len(answers), "a transcript pairs every request with one answer"
     with ReplProcess.start(replay_command(tmp_path, base), memory_limit_mb=None) as repl:
-        for wire, expected in zip(requests, answers):
+        for wire, expected in zip(requests, answers, strict=True):
             request = request_from_wire(wire)
             assert request.to_wire() == wire  # our encoder would send exactly what was recorded
             response = repl.request(request, timeout=10)

@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fakes import fake_lean
+
 from lean_env.lean_runner import LeanRunner
 from lean_env.writeback import (
     ProofEdit,

@@ -7,12 +7,14 @@ backend, to show where a rejected proof goes wrong; ``--diff`` / ``--apply`` wri
 accepted proof back as a patch or onto a new git branch.
 
 ``leanagent env doctor`` says which Lean, Lake, Lean REPL, LeanDojo and git are found, with
-versions, and how to install what is missing (exit 1 when no ``lean`` is found).
+versions, and how to install what is missing (exit 1 when no ``lean`` is found);
+``--build-repl`` first builds the REPL for the project's Lean version into the data dir.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Compile FILE with PROOF in place of THEOREM's proof. Accepted (exit 0) only when the "
             "whole file compiles with no error and no 'declaration uses sorry' for THEOREM; "
-            "rejected or timed out gives exit 1. Needs lean (or lake) on PATH."
+            "rejected or timed out gives exit 1. A proof using sorry/admit, or carrying a command "
+            "(#exit, axiom, theorem, end, ...), is rejected without running Lean. FILE itself is "
+            "never modified. Needs lean (or lake) on PATH."
         ),
+        epilog="example: leanagent check . Demo/Basic.lean Demo.add_comm --proof 'by omega' --diff",
     )
     check.add_argument("repo", type=Path, metavar="REPO", help="the repository (Lake project) directory")
     check.add_argument("file", type=Path, metavar="FILE", help="the .lean file, relative to REPO")
@@ -69,10 +74,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     env = subparsers.add_parser("env", help="the Lean toolchain this machine offers")
     env_commands = env.add_subparsers(dest="env_command", metavar="ENV_COMMAND", required=True)
     doctor = env_commands.add_parser(
-        "doctor", help="which Lean, Lake, REPL, LeanDojo and git are found; how to install the rest"
+        "doctor",
+        help="which Lean, Lake, REPL, LeanDojo and git are found; how to install the rest",
+        description=(
+            "Report which lean, lake, elan, git, Lean REPL and lean-dojo this machine offers "
+            "for the project (versions, where they are, how to install what is missing) and "
+            "which proof backends (file, repl, dojo) can run. Exit 1 when no lean is found."
+        ),
     )
     doctor.add_argument(
         "--project", type=Path, default=Path("."), metavar="DIR", help="the Lean project (default: .)"
+    )
+    doctor.add_argument(
+        "--build-repl",
+        action="store_true",
+        help="first clone leanprover-community/repl at the project's Lean version and build it "
+        "with lake into the data dir (needs git, lake and the network; takes minutes)",
     )
     doctor.add_argument("--json", action="store_true", help="print JSON")
     doctor.set_defaults(handler=_doctor)
@@ -85,8 +102,8 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
     proof = _read_proof(args)
-    if args.timeout <= 0:
-        raise UserInputError(f"--timeout must be positive, got {args.timeout:g}")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UserInputError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     runner = LeanRunner.for_project(repo)
     steps = _replay(
         args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir
@@ -94,7 +111,12 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     result = check_proof(repo, theorem, proof, runner=runner, timeout=args.timeout)
     payload: dict[str, Any] = {**result.to_json(), "replay": steps}
     if result.accepted and (args.diff or args.apply):
-        payload.update(_write_back(repo, theorem, proof, apply=args.apply, branch=args.branch))
+        try:
+            payload.update(_write_back(repo, theorem, proof, apply=args.apply, branch=args.branch))
+        except UserInputError:
+            # The verdict took a Lean run: show it before the write-back's one-line error.
+            emit(payload, _render_check(result, steps, payload), as_json=args.json)
+            raise
     emit(payload, _render_check(result, steps, payload), as_json=args.json)
     return EXIT_ACCEPTED if result.accepted else EXIT_NOT_ACCEPTED
 
@@ -228,7 +250,17 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.toolchain import find_tool, read_toolchain, tool_version
 
     project = args.project.expanduser().resolve()
-    pin = read_toolchain(project) if project.is_dir() else None
+    if not project.is_dir():
+        raise UserInputError(f"project directory {project} does not exist (or is not a directory)")
+    pin = read_toolchain(project)
+    if args.build_repl:
+        from tqdm import tqdm
+
+        from lean_env.repl.locate import build_repl
+
+        with tqdm(total=1, desc="building the Lean REPL (git clone, lake build)", disable=None) as bar:
+            build_repl(project, cache_dir=settings.data_dir / "repl")
+            bar.update()
     tools: list[dict[str, Any]] = []
     for name, hint in (
         ("lean", LeanNotFoundError.INSTALL_HINT),

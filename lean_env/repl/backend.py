@@ -27,10 +27,11 @@ attempts are in :attr:`ReplSession.incidents` (and the pool's ``incidents``).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
+from lean_env.closing import ClosesOnExit
 from lean_env.proof_env import (
     LeanError,
     ProofFinished,
@@ -86,6 +87,8 @@ class ReplStateHandle:
     proof_state: int  # the REPL's proofState id, valid in `incarnation` only
     incarnation: int  # which process made it (see PooledRepl.incarnation)
     path: tuple[str, ...]  # tactics from the initial state, to replay on a new process
+    # Which ReplSession made it (its id()): a path means nothing in another theorem's session.
+    session: int = field(default=0, compare=False)
 
 
 def outcome_of_step(response: ProofStepResponse) -> TacticResult | None:
@@ -111,7 +114,7 @@ def outcome_of_step(response: ProofStepResponse) -> TacticResult | None:
     return ProofFinished(message="\n".join(info))
 
 
-class ReplSession:
+class ReplSession(ClosesOnExit):
     """One theorem open in a pooled REPL. Obtain from :meth:`ReplBackend.open`."""
 
     def __init__(
@@ -150,7 +153,8 @@ class ReplSession:
             )
         sorry = self._initial_sorry(outcome.response)
         assert sorry.proof_state is not None
-        goal = TacticState(sorry.goal, ReplStateHandle(sorry.proof_state, outcome.incarnation, ()))
+        handle = ReplStateHandle(sorry.proof_state, outcome.incarnation, (), id(self))
+        goal = TacticState(sorry.goal, handle)
         if self._initial is not None and goal != self._initial:
             raise ReplStateLostError(
                 f"re-opening {self.theorem.full_name} on a new REPL gave a different goal:\n"
@@ -213,8 +217,8 @@ class ReplSession:
         if self._closed:
             raise RuntimeError(f"the session for {self.theorem.full_name} is closed")
         handle = state.handle
-        if not isinstance(handle, ReplStateHandle):
-            raise ValueError(f"not a state of the REPL backend: {state!r}")
+        if not isinstance(handle, ReplStateHandle) or handle.session != id(self):
+            raise ValueError(f"not a state of this REPL session ({self.theorem.full_name}): {state!r}")
         outcome = self._step(state, handle.path, tactic)
         if isinstance(outcome, ReplCrashed):
             logger.info("REPL died on %r; retrying once on a new process", tactic)
@@ -227,6 +231,8 @@ class ReplSession:
 
     def _step(self, state: TacticState, path: tuple[str, ...], tactic: str) -> ReplOutcome:
         proof_state = self._resolve(state, path)
+        if not isinstance(proof_state, int):
+            return proof_state  # the replay timed out or crashed: that is this step's outcome
         slot = self._backend.pool.get(self._key)
         outcome = slot.run(
             TacticRequest(tactic=tactic, proof_state=proof_state),
@@ -253,11 +259,18 @@ class ReplSession:
             self._ids[path] = response.proof_state
         return TacticState(
             "\n\n".join(response.goals),
-            ReplStateHandle(response.proof_state, outcome.incarnation, path),
+            ReplStateHandle(response.proof_state, outcome.incarnation, path, id(self)),
         )
 
-    def _resolve(self, state: TacticState, path: tuple[str, ...]) -> int:
-        """The proofState id of ``path`` on the current process, replaying what is missing."""
+    def _resolve(
+        self, state: TacticState, path: tuple[str, ...]
+    ) -> int | ReplTimedOut | ReplCrashed:
+        """The proofState id of ``path`` on the current process, replaying what is missing.
+
+        A replayed tactic that times out or crashes the process is returned as that outcome
+        (the step did not run: we do not know its result); Lean answering differently from
+        before raises :class:`ReplStateLostError`.
+        """
         slot = self._backend.pool.get(self._key)
         if slot.incarnation != self._incarnation:
             logger.info("REPL for %s was restarted; re-opening the theorem", self.theorem.full_name)
@@ -267,6 +280,8 @@ class ReplSession:
             if prefix in self._ids:
                 continue
             goals = self._replay(prefix)
+            if not isinstance(goals, str):
+                return goals
             if depth == len(path) and normalize_goals(goals) != state.key:
                 raise ReplStateLostError(
                     f"replaying {list(path)} of {self.theorem.full_name} on a new REPL gave "
@@ -274,8 +289,9 @@ class ReplSession:
                 )
         return self._ids[path]
 
-    def _replay(self, path: tuple[str, ...]) -> str:
-        """Run the last tactic of ``path`` on its parent's state; returns the goals shown."""
+    def _replay(self, path: tuple[str, ...]) -> str | ReplTimedOut | ReplCrashed:
+        """Run the last tactic of ``path`` on its parent's state; returns the goals shown,
+        or the timeout or crash that stopped it."""
         parent = self._ids[path[:-1]]
         slot = self._backend.pool.get(self._key)
         outcome = slot.run(
@@ -283,9 +299,9 @@ class ReplSession:
         )
         if not isinstance(outcome, ReplReply):
             self.incidents.append(outcome)
+            return outcome
         if (
-            not isinstance(outcome, ReplReply)
-            or outcome.incarnation != self._incarnation
+            outcome.incarnation != self._incarnation
             or not isinstance(outcome.response, ProofStepResponse)
             or outcome_of_step(outcome.response) is not None
         ):
@@ -302,19 +318,8 @@ class ReplSession:
         self._closed = True
         self._ids = {}
 
-    def __enter__(self) -> ReplSession:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ReplBackend:
+class ReplBackend(ClosesOnExit):
     """Opens theorems in pooled Lean REPL processes. Use as a context manager."""
 
     name = "repl"
@@ -322,8 +327,10 @@ class ReplBackend:
     def __init__(
         self, pool: ReplPool, *, tactic_timeout: float = 10.0, command_timeout: float = 300.0
     ) -> None:
-        if tactic_timeout <= 0 or command_timeout <= 0:
-            raise ValueError("REPL timeouts must be positive")
+        if not all(math.isfinite(t) and t > 0 for t in (tactic_timeout, command_timeout)):
+            raise ValueError(
+                f"REPL timeouts must be finite and positive, got {tactic_timeout}, {command_timeout}"
+            )
         self.pool = pool
         self.tactic_timeout = tactic_timeout
         self.command_timeout = command_timeout
@@ -383,13 +390,3 @@ class ReplBackend:
         """Stop every REPL process; idempotent."""
         self.pool.close()
 
-    def __enter__(self) -> ReplBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

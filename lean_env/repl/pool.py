@@ -30,8 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
+from lean_env.closing import ClosesOnExit
 from lean_env.repl.errors import ReplCrashError, ReplOpenError, ReplTimeoutError
 from lean_env.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand, ReplProcess
 from lean_env.repl.protocol import CommandRequest, CommandResponse, Request, Response
@@ -204,7 +204,7 @@ class PooledRepl:
                 self._process = None
 
 
-class ReplPool:
+class ReplPool(ClosesOnExit):
     """Up to ``max_size`` REPL processes, keyed by :class:`PoolKey`, least recently used out."""
 
     def __init__(
@@ -242,6 +242,7 @@ class ReplPool:
 
         Creating a slot starts nothing: the process starts on its first request.
         """
+        evicted: list[PooledRepl] = []
         with self._lock:
             slot = self._slots.get(key)
             if slot is not None:
@@ -250,11 +251,16 @@ class ReplPool:
             while len(self._slots) >= self.max_size:
                 old_key, old = self._slots.popitem(last=False)
                 logger.debug("evicting REPL for %s", old_key)
-                old.close()
+                evicted.append(old)
                 self.stats.evicted += 1
             slot = PooledRepl(self, key)
             self._slots[key] = slot
-            return slot
+        # Closed outside the pool's lock: a slot busy with a request holds its own lock and
+        # may be waiting for the pool's (next_incarnation, record_crash); closing it under
+        # the pool's lock would deadlock the two threads.
+        for old in evicted:
+            old.close()
+        return slot
 
     def keys(self) -> list[PoolKey]:
         """The keys held, least recently used first."""
@@ -268,13 +274,3 @@ class ReplPool:
         for slot in slots:
             slot.close()
 
-    def __enter__(self) -> ReplPool:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import os
 import resource
 import select
@@ -31,9 +32,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
+from lean_env.closing import ClosesOnExit
 from lean_env.repl.errors import (
     TAIL_CHARS,
     ReplCrashError,
@@ -85,7 +86,7 @@ def _limit_memory(limit_mb: int | None) -> Callable[[], None] | None:
     return apply
 
 
-class ReplProcess:
+class ReplProcess(ClosesOnExit):
     """One running REPL. Create with :meth:`start`; use as a context manager."""
 
     def __init__(self, command: ReplCommand, *, memory_limit_mb: int | None) -> None:
@@ -168,8 +169,8 @@ class ReplProcess:
         The transport under :meth:`request`; benchmarks use it to separate our parsing
         cost from the pipe's.
         """
-        if timeout <= 0:
-            raise ValueError(f"a REPL request needs a positive timeout, got {timeout}")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"a REPL request needs a finite positive timeout, got {timeout}")
         with self._lock:
             if self.state in (ProcessState.UNSTARTED, ProcessState.CLOSED):
                 raise ReplCrashError(
@@ -280,17 +281,6 @@ class ReplProcess:
         if self._stderr is not None:
             self._stderr.close()
         self.state = ProcessState.CLOSED
-
-    def __enter__(self) -> ReplProcess:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def parse_response_or_kill(process: ReplProcess, raw: str) -> Response:

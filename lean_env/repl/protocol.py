@@ -36,7 +36,6 @@ from typing import Any
 from lean_env.records import Position
 from lean_env.repl.errors import ReplProtocolError
 
-
 # ---------------------------------------------------------------------------- requests
 
 

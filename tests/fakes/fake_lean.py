@@ -28,10 +28,11 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
 
 Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
 the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
-any of them) adds that warning at the theorem's name. A prefix that is
-not scripted is an error (``unknown tactic``). Tactics are compared with whitespace folded
-and ``skip`` dropped. A proof containing ``sorry`` gets Lean's ``declaration uses 'sorry'``
-warning at the theorem's name. Theorems the script does not name are accepted silently.
+any of them) adds that warning at the theorem's name. A prefix that is not scripted is an
+error (``unknown tactic``). Tactics are compared with whitespace folded, ``skip`` dropped and
+``--`` comments ignored. A proof containing ``sorry`` outside comments gets Lean's
+``declaration uses 'sorry'`` warning at the theorem's name. Theorems the script does not
+name are accepted silently.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
 """
@@ -57,6 +58,7 @@ _DECL_RE = re.compile(
 _NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
 _END_RE = re.compile(r"^\s*end\s+(\S+)")
 _SORRY_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+_LINE_COMMENT_RE = re.compile(r"--[^\n]*")
 
 
 def log_run(argv: list[str]) -> None:
@@ -173,6 +175,8 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     out = [(e["line"], e["column"], "error", e["message"]) for e in script.get("errors", [])]
     theorems = script.get("theorems", {})
     for thm in find_theorems(text):
+        # Lean ignores line comments; blank them (same length, so offsets stay right).
+        thm["proof"] = _LINE_COMMENT_RE.sub(lambda m: " " * len(m.group()), thm["proof"])
         if _SORRY_RE.search(thm["proof"]):
             line, col = line_col(text, thm["name_offset"])
             out.append((line, col, "warning", "declaration uses 'sorry'"))

@@ -18,6 +18,8 @@ The script::
                     {"crash": true}              # exit at once with code 3
                     {"malformed": true}          # print text that is not JSON
                     {"memory_mb": 1024}          # allocate that much, then answer "goals": []
+                    {"delay": 0.5, ...}          # wait that long first, then do the rest
+                    {"hang_when": PATH, ...}     # hang if PATH exists (a test creates it)
         }
       },
       "command_errors": {"substring": "msg"},   # a command containing it gets this error
@@ -134,7 +136,8 @@ class FakeRepl:
         outcome = self.script.get("tactics", {}).get(key, {}).get(req["tactic"])
         if outcome is None:
             return {"message": "Lean error:\n<input>:1:1: unknown tactic"}
-        if outcome.get("hang"):
+        time.sleep(float(outcome.get("delay", 0.0)))
+        if outcome.get("hang") or os.path.exists(outcome.get("hang_when", "\0")):
             hang(bool(outcome.get("child")))
         if outcome.get("crash"):
             sys.stderr.write("fake_repl: crashing on request\n")

@@ -1,4 +1,5 @@
-"""Helpers for tests that run the Lean REPL stand-ins (fake_repl.py, replay_repl.py)."""
+"""Helpers for tests that run the Lean REPL stand-ins (fake_repl.py, replay_repl.py) and
+the stand-in ``git``/``lake`` that building the REPL runs."""
 
 from __future__ import annotations
 
@@ -45,3 +46,28 @@ def pid_running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+# `git clone ... --branch TAG URL DIR`: an empty clone pinning the Lean version TAG.
+FAKE_GIT_SH = """\
+echo "git $*" >> "$TOOL_LOG"
+for last; do :; done
+mkdir -p "$last/.git"
+tag=$5
+echo "leanprover/lean4:$tag" > "$last/lean-toolchain"
+"""
+# `lake build repl`: an executable where lake puts the REPL.
+FAKE_LAKE_SH = """\
+echo "lake $*" >> "$TOOL_LOG"
+mkdir -p .lake/build/bin
+printf '#!/bin/sh\\n' > .lake/build/bin/repl
+chmod +x .lake/build/bin/repl
+"""
+
+
+def executable(path: Path, body: str = "exit 0") -> Path:
+    """A ``/bin/sh`` script at ``path`` running ``body`` (stand-in repl, git, lake)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path

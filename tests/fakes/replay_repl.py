@@ -19,6 +19,10 @@ import os
 import sys
 from pathlib import Path
 
+# This runs as a script, so its own directory is on sys.path: both stand-ins read requests
+# with one function.
+from fake_repl import read_request
+
 
 def blocks(text: str, *, join: str) -> list[str]:
     """Blank-line separated blocks of ``text``; lines trimmed on the right, joined by ``join``."""
@@ -42,19 +46,6 @@ def load(base: Path) -> tuple[list[dict], list[str]]:
         base.with_name(base.name + ".expected.out").read_text(encoding="utf-8"), join="\n"
     )
     return requests, answers
-
-
-def read_request() -> str:
-    parts = []
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            return "".join(parts)
-        if not line.strip():
-            if parts:
-                return "".join(parts)
-            continue
-        parts.append(line.rstrip())
 
 
 def main() -> None:
