@@ -30,7 +30,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
     def line(row: Sequence[str]) -> str:
         return "  ".join(
-            c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+            c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)

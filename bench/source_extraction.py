@@ -187,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "repeats": repeats,
             "runs": [
-                dict(zip(["run", "mb", "theorems", "premises", "seconds", "mb_per_s"], r)) for r in rows
+                dict(zip(["run", "mb", "theorems", "premises", "seconds", "mb_per_s"], r, strict=True))
+                for r in rows
             ],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
