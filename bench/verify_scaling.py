@@ -3,15 +3,25 @@
     python bench/verify_scaling.py [--quick] [--json OUT] [--timeout S]
 
 Sections (each row is one trSAT question "is there a word of length exactly n with
-output label L?" on a random encoder, seeded):
+output label L?" on a random encoder, seeded; seconds are the whole answer: the interpreter
+pre-pass over candidate words, encoding and solving, over every length the query solved):
 
-* ``length``   one layer, d = 4, vocab 2, every attention kind, n = 4..64;
+* ``length``   one layer, d = 4, vocab 2, every attention kind (and unique hardmax with a
+  periodic positional encoding, outside the complete class), n = 4..64, by the default
+  query and with the pre-pass off (``smt s``);
 * ``enum``     the same question against enumeration through the batched (numpy)
-  interpreter at vocab^n >= 10^6: enumeration stops at its first witness (SAT) or visits
-  every word (UNSAT); verdicts must agree. ``~``: time extrapolated (--quick only);
-* ``shape``    layers, heads and activation width at a fixed length;
-* ``solver``   z3, cvc5, bitwuzla (those installed) on the length-64 questions;
-* ``ablation`` tabulation and interval pruning switched off.
+  interpreter at vocab^n >= 10^6, by the default query (``by``: how it was answered) and
+  with the pre-pass off (``smt s``: solver only). Enumeration runs growing batches (256
+  words, then 4x larger up to 32768) and stops at its first witness (SAT) or visits every
+  word (UNSAT); one pass per encoder times every label. Verdicts must agree. ``~``: time
+  extrapolated (--quick only). The unique-hardmax encoders without positions are the
+  complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` and average
+  rows are outside it;
+* ``shape``    layers, heads and activation width at a fixed length (unique hardmax with
+  periodic positions);
+* ``solver``   z3, cvc5, bitwuzla (those installed) on the length-64 UNSAT questions outside
+  the complete class, solver only;
+* ``ablation`` tabulation and interval pruning switched off, solver only.
 
 UNKNOWN means the per-call timeout hit; it is reported, never counted as an answer.
 """
@@ -23,7 +33,7 @@ import importlib.util
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +44,12 @@ from agent.output import table  # noqa: E402
 from verify import interpreter as ref  # noqa: E402
 from verify.encoding import EncodingOptions  # noqa: E402
 from verify.queries import QueryOptions, trsat  # noqa: E402
-from verify.spec import Accept, Attention, EncoderSpec  # noqa: E402
+from verify.spec import Accept, Attention, EncoderSpec, PositionalKind  # noqa: E402
 from verify.synth import SynthConfig, random_spec  # noqa: E402
+
+# Unique hardmax with a periodic positional encoding: outside the complete class, so no
+# reduction to short lengths; the solver does the work.
+PERIODIC: dict[str, object] = {"attention": Attention.UNIQUE_HARDMAX, "positional": PositionalKind.PERIODIC, "positional_rows": 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +59,11 @@ class Row:
     n: int
     label: int
     verdict: str
-    encode_s: float
-    solve_s: float
+    by: str  # how the last length was answered: smt | sample | enumerate
+    seconds: float  # pre-pass + encode + solve, over every length solved
+    smt_s: float | None = None  # the same question with the pre-pass off
     enum_s: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # enum_s / seconds
 
 
 def _spec(seed: int, **config: object) -> EncoderSpec:
@@ -59,80 +74,102 @@ def _spec(seed: int, **config: object) -> EncoderSpec:
 
 def _solve(section: str, config: str, spec: EncoderSpec, n: int, label: int, options: QueryOptions) -> Row:
     result = trsat(spec, max_len=n, exact_len=True, label=label, options=options)
-    check = result.checks[0]
-    return Row(section, config, n, label, result.verdict.value, round(check.encode_seconds, 3), round(check.solve_seconds, 3))
+    seconds = sum(c.seconds for c in result.checks)
+    return Row(section, config, n, label, result.verdict.value, result.checks[-1].method.value, round(seconds, 3))
 
 
-def _enumerate(spec: EncoderSpec, n: int, label: int, *, budget_words: int | None) -> tuple[bool, float, bool]:
-    """Enumerate words of length n in order until one has ``label`` (all of them if none does).
+def _enumerate(spec: EncoderSpec, n: int, labels: range, *, budget_words: int | None) -> dict[int, tuple[bool, float, bool]]:
+    """Enumerate words of length n in order, in growing batches, as a search per label would.
 
-    Returns whether one was found, the seconds taken, and whether the time is extrapolated
-    from the first ``budget_words`` words (only for --quick)."""
+    One pass times every label: a label's time is the time until the end of the batch holding
+    its first witness (all words if none). Returns, per label, whether a witness was found,
+    the seconds, and whether the time is extrapolated from the first ``budget_words`` words
+    (only for --quick)."""
     alphabet = np.array([spec.token_id(s) for s in spec.word_alphabet], dtype=np.int64)
     total = len(alphabet) ** n
     limit = total if budget_words is None else min(total, budget_words)
-    batch = 1 << 15
     powers = len(alphabet) ** np.arange(n - 1, -1, -1, dtype=np.int64)  # (n,)
-    found, done = False, 0
+    first: dict[int, float] = {}
+    done, batch = 0, 256
     start = time.perf_counter()
-    while done < limit and not found:
+    while done < limit and len(first) < len(labels):
         index = np.arange(done, min(done + batch, limit), dtype=np.int64)  # (B,)
         chunk = alphabet[(index[:, None] // powers[None, :]) % len(alphabet)]  # (B, n): base-V digits
-        found = bool((ref.run_batch(spec, chunk).labels == label).any())
+        seen = set(ref.run_batch(spec, chunk).labels.tolist())
+        now = time.perf_counter() - start
+        for label in seen:
+            first.setdefault(label, now)
         done += len(chunk)
+        batch = min(batch * 4, 1 << 15)
     seconds = time.perf_counter() - start
-    extrapolated = not found and done < total
-    return found, seconds * total / done if extrapolated else seconds, extrapolated
+    out = {}
+    for label in labels:
+        if label in first:
+            out[label] = (True, first[label], False)
+        else:
+            extrapolated = done < total
+            out[label] = (False, seconds * total / done if extrapolated else seconds, extrapolated)
+    return out
 
 
-def length_rows(lengths: list[int], kinds: list[Attention], options: QueryOptions) -> list[Row]:
+def length_rows(lengths: list[int], cases: list[tuple[str, dict[str, object]]], options: QueryOptions) -> list[Row]:
     rows = []
-    for kind in kinds:
-        spec = _spec(0, attention=kind)
+    smt_only = QueryOptions(timeout=options.timeout, presearch=0)
+    for name, config in cases:
+        spec = _spec(0, **config)
         for n in lengths:
             for label in (0, 1):
-                rows.append(_solve("length", f"{kind.value} L1 H1 d4", spec, n, label, options))
+                row = _solve("length", f"{name} L1 H1 d4", spec, n, label, options)
+                smt = _solve("length", name, spec, n, label, smt_only)
+                rows.append(replace(row, smt_s=smt.seconds))
                 print(rows[-1], file=sys.stderr)
     return rows
 
 
-def enum_rows(cases: list[tuple[int, int]], kinds: list[Attention], options: QueryOptions, budget: int | None) -> list[Row]:
+def enum_rows(cases: list[tuple[str, int, int, dict[str, object]]], options: QueryOptions, budget: int | None) -> list[Row]:
     rows = []
-    for kind in kinds:
-        for vocab, n in cases:
-            # four classes: some are reached by few or no words, where enumeration cannot stop early
-            spec = _spec(1, attention=kind, vocab_size=vocab, accept=Accept.ARGMAX, classes=4)
-            for label in range(4):
-                row = _solve("enum", f"{kind.value} V{vocab}", spec, n, label, options)
-                if row.verdict == "unknown":
-                    rows.append(row)
-                    continue
-                found, enum_s, extrapolated = _enumerate(spec, n, label, budget_words=budget)
-                if not extrapolated:
-                    assert found == (row.verdict == "sat"), f"enumeration disagrees with SMT on {row}"
-                smt = row.encode_s + row.solve_s
-                note = "~" if extrapolated else ""
-                rows.append(Row(row.section, row.config + note, n, label, row.verdict, row.encode_s, row.solve_s, round(enum_s, 2), round(enum_s / smt, 1)))
-                print(rows[-1], file=sys.stderr)
+    smt_only = QueryOptions(timeout=options.timeout, presearch=0)
+    for name, vocab, n, config in cases:
+        # four classes: some are reached by few or no words, where enumeration cannot stop early
+        spec = _spec(1, vocab_size=vocab, accept=Accept.ARGMAX, classes=4, **config)
+        enumerated = _enumerate(spec, n, range(4), budget_words=budget)
+        for label in range(4):
+            row = _solve("enum", f"{name} V{vocab}", spec, n, label, options)
+            smt = _solve("enum", name, spec, n, label, smt_only)
+            found, enum_s, extrapolated = enumerated[label]
+            for r in (row, smt):
+                if r.verdict != "unknown" and not extrapolated:
+                    assert found == (r.verdict == "sat"), f"enumeration disagrees with the query on {r}"
+            note = "~" if extrapolated else ""
+            rows.append(Row(row.section, row.config + note, n, label, row.verdict, row.by, row.seconds, smt.seconds,
+                            round(enum_s, 4), round(enum_s / max(row.seconds, 1e-3), 1)))
+            print(rows[-1], file=sys.stderr)
     return rows
 
 
 def shape_rows(n: int, options: QueryOptions) -> list[Row]:
     rows = []
     for layers, heads, width in [(1, 1, 8), (2, 1, 8), (3, 1, 8), (1, 2, 8), (1, 4, 8), (1, 1, 4), (1, 1, 12), (1, 1, 16)]:
-        spec = _spec(2, layers=layers, heads=heads, width=width, weight_width=min(width, 8))
-        rows.append(_solve("shape", f"unique_hardmax L{layers} H{heads} w{width}", spec, n, 1, options))
+        spec = _spec(2, layers=layers, heads=heads, width=width, weight_width=min(width, 8), **PERIODIC)
+        rows.append(_solve("shape", f"unique_hardmax periodic L{layers} H{heads} w{width}", spec, n, 1, options))
         print(rows[-1], file=sys.stderr)
     return rows
+
+
+def _outside_complete_class() -> list[tuple[str, dict[str, object]]]:
+    """Encoders whose questions the solver must answer (no reduction to short lengths)."""
+    return [(kind.value, {"attention": kind}) for kind in (Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE)] + [
+        ("unique_hardmax periodic", PERIODIC)
+    ]
 
 
 def solver_rows(n: int, timeout: float) -> list[Row]:
     rows = []
     names = ["z3"] + [s for s in ("cvc5", "bitwuzla") if importlib.util.find_spec(s)]
-    for kind in Attention:
-        spec = _spec(0, attention=kind)  # the encoders of the length section
+    for kind, config in _outside_complete_class():
+        spec = _spec(0, **config)  # the encoders of the length section
         for name in names:
-            rows.append(_solve("solver", f"{kind.value} {name}", spec, n, 0, QueryOptions(solver=name, timeout=timeout)))
+            rows.append(_solve("solver", f"{kind} {name}", spec, n, 0, QueryOptions(solver=name, timeout=timeout, presearch=0)))
             print(rows[-1], file=sys.stderr)
     return rows
 
@@ -140,10 +177,10 @@ def solver_rows(n: int, timeout: float) -> list[Row]:
 def ablation_rows(n: int, timeout: float) -> list[Row]:
     rows = []
     variants = {"full": EncodingOptions(), "no-tabulate": EncodingOptions(tabulate=False), "no-prune": EncodingOptions(prune=False)}
-    for kind in Attention:
-        spec = _spec(4, attention=kind)
+    for kind, config in [("unique_hardmax periodic", PERIODIC)] + _outside_complete_class()[:2]:
+        spec = _spec(4, **config)
         for name, enc in variants.items():
-            rows.append(_solve("ablation", f"{kind.value} {name}", spec, n, 1, QueryOptions(timeout=timeout, encoding=enc)))
+            rows.append(_solve("ablation", f"{kind} {name}", spec, n, 1, QueryOptions(timeout=timeout, encoding=enc, presearch=0)))
             print(rows[-1], file=sys.stderr)
     return rows
 
@@ -157,18 +194,23 @@ def main() -> int:
     timeout = args.timeout or (20.0 if args.quick else 60.0)
     options = QueryOptions(timeout=timeout)
     kinds = list(Attention)
+    unique, average, softmax = Attention.UNIQUE_HARDMAX, Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE
+    periodic = PERIODIC
     if args.quick:
-        rows = length_rows([4, 16, 64], [Attention.UNIQUE_HARDMAX], options)
-        rows += enum_rows([(2, 20)], [Attention.UNIQUE_HARDMAX], options, budget=1 << 17)
+        rows = length_rows([4, 16, 64], [("unique_hardmax", {"attention": unique}), ("unique_hardmax periodic", periodic)], options)
+        rows += enum_rows([("unique_hardmax", 2, 20, {"attention": unique})], options, budget=1 << 17)
         rows += ablation_rows(8, timeout)[:3]
     else:
-        rows = length_rows([4, 8, 16, 32, 64], kinds, options)
-        rows += enum_rows([(2, 20), (4, 10)], [Attention.UNIQUE_HARDMAX], options, budget=None)
-        rows += enum_rows([(2, 20)], [Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE], options, budget=None)
+        length_cases = [(kind.value, {"attention": kind}) for kind in kinds] + [("unique_hardmax periodic", periodic)]
+        rows = length_rows([4, 8, 16, 32, 64], length_cases, options)
+        cases = [(kind.value, 2, 20, {"attention": kind}) for kind in kinds]
+        cases += [("unique_hardmax", 4, 10, {"attention": unique}), ("unique_hardmax periodic", 4, 10, periodic),
+                  ("average_hardmax", 4, 10, {"attention": average}), ("softmax_table", 4, 10, {"attention": softmax})]
+        rows += enum_rows(cases, options, budget=None)
         rows += shape_rows(16, options)
         rows += solver_rows(64, timeout)
         rows += ablation_rows(12, timeout)
-    headers = ("section", "config", "n", "label", "verdict", "encode s", "solve s", "enum s", "speedup")
+    headers = ("section", "config", "n", "label", "verdict", "by", "seconds", "smt s", "enum s", "speedup")
     print(table(headers, [[("-" if v is None else v) for v in asdict(r).values()] for r in rows]))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")

@@ -94,6 +94,14 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
         pytest.param(["trsat", "{periodic}", "--all-lengths"], "positional encoding", id="all-lengths-outside-class"),
         pytest.param(["robust", "{model}", "--word", "abq", "--distance", "1"], "not in the model's alphabet", id="bad-word"),
         pytest.param(["trsat", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="missing-model"),
+        pytest.param(["trsat", "{tmp}/bad.json", "--max-len", "2"], "field width", id="malformed-json-field"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--solver", "smtlib:/no/such/solver"], "not an executable", id="missing-binary"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--presearch", "-1"], "--presearch", id="bad-presearch"),
+        pytest.param(["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"], "unknown solver", id="robust-unknown-solver"),
+        pytest.param(["equiv", "{model}", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="equiv-missing-model"),
+        pytest.param(["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len must be at least 1", id="equiv-zero-length"),
+        pytest.param(["export-smt", "{model}", "--length", "0"], "--length must be at least 1", id="export-zero-length"),
+        pytest.param(["export-smt", "{model}", "--length", "2", "--out", "{tmp}/no/dir/q.smt2"], "cannot write", id="export-unwritable"),
     ],
 )
 def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, argv: list[str], message: str) -> None:
@@ -115,3 +123,18 @@ def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path)
     assert code == 0 and data["bound"]["bound"] is None and not data["all_lengths"]
     if data["verdict"] == "unsat":
         assert data["claim"].endswith("unknown beyond 2")
+
+
+def test_a_solver_that_is_not_installed_is_exit_2(capsys, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cvc5 missing (as on a machine without the package): one line, exit 2, before any work."""
+    monkeypatch.setattr("verify.solvers.available_pysmt_solvers", lambda: ("z3",))
+    code, out, err = _run(capsys, "trsat", str(model), "--max-len", "2", "--solver", "cvc5")
+    assert code == cli.EXIT_USAGE and out == ""
+    assert err.strip().splitlines() == ["leanagent: error: solver cvc5 is not installed for pysmt here (pip install cvc5)"]
+
+
+def test_human_tables_say_how_each_length_was_answered(capsys, model: Path) -> None:
+    code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "2", "--class", "0")
+    assert code == 0 and "by" in out and ("enumerate" in out or "smt" in out)
+    code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "2", "--class", "0", "--presearch", "0", "--json")
+    assert code == 0 and {c["method"] for c in json.loads(out)["checks"]} == {"smt"}

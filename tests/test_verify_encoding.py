@@ -14,7 +14,17 @@ import verify.interpreter as ref
 from verify.encoding import EncodingOptions, PositionInput, encode
 from verify.errors import WitnessMismatchError
 from verify.queries import QueryOptions, Verdict, trsat
-from verify.spec import Accept, Attention, EncoderSpec, Mask, Overflow, PositionalKind, ReadoutPosition, Rounding
+from verify.spec import (
+    Accept,
+    Attention,
+    EncoderSpec,
+    Mask,
+    Overflow,
+    PositionalKind,
+    ReadoutPosition,
+    Rounding,
+    spec_from_dict,
+)
 from verify.synth import SynthConfig, random_spec
 
 ALL_OPTIONS = [
@@ -22,6 +32,8 @@ ALL_OPTIONS = [
     pytest.param(EncodingOptions(tabulate=False), id="no-tabulate"),
     pytest.param(EncodingOptions(prune=False), id="no-prune"),
 ]
+# The interpreter pre-pass off: every verdict below comes from the solver on the encoding.
+SMT_ONLY = QueryOptions(presearch=0)
 MODES = [
     pytest.param(attention, rounding, overflow, id=f"{attention.value}-{rounding.value}-{overflow.value}")
     for attention in Attention
@@ -94,7 +106,7 @@ def test_trsat_verdicts_match_enumeration(attention, rounding, overflow, seed: i
     reachable = _labels_by_enumeration(spec, n)
     labels = (0, 1) if spec.readout.accept is Accept.POSITIVE else (0, 1, 2)
     for label in labels:
-        result = trsat(spec, max_len=n, exact_len=True, label=label)
+        result = trsat(spec, max_len=n, exact_len=True, label=label, options=SMT_ONLY)
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT), (label, reachable)
         if result.witness is not None:
             assert len(result.witness.word) == n
@@ -108,7 +120,7 @@ def test_ablations_give_the_same_verdicts(attention: Attention, options: Encodin
     spec = random_spec(rng, _random_config(rng, attention, Rounding.HALF_EVEN, Overflow.SATURATE))
     reachable = _labels_by_enumeration(spec, 2)
     for label in (0, 1):
-        result = trsat(spec, max_len=2, exact_len=True, label=label, options=QueryOptions(encoding=options))
+        result = trsat(spec, max_len=2, exact_len=True, label=label, options=QueryOptions(encoding=options, presearch=0))
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
 
 
@@ -117,7 +129,7 @@ def test_any_length_search_returns_a_shortest_witness() -> None:
     for _ in range(3):
         spec = random_spec(rng, SynthConfig(vocab_size=2, positional=PositionalKind.PERIODIC, positional_rows=2, mask=Mask.CAUSAL))
         shortest = next((n for n in range(1, 5) if 1 in _labels_by_enumeration(spec, n)), None)
-        result = trsat(spec, max_len=4)
+        result = trsat(spec, max_len=4, options=SMT_ONLY)
         if shortest is None:
             assert result.verdict is Verdict.UNSAT and [c.length for c in result.checks] == [1, 2, 3, 4]
             assert result.claim.endswith("unknown beyond 4") and not result.all_lengths
@@ -128,7 +140,7 @@ def test_any_length_search_returns_a_shortest_witness() -> None:
 
 def test_a_witness_the_interpreter_rejects_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = random_spec(np.random.default_rng(0), SynthConfig())
-    found = trsat(spec, max_len=3)
+    found = trsat(spec, max_len=3, options=SMT_ONLY)
     assert found.verdict is Verdict.SAT
     honest = ref.run
 
@@ -138,7 +150,7 @@ def test_a_witness_the_interpreter_rejects_is_an_error(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(ref, "run", lying)
     with pytest.raises(WitnessMismatchError, match="replays to label"):
-        trsat(spec, max_len=3)
+        trsat(spec, max_len=3, options=SMT_ONLY)
 
 
 @pytest.mark.parametrize("positional", [PositionalKind.NONE, PositionalKind.PERIODIC], ids=lambda p: p.value)
@@ -153,5 +165,47 @@ def test_class_encoding_matches_enumeration_on_longer_words(attention: Attention
     assert _symbolic_scores_differ(spec, word, EncodingOptions()) is Verdict.UNSAT
     reachable = _labels_by_enumeration(spec, 5)
     for label in range(3):
-        result = trsat(spec, max_len=5, exact_len=True, label=label)
+        result = trsat(spec, max_len=5, exact_len=True, label=label, options=SMT_ONLY)
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+
+
+def _differential_specs() -> list[EncoderSpec]:
+    """The encoders of ``test_trsat_verdicts_match_enumeration``, rebuilt the same way."""
+    specs = []
+    for seed in (5, 6):
+        for attention in Attention:
+            for rounding in Rounding:
+                for overflow in Overflow:
+                    rng = np.random.default_rng([seed, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+                    specs.append(random_spec(rng, _random_config(rng, attention, rounding, overflow)))
+    return specs
+
+
+def _first_layer_has_a_tie(spec: EncoderSpec, ids: np.ndarray) -> bool:
+    """Some query of the first head of layer 1 has two keys at its maximal score."""
+    x = ref.forward(spec, ids)[0]  # (B, n, d)
+    head = spec.layers[0].heads[0]
+    q = ref.requantize(x @ head.wq, head.q_requant, spec)
+    k = ref.requantize(x @ head.wk, head.k_requant, spec)
+    scores = q @ np.swapaxes(k, 1, 2)  # (B, n, n)
+    return bool(((scores == scores.max(axis=2, keepdims=True)).sum(axis=2) >= 2).any())
+
+
+def test_differential_models_overflow_and_tie() -> None:
+    """The random encoders of the differential tests really saturate, wrap and tie on their words:
+    the same encoder at 32 bits (where nothing overflows) gives other scores on some word."""
+    overflowing = {Overflow.SATURATE: 0, Overflow.WRAP: 0}
+    ties = 0
+    for spec in _differential_specs():
+        n = 3
+        ids = np.array(list(itertools.product([spec.token_id(s) for s in spec.word_alphabet], repeat=n)))
+        wide = spec.to_json_dict()
+        wide["width"] = 32
+        if not np.array_equal(ref.run_batch(spec, ids).scores, ref.run_batch(spec_from_dict(wide), ids).scores):
+            overflowing[spec.overflow] += 1
+        if spec.readout.position is ReadoutPosition.CLS:
+            ids = np.concatenate([np.full((len(ids), 1), spec.token_id("<cls>")), ids], axis=1)
+        ties += _first_layer_has_a_tie(spec, ids)
+    # of 18 encoders per overflow mode, and 36 in all
+    assert overflowing[Overflow.SATURATE] >= 15 and overflowing[Overflow.WRAP] >= 15, overflowing
+    assert ties >= 30, ties

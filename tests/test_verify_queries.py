@@ -8,9 +8,23 @@ import numpy as np
 import pytest
 
 import verify.interpreter as ref
-from verify.completeness import first_occurrence_word, length_bound, padding_position, permutable_positions
+from verify.completeness import (
+    first_occurrence_word,
+    length_bound,
+    padding_position,
+    permutable_positions,
+)
 from verify.errors import VerifyInputError
-from verify.queries import QueryOptions, Verdict, WordConstraints, equiv, export_smt, robust, trsat
+from verify.queries import (
+    CheckMethod,
+    QueryOptions,
+    Verdict,
+    WordConstraints,
+    equiv,
+    export_smt,
+    robust,
+    trsat,
+)
 from verify.spec import (
     Accept,
     Attention,
@@ -23,6 +37,10 @@ from verify.spec import (
     spec_from_dict,
 )
 from verify.synth import SynthConfig, random_spec
+from verify.words import canonical_words, reduction
+
+# The interpreter pre-pass off: every verdict below comes from the solver on the encoding.
+SMT_ONLY = QueryOptions(presearch=0)
 
 
 def _words(alphabet, n: int):
@@ -43,7 +61,7 @@ def test_robust_matches_enumeration(seed: int, distance: int) -> None:
     original = ref.run(spec, word).label
     neighbours = [w for w in _words(spec.word_alphabet, 4) if sum(a != b for a, b in zip(w, word)) <= distance]
     fragile = any(label != original for label in _labels(spec, neighbours))
-    result = robust(spec, word, distance=distance)
+    result = robust(spec, word, distance=distance, options=SMT_ONLY)
     assert result.verdict is (Verdict.SAT if fragile else Verdict.UNSAT)
     if fragile:
         assert result.counterexample is not None
@@ -54,7 +72,7 @@ def test_robust_matches_enumeration(seed: int, distance: int) -> None:
 
 def test_robust_at_distance_zero_is_trivially_robust() -> None:
     spec = random_spec(np.random.default_rng(0), SynthConfig())
-    assert robust(spec, "abc", distance=0).verdict is Verdict.UNSAT
+    assert robust(spec, "abc", distance=0, options=SMT_ONLY).verdict is Verdict.UNSAT
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -70,7 +88,7 @@ def test_equiv_of_two_quantizations_matches_enumeration(seed: int) -> None:
         (n for n in range(1, 4) if _labels(first, _words(first.word_alphabet, n)) != _labels(second, _words(first.word_alphabet, n))),
         None,
     )
-    result = equiv(first, second, max_len=3)
+    result = equiv(first, second, max_len=3, options=SMT_ONLY)
     if differing is None:
         assert result.verdict is Verdict.UNSAT and "unknown beyond 3" in result.claim
     else:
@@ -82,7 +100,7 @@ def test_equiv_of_two_quantizations_matches_enumeration(seed: int) -> None:
 
 def test_equiv_of_a_model_with_itself_is_unsat() -> None:
     spec = random_spec(np.random.default_rng(1), SynthConfig(attention=Attention.SOFTMAX_TABLE))
-    assert equiv(spec, spec, max_len=3).verdict is Verdict.UNSAT
+    assert equiv(spec, spec, max_len=3, options=SMT_ONLY).verdict is Verdict.UNSAT
 
 
 @pytest.mark.parametrize(
@@ -108,7 +126,7 @@ def test_word_constraints_match_enumeration(constraints: WordConstraints) -> Non
     words = [w for w in _words(alphabet, 3) if fits(w)]
     reachable = set(_labels(spec, words)) if words else set()
     for label in range(3):
-        result = trsat(spec, max_len=3, exact_len=True, label=label, constraints=constraints)
+        result = trsat(spec, max_len=3, exact_len=True, label=label, constraints=constraints, options=SMT_ONLY)
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
         if result.witness is not None:
             assert fits(result.witness.word) and set(result.witness.word) <= set(alphabet)
@@ -190,7 +208,7 @@ def test_all_length_claim_agrees_with_longer_enumeration(readout: ReadoutPositio
         reachable |= set(_labels(spec, _words(spec.word_alphabet, n)))
     assert 0 < len(reachable) < 3, "these seeds have both reachable and unreachable labels"
     for label in range(3):
-        result = trsat(spec, max_len=bound, label=label)
+        result = trsat(spec, max_len=bound, label=label, options=SMT_ONLY)
         if label in reachable:
             assert result.verdict is Verdict.SAT
         else:
@@ -228,7 +246,7 @@ def test_no_bound_outside_the_class(config: SynthConfig, fixes: bool, reason: st
     bound = length_bound(spec, alphabet_size=3, fixes_affixes=fixes)
     assert bound.bound is None and reason in bound.reason
     result = trsat(spec, max_len=2, label=2 if spec.readout.accept is Accept.ARGMAX else 0,
-                   constraints=WordConstraints(prefix=("a",)) if fixes else WordConstraints())
+                   constraints=WordConstraints(prefix=("a",)) if fixes else WordConstraints(), options=SMT_ONLY)
     assert not result.all_lengths
 
 
@@ -256,6 +274,150 @@ def test_symmetry_breaking_is_sound(attention: Attention, readout: ReadoutPositi
         assert ref.run(spec, w).scores == ref.run(spec, sorted_word).scores
     reachable = set(_labels(spec, _words(spec.word_alphabet, 4)))
     for label in range(3):
-        assert trsat(spec, max_len=4, exact_len=True, label=label).verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        assert trsat(spec, max_len=4, exact_len=True, label=label, options=SMT_ONLY).verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
     assert permutable_positions(random_spec(rng, SynthConfig(attention=attention, mask=Mask.CAUSAL)), 4) is None
     assert permutable_positions(random_spec(rng, SynthConfig()), 4) is None
+
+
+MODES = [
+    pytest.param(attention, rounding, overflow, id=f"{attention.value}-{rounding.value}-{overflow.value}")
+    for attention in Attention
+    for rounding in Rounding
+    for overflow in Overflow
+]
+
+
+@pytest.mark.parametrize("attention, rounding, overflow", MODES)
+def test_robust_and_equiv_match_enumeration_in_every_mode(attention: Attention, rounding: Rounding, overflow: Overflow) -> None:
+    rng = np.random.default_rng([51, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+    config = SynthConfig(
+        attention=attention, rounding=rounding, overflow=overflow, d_model=2, width=int(rng.integers(3, 6)),
+        mask=Mask(rng.choice(["none", "causal"])), positional=PositionalKind(rng.choice(["none", "periodic"])),
+        positional_rows=2, readout=ReadoutPosition(rng.choice(["first", "last", "cls"])), accept=Accept.ARGMAX, classes=3,
+    )
+    spec = random_spec(rng, config)
+    word = tuple(rng.choice(spec.word_alphabet, size=3))
+    original = ref.run(spec, word).label
+    ball = [w for w in _words(spec.word_alphabet, 3) if sum(a != b for a, b in zip(w, word)) <= 1]
+    fragile = any(label != original for label in _labels(spec, ball))
+    result = robust(spec, word, distance=1, options=SMT_ONLY)
+    assert result.verdict is (Verdict.SAT if fragile else Verdict.UNSAT)
+    if fragile:
+        assert ref.run(spec, result.counterexample.word).label != original
+    # the other overflow mode: saturating and wrapping encoders that may disagree
+    data = spec.to_json_dict()
+    data["overflow"] = "wrap" if overflow is Overflow.SATURATE else "saturate"
+    other = spec_from_dict(data)
+    differing = next((n for n in (1, 2) if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))), None)
+    result = equiv(spec, other, max_len=2, options=SMT_ONLY)
+    assert result.verdict is (Verdict.UNSAT if differing is None else Verdict.SAT)
+    if differing is not None:
+        a, b = result.counterexample
+        assert len(a.word) == differing and ref.run(spec, a.word).label != ref.run(other, a.word).label
+
+
+# --- the interpreter pre-pass and the complete-class reduction --------------------------------------
+
+
+@pytest.mark.parametrize("attention", list(Attention), ids=lambda a: a.value)
+def test_presearch_decides_short_lengths_and_samples_long_ones(attention: Attention) -> None:
+    spec = random_spec(np.random.default_rng([61, list(Attention).index(attention)]),
+                       SynthConfig(attention=attention, mask=Mask.CAUSAL, accept=Accept.ARGMAX, classes=3))
+    for label in range(3):
+        # 27 words: the pre-pass runs all of them and decides without a solver
+        result = trsat(spec, max_len=3, exact_len=True, label=label)
+        assert result.checks[0].method is CheckMethod.ENUMERATE
+        assert result.verdict is (Verdict.SAT if label in set(_labels(spec, _words(spec.word_alphabet, 3))) else Verdict.UNSAT)
+        if result.witness is not None:
+            assert ref.run(spec, result.witness.word).label == label
+    # 3^9 words: too many to run, so a sample; a label most words have is found in it
+    ids = np.random.default_rng(0).integers(0, 3, size=(2000, 9))
+    common = int(np.bincount(ref.run_batch(spec, ids).labels).argmax())
+    result = trsat(spec, max_len=9, exact_len=True, label=common, options=QueryOptions(presearch=256))
+    assert result.verdict is Verdict.SAT and result.checks[0].method is CheckMethod.SAMPLE
+    assert ref.run(spec, result.witness.word).label == common and len(result.witness.word) == 9
+
+
+@pytest.mark.parametrize("presearch", [pytest.param(1024, id="ball-enumerated"), pytest.param(8, id="ball-sampled")])
+def test_presearch_for_robust_and_equiv_matches_enumeration(presearch: int) -> None:
+    for seed in range(3):
+        spec = random_spec(np.random.default_rng([62, seed]), SynthConfig(attention=list(Attention)[seed], accept=Accept.ARGMAX, classes=3))
+        word = tuple(np.random.default_rng(seed).choice(spec.word_alphabet, size=4))
+        original = ref.run(spec, word).label
+        ball = [w for w in _words(spec.word_alphabet, 4) if sum(a != b for a, b in zip(w, word)) <= 2]
+        fragile = any(label != original for label in _labels(spec, ball))
+        result = robust(spec, word, distance=2, options=QueryOptions(presearch=presearch))
+        assert result.verdict is (Verdict.SAT if fragile else Verdict.UNSAT)
+        if fragile:
+            found = result.counterexample.word
+            assert ref.run(spec, found).label != original and sum(a != b for a, b in zip(found, word)) <= 2
+        data = spec.to_json_dict()
+        data["width"] = 4
+        other = spec_from_dict(data)
+        differing = next((n for n in (1, 2, 3) if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))), None)
+        result = equiv(spec, other, max_len=3, options=QueryOptions(presearch=presearch))
+        assert result.verdict is (Verdict.UNSAT if differing is None else Verdict.SAT)
+        if differing is not None:
+            assert len(result.counterexample[0].word) == differing
+
+
+@pytest.mark.parametrize("readout", list(ReadoutPosition), ids=lambda r: r.value)
+def test_exact_length_beyond_the_bound_is_answered_by_shorter_words(readout: ReadoutPosition) -> None:
+    """For the complete class an exact length n > bound reduces to lengths <= bound; the
+    padded witness has length n and replays, and the verdicts equal enumeration at n."""
+    spec = _class_spec(1, readout, layers=1)
+    n = length_bound(spec, alphabet_size=3).bound + 2
+    reachable = set(_labels(spec, _words(spec.word_alphabet, n)))
+    for label in range(3):
+        result = trsat(spec, max_len=n, exact_len=True, label=label, options=SMT_ONLY)
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        assert [c.length for c in result.checks][-1] <= n - 2
+        if result.witness is not None:
+            assert len(result.witness.word) == n and ref.run(spec, result.witness.word).label == label
+        else:
+            assert result.all_lengths and result.claim.startswith("no word of any length")
+
+
+def _satisfies(found, word: tuple[int, ...]) -> bool:
+    """The symmetry-breaking constraints of ``found``, evaluated on one word of codes."""
+    if found.kind == "sorted":
+        return all(word[i] <= word[j] for i, j in zip(found.positions, found.positions[1:]))
+    for i in range(1, len(word)):
+        if word[i] in word[:i]:
+            return all(c == word[found.pad] for c in word[i:])
+    return True
+
+
+@pytest.mark.parametrize(
+    "attention, readout",
+    [
+        pytest.param(attention, readout, id=f"{attention.value}-{readout.value}")
+        for attention in Attention
+        for readout in ReadoutPosition
+    ],
+)
+def test_canonical_words_are_the_words_symmetry_breaking_keeps(attention: Attention, readout: ReadoutPosition) -> None:
+    spec = random_spec(np.random.default_rng(0), SynthConfig(attention=attention, readout=readout))
+    for n in (1, 2, 4):
+        domains = [spec.word_alphabet] * n
+        found = reduction([spec], domains)
+        assert found is not None and found.kind == ("first_occurrence" if attention is Attention.UNIQUE_HARDMAX else "sorted")
+        codes = [[0, 1, 2]] * n
+        kept = {w for w in itertools.product(*codes) if _satisfies(found, w)}
+        listed = list(canonical_words(found, codes))
+        assert len(listed) == len(set(listed)) and set(listed) == kept
+
+
+@pytest.mark.parametrize("attention", list(Attention), ids=lambda a: a.value)
+def test_presearch_over_canonical_words_matches_enumeration(attention: Attention) -> None:
+    """3^7 words are too many to run, their canonical words are not: the pre-pass decides."""
+    spec = random_spec(np.random.default_rng([63, list(Attention).index(attention)]),
+                       SynthConfig(attention=attention, layers=2, accept=Accept.ARGMAX, classes=4))
+    reachable = set(_labels(spec, _words(spec.word_alphabet, 7)))
+    assert 0 < len(reachable) < 4
+    for label in range(4):
+        result = trsat(spec, max_len=7, exact_len=True, label=label, options=QueryOptions(presearch=512))
+        assert result.checks[-1].method is CheckMethod.ENUMERATE
+        assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        if result.witness is not None:
+            assert len(result.witness.word) == 7 and ref.run(spec, result.witness.word).label == label

@@ -68,7 +68,7 @@ def test_backends_agree_on_trsat_and_witnesses_replay(backend_name: str) -> None
     ids = np.array([[a, b, c] for a in range(3) for b in range(3) for c in range(3)])
     reachable = set(ref.run_batch(spec, ids).labels.tolist())
     for label in (0, 1):
-        result = trsat(spec, max_len=3, exact_len=True, label=label, options=QueryOptions(solver=backend_name, timeout=60))
+        result = trsat(spec, max_len=3, exact_len=True, label=label, options=QueryOptions(solver=backend_name, timeout=60, presearch=0))
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
@@ -99,14 +99,14 @@ def spec():
 
 
 def test_fake_unknown_makes_an_unknown_answer(tmp_path: Path, spec) -> None:
-    result = trsat(spec, max_len=2, options=QueryOptions(solver=_fake_solver(tmp_path, "print('unknown')")))
+    result = trsat(spec, max_len=2, options=QueryOptions(solver=_fake_solver(tmp_path, "print('unknown')"), presearch=0))
     assert result.verdict is Verdict.UNKNOWN
     assert result.witness is None and "unknown" in result.claim and "no word" not in result.claim
 
 
 def test_fake_hang_is_killed_and_unknown(tmp_path: Path, spec, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("verify.solvers._KILL_GRACE_SECONDS", 0.2)
-    result = trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, "time.sleep(60)"), timeout=0.3))
+    result = trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, "time.sleep(60)"), timeout=0.3, presearch=0))
     assert result.verdict is Verdict.UNKNOWN
     assert result.checks[0].solve_seconds < 10
 
@@ -116,7 +116,7 @@ def test_fake_lying_sat_is_a_witness_mismatch(tmp_path: Path, spec) -> None:
     assert not ref.run(spec, "a").accepted
     liar = _fake_solver(tmp_path, "print('sat'); print('((w_0 #b00))')")
     with pytest.raises(WitnessMismatchError):
-        trsat(spec, max_len=1, exact_len=True, options=QueryOptions(solver=liar))
+        trsat(spec, max_len=1, exact_len=True, options=QueryOptions(solver=liar, presearch=0))
 
 
 @pytest.mark.parametrize(
@@ -128,12 +128,12 @@ def test_fake_lying_sat_is_a_witness_mismatch(tmp_path: Path, spec) -> None:
 )
 def test_fake_broken_solver_is_a_solver_error(tmp_path: Path, spec, body: str, message: str) -> None:
     with pytest.raises(SolverError, match=message):
-        trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, body)))
+        trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, body), presearch=0))
 
 
 def test_missing_binary_and_unknown_names(spec) -> None:
     with pytest.raises(SolverError, match="cannot run solver"):
-        trsat(spec, max_len=1, options=QueryOptions(solver="smtlib:/no/such/solver"))
+        trsat(spec, max_len=1, options=QueryOptions(solver="smtlib:/no/such/solver", presearch=0))
     for name in ("yices", "smtlib:", "Z3"):
         with pytest.raises(VerifyInputError, match="solver"):
             make_backend(name)

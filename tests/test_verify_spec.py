@@ -11,7 +11,15 @@ import pytest
 
 from verify.errors import VerifyInputError
 from verify.interpreter import run_batch
-from verify.spec import Attention, PositionalKind, ReadoutPosition, SpecError, load_spec, save_spec, spec_from_dict
+from verify.spec import (
+    Attention,
+    PositionalKind,
+    ReadoutPosition,
+    SpecError,
+    load_spec,
+    save_spec,
+    spec_from_dict,
+)
 from verify.synth import SynthConfig, random_spec
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from fractions import Fraction
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,14 @@ from verify.errors import VerifyInputError
 from verify.exact_models import exact_max_length, exact_model
 from verify.quantize import QuantConfig, measure_gap, predict_quantized, quantize
 from verify.spec import Attention, Mask, PositionalKind, ReadoutPosition, load_spec, save_spec
-from verify.tasks import DYCK_MAX_DEPTH, all_words, get_task, sample_dataset, sample_words, task_names
+from verify.tasks import (
+    DYCK_MAX_DEPTH,
+    all_words,
+    get_task,
+    sample_dataset,
+    sample_words,
+    task_names,
+)
 from verify.training import ModelConfig, TrainConfig, accuracy, recipe, train
 
 # Budgets for the tests: the recipes' architectures, fewer steps.

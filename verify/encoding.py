@@ -32,7 +32,16 @@ from pysmt.fnode import FNode
 from verify import interpreter as ref
 from verify.bitvec import Builder, PositionInput, Val
 from verify.intervals import Interval
-from verify.spec import Accept, Attention, EncoderSpec, Layer, Mask, PositionalKind, Requant, Rounding
+from verify.spec import (
+    Accept,
+    Attention,
+    EncoderSpec,
+    Layer,
+    Mask,
+    PositionalKind,
+    Requant,
+    Rounding,
+)
 
 __all__ = ["Builder", "EncodedRun", "EncodingOptions", "PositionInput", "Val", "encode"]
 

@@ -5,7 +5,9 @@
     VerifyError
      ├── VerifyInputError (ValueError)     a malformed model spec, bad query options
      │    └── (spec errors name the offending field)
-     ├── SolverError (RuntimeError)        the solver is missing, crashed, or answered oddly
+     ├── SolverError (RuntimeError)        the solver crashed or answered oddly
+     │    └── SolverUnavailableError (also VerifyInputError)  not installed / not on PATH:
+     │                                     the user can fix it, so the CLI exits 2
      └── WitnessMismatchError (AssertionError)  a SAT witness the interpreter does not
                                            confirm: an internal error, never a silent answer
 
@@ -30,3 +32,7 @@ class SolverError(VerifyError, RuntimeError):
 
 class WitnessMismatchError(VerifyError, AssertionError):
     """The solver's witness does not replay through the reference interpreter."""
+
+
+class SolverUnavailableError(SolverError, VerifyInputError):
+    """The chosen solver is not installed (or its binary is not on PATH): fixable by the user."""

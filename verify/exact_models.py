@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 from verify.spec import (
-    PositionalKind,
     Accept,
     Attention,
     EncoderSpec,
@@ -37,6 +36,7 @@ from verify.spec import (
     Mask,
     Overflow,
     Positional,
+    PositionalKind,
     Readout,
     ReadoutPosition,
     Rounding,

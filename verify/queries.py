@@ -1,32 +1,38 @@
 """The verifier's questions: trSAT, local robustness, and equivalence of two encoders.
 
-Each question is answered one word length at a time: a fresh pysmt ``Environment`` per
-length, the encoding of :mod:`verify.encoding`, one solver call. A SAT answer's witness
-word is replayed through :mod:`verify.interpreter` before it is reported; if the replay
-disagrees, :class:`~verify.errors.WitnessMismatchError` is raised (an internal error, never
-a silent answer). An UNSAT answer covers exactly the lengths searched ("no word of length
-<= n") unless :mod:`verify.completeness` gives a bound that the search reached.
+Each question is answered one word length at a time: first the interpreter pre-pass of
+:mod:`verify.presearch` (which decides a length when its candidate words, or its canonical
+words, are few, and otherwise may find a witness among a sample), then a fresh pysmt
+``Environment`` per length, the encoding of :mod:`verify.encoding`, one solver call. A SAT
+answer's witness word is replayed through :mod:`verify.interpreter` before it is reported;
+if the replay disagrees, :class:`~verify.errors.WitnessMismatchError` is raised (an internal
+error, never a silent answer). An UNSAT answer covers exactly the lengths searched ("no word
+of length <= n") unless :mod:`verify.completeness` gives a bound that the search reached.
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from pysmt.environment import Environment
 from pysmt.fnode import FNode
-from pysmt.typing import BVType
 
 from verify import interpreter as ref
-from verify.completeness import LengthBound, joint_bound, length_bound, padding_position, permutable_positions
-from verify.encoding import EncodedRun, EncodingOptions, PositionInput, encode
+from verify.completeness import LengthBound, joint_bound, length_bound, padding_position
+from verify.encoding import EncodedRun, EncodingOptions, encode
 from verify.errors import VerifyInputError, WitnessMismatchError
 from verify.interpreter import EncoderOutput
+from verify.presearch import Hit, PresearchResult, search_ball, search_product
 from verify.solvers import SmtBackend, Verdict, make_backend, smtlib_script
-from verify.spec import Accept, EncoderSpec, ReadoutPosition
+from verify.spec import Accept, EncoderSpec
+from verify.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
 
 __all__ = [
+    "CheckMethod",
     "EquivResult",
     "LengthCheck",
     "QueryOptions",
@@ -38,17 +44,9 @@ __all__ = [
     "equiv",
     "export_smt",
     "robust",
+    "search_lengths",
     "trsat",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class WordConstraints:
-    """Which words a query ranges over."""
-
-    alphabet: tuple[str, ...] | None = None  # allowed symbols (None: the whole word alphabet)
-    prefix: tuple[str, ...] = ()  # fixed first symbols
-    suffix: tuple[str, ...] = ()  # fixed last symbols
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +56,34 @@ class QueryOptions:
     solver: str = "z3"  # z3 | cvc5 | bitwuzla | smtlib:CMD
     timeout: float | None = None  # seconds per solver call (one per length); None = no limit
     encoding: EncodingOptions = EncodingOptions()
+    # Candidate words per length run through the interpreter before the solver
+    # (:mod:`verify.presearch`): all of them when there are at most this many, else a random
+    # sample that can only find witnesses. 0 = off: every length goes to the solver.
+    presearch: int = 1024
+
+
+class CheckMethod(enum.Enum):
+    """How one length was answered."""
+
+    SMT = "smt"  # the solver, on the exact encoding
+    SAMPLE = "sample"  # a random candidate word run through the interpreter was a witness
+    ENUMERATE = "enumerate"  # every candidate word was run through the interpreter
 
 
 @dataclass(frozen=True, slots=True)
 class LengthCheck:
-    """One solver call: a single word length."""
+    """One word length: the pre-pass over candidate words and, unless it decided, one solver call."""
 
     length: int
     verdict: Verdict
     encode_seconds: float
     solve_seconds: float
+    method: CheckMethod = CheckMethod.SMT
+    presearch_seconds: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.encode_seconds + self.solve_seconds + self.presearch_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,72 +141,6 @@ class EquivResult:
 Progress = Callable[[LengthCheck], None]
 
 
-# --- words as variables ----------------------------------------------------------------------
-
-
-class _Words:
-    """Symbols, their codes (index into ``alphabet``) and the per-position variables."""
-
-    def __init__(self, spec: EncoderSpec, constraints: WordConstraints) -> None:
-        word_alphabet = spec.word_alphabet
-        allowed = constraints.alphabet if constraints.alphabet is not None else word_alphabet
-        for s in (*allowed, *constraints.prefix, *constraints.suffix):
-            if s not in word_alphabet:
-                raise VerifyInputError(f"symbol {s!r} is not in the model's word alphabet {list(word_alphabet)}")
-        if not allowed:
-            raise VerifyInputError("the alphabet restriction leaves no symbol")
-        self.alphabet = word_alphabet  # codes index this tuple
-        self.allowed = tuple(dict.fromkeys(allowed))
-        self.constraints = constraints
-        self.code_width = max(1, (len(word_alphabet) - 1).bit_length())
-
-    def domains(self, n: int) -> list[tuple[str, ...]] | None:
-        """Allowed symbols per position for length ``n``; None if no word of length n qualifies."""
-        c = self.constraints
-        if len(c.prefix) > n or len(c.suffix) > n:
-            return None
-        doms = []
-        for i in range(n):
-            dom = set(self.allowed)
-            if i < len(c.prefix):
-                dom &= {c.prefix[i]}
-            if i >= n - len(c.suffix):
-                dom &= {c.suffix[i - (n - len(c.suffix))]}
-            if not dom:
-                return None
-            doms.append(tuple(s for s in self.allowed if s in dom))
-        return doms
-
-    def variables(self, env: Environment, n: int) -> list[FNode]:
-        return [env.formula_manager.Symbol(f"w_{i}", BVType(self.code_width)) for i in range(n)]
-
-    def domain_assertions(self, env: Environment, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[FNode]:
-        m = env.formula_manager
-        return [
-            m.Or([m.Equals(v, m.BV(self.alphabet.index(s), self.code_width)) for s in dom])
-            for v, dom in zip(variables, domains)
-        ]
-
-    def inputs(self, spec: EncoderSpec, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[PositionInput]:
-        """The encoder's input positions (the CLS symbol first when the readout uses one)."""
-        inputs = [
-            PositionInput(v, tuple((self.alphabet.index(s), spec.token_id(s)) for s in dom))
-            for v, dom in zip(variables, domains)
-        ]
-        if spec.readout.position is ReadoutPosition.CLS:
-            inputs.insert(0, PositionInput(None, ((0, spec.token_id(spec.readout.cls_token or "")),)))
-        return inputs
-
-    def decode(self, model: dict[str, int], variables: Sequence[FNode]) -> tuple[str, ...]:
-        word = []
-        for v in variables:
-            code = model[v.symbol_name()]
-            if not 0 <= code < len(self.alphabet):
-                raise WitnessMismatchError(f"the solver chose code {code} for {v.symbol_name()}, outside the alphabet")
-            word.append(self.alphabet[code])
-        return tuple(word)
-
-
 def _check_length(spec: EncoderSpec, n: int) -> None:
     limit = ref.max_word_length(spec)
     if limit is not None and n > limit:
@@ -209,7 +159,7 @@ class _Query:
 
 def _build(
     specs: Sequence[EncoderSpec],
-    words: _Words,
+    words: WordSpace,
     n: int,
     domains: Sequence[tuple[str, ...]],
     goal: Callable[[Environment, list[EncodedRun], list[FNode]], FNode],
@@ -223,47 +173,50 @@ def _build(
     runs = [encode(s, words.inputs(s, variables, domains), env, options=options.encoding) for s in specs]
     assertions = words.domain_assertions(env, variables, domains) + [goal(env, runs, variables)]
     if symmetric:
-        assertions += _symmetry_breaking(env, specs, variables, domains)
+        assertions += symmetry_breaking(env, reduction(specs, domains), variables)
     return _Query(env, variables, assertions, time.perf_counter() - start)
 
 
-def _symmetry_breaking(
-    env: Environment, specs: Sequence[EncoderSpec], variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
-) -> list[FNode]:
-    """Constraints that keep one word of each class of words with the same output(s), if sound.
-
-    * Permutable positions (:func:`~verify.completeness.permutable_positions`): their
-      symbols in code order.
-    * The first-occurrence class (:func:`~verify.completeness.padding_position`): after the
-      first repeated symbol, only the padding symbol.
-
-    Both need every affected position to allow the same symbols (no prefix or suffix that
-    fixes one of them), and all encoders of the query to agree on the reduction.
-    """
-    m = env.formula_manager
-    n = len(variables)
-    ranges = [permutable_positions(s, n) for s in specs]
-    if all(r is not None for r in ranges) and len(set(ranges)) == 1:
-        positions = list(ranges[0])  # type: ignore[arg-type]
-        if len({domains[i] for i in positions}) <= 1:
-            return [m.BVULE(variables[i], variables[j]) for i, j in zip(positions, positions[1:])]
-    pads = {padding_position(s) for s in specs}
-    if len(pads) != 1 or None in pads or len(set(domains)) != 1:
-        return []
-    pad = variables[pads.pop()]  # type: ignore[index]
-    constraints = []
-    for i in range(1, n):
-        repeated = m.Or([m.Equals(variables[i], variables[j]) for j in range(i)])
-        later = variables[i:]
-        constraints.append(m.Implies(repeated, m.And([m.Equals(v, pad) for v in later])))
-    return constraints
-
-
-def _solve(query: _Query, backend: SmtBackend, words: _Words, n: int, timeout: float | None) -> tuple[LengthCheck, tuple[str, ...] | None]:
-    outcome = backend.check(query.env, query.assertions, query.variables, timeout=timeout)
-    check = LengthCheck(n, outcome.verdict, query.encode_seconds, outcome.seconds)
+def _solve(query: _Query, backend: SmtBackend, words: WordSpace, n: int, options: QueryOptions, pre: PresearchResult | None = None) -> tuple[LengthCheck, tuple[str, ...] | None]:
+    outcome = backend.check(query.env, query.assertions, query.variables, timeout=options.timeout)
+    check = LengthCheck(n, outcome.verdict, query.encode_seconds, outcome.seconds, CheckMethod.SMT, pre.seconds if pre else 0.0)
     word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
     return check, word
+
+
+def _presearched(words: WordSpace, n: int, pre: PresearchResult) -> tuple[LengthCheck, tuple[str, ...] | None] | None:
+    """The pre-pass's answer for length ``n`` when it decided it, else None (the solver must)."""
+    method = CheckMethod.ENUMERATE if pre.exhaustive else CheckMethod.SAMPLE
+    if pre.found is not None:
+        return LengthCheck(n, Verdict.SAT, 0.0, 0.0, method, pre.seconds), words.symbols(pre.found)
+    if pre.exhaustive:
+        return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0, method, pre.seconds), None
+    return None
+
+
+def _answer_length(
+    specs: Sequence[EncoderSpec],
+    words: WordSpace,
+    n: int,
+    domains: Sequence[tuple[str, ...]],
+    hit: Hit,
+    build: Callable[[], _Query],
+    backend: SmtBackend,
+    options: QueryOptions,
+) -> tuple[LengthCheck, tuple[str, ...] | None]:
+    """One length: the interpreter pre-pass over the words of ``domains`` (all canonical words
+    when the query has a :func:`~verify.words.reduction` and they are few), then, if
+    undecided, the solver."""
+    pre = None
+    if options.presearch > 0:
+        codes = words.code_domains(domains)
+        found = reduction(specs, domains)
+        canonical = None if found is None else canonical_words(found, codes)
+        pre = search_product(codes, hit, budget=options.presearch, seed=n, canonical=canonical)
+        decided = _presearched(words, n, pre)
+        if decided is not None:
+            return decided
+    return _solve(build(), backend, words, n, options, pre)
 
 
 def _target_label(spec: EncoderSpec, label: int | None) -> int:
@@ -276,17 +229,41 @@ def _target_label(spec: EncoderSpec, label: int | None) -> int:
     return label
 
 
-def _lengths(max_len: int, exact_len: bool) -> range:
+def _lengths(max_len: int, exact_len: bool, option: str = "--max-len") -> range:
     if max_len < 1:
-        raise VerifyInputError(f"--max-len must be at least 1, got {max_len}")
+        raise VerifyInputError(f"{option} must be at least 1, got {max_len}")
     return range(max_len, max_len + 1) if exact_len else range(1, max_len + 1)
+
+
+def _within_bound(lengths: range, bound: LengthBound) -> range:
+    """The lengths to solve: ``lengths``, or 1..bound when the completeness bound covers them.
+
+    With a bound (:mod:`verify.completeness`), every word has a word of length <= the bound
+    with the same output, and every word of length m <= n pads to length n keeping its
+    output; so lengths beyond the bound, and an exact length beyond it, need only 1..bound.
+    """
+    if bound.bound is None or lengths[-1] <= bound.bound:
+        return lengths
+    return range(1, bound.bound + 1)
 
 
 def _range_text(max_len: int, exact_len: bool) -> str:
     return f"of length exactly {max_len}" if exact_len else f"of length <= {max_len}"
 
 
+def _bound_for(spec: EncoderSpec, words: WordSpace) -> LengthBound:
+    c = words.constraints
+    return length_bound(spec, alphabet_size=len(words.allowed), fixes_affixes=bool(c.prefix or c.suffix))
+
+
 # --- trSAT ---------------------------------------------------------------------------------------
+
+
+def search_lengths(
+    spec: EncoderSpec, *, max_len: int, exact_len: bool = False, constraints: WordConstraints | None = None
+) -> range:
+    """The word lengths :func:`trsat` solves for this question (e.g. to size a progress bar)."""
+    return _within_bound(_lengths(max_len, exact_len), _bound_for(spec, WordSpace(spec, constraints or WordConstraints())))
 
 
 def trsat(
@@ -295,7 +272,7 @@ def trsat(
     max_len: int,
     exact_len: bool = False,
     label: int | None = None,
-    constraints: WordConstraints = WordConstraints(),
+    constraints: WordConstraints | None = None,
     options: QueryOptions = QueryOptions(),
     progress: Progress | None = None,
 ) -> TrsatResult:
@@ -303,34 +280,46 @@ def trsat(
 
     The target is acceptance, or output label ``label`` when given. Stops at the first SAT
     length; an UNKNOWN length makes the overall answer UNKNOWN unless a later length is SAT.
+    For the complete class (:mod:`verify.completeness`) only lengths up to its bound are
+    solved; a witness for an exact length beyond it is a shorter one padded by
+    :func:`~verify.completeness.padding_position`, and replayed at the asked length.
     """
     backend = make_backend(options.solver)
-    words = _Words(spec, constraints)
+    words = WordSpace(spec, constraints or WordConstraints())
     target = _target_label(spec, label)
     target_text = "accept" if label is None else f"class {label}"
-    bound = length_bound(spec, alphabet_size=len(words.allowed), fixes_affixes=bool(constraints.prefix or constraints.suffix))
+    bound = _bound_for(spec, words)
     lengths = _lengths(max_len, exact_len)
     _check_length(spec, lengths[-1])
+    searched = _within_bound(lengths, bound)
+
+    def hit(codes: np.ndarray) -> np.ndarray:
+        return ref.run_batch(spec, words.ids(spec, codes)).labels == target
+
     checks: list[LengthCheck] = []
     witness = None
-    for n in lengths:
+    for n in searched:
         domains = words.domains(n)
         if domains is None:
-            check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
+            check, word = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
         else:
-            query = _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
-            check, word = _solve(query, backend, words, n, options.timeout)
-            if word is not None:
-                witness = _replay_target(spec, word, target, words, n)
+            def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
+                return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
+
+            check, word = _answer_length([spec], words, n, domains, hit, build, backend, options)
+        if word is not None:
+            if exact_len and len(word) < max_len:
+                pad = padding_position(spec)
+                assert pad is not None, "only the complete class shortens an exact length"
+                word = word + (word[pad],) * (max_len - len(word))
+            witness = _replay_target(spec, word, target, words, len(word))
         checks.append(check)
         if progress:
             progress(check)
         if witness is not None:
             break
     verdict = _overall(checks)
-    all_lengths = (
-        verdict is Verdict.UNSAT and not exact_len and bound.bound is not None and max_len >= bound.bound
-    )
+    all_lengths = verdict is Verdict.UNSAT and bound.bound is not None and searched[0] == 1 and searched[-1] >= bound.bound
     if verdict is Verdict.SAT:
         assert witness is not None
         claim = f"the word {' '.join(witness.word)!r} (length {len(witness.word)}) makes the encoder output {target_text}"
@@ -355,14 +344,17 @@ def _overall(checks: Sequence[LengthCheck]) -> Verdict:
     return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.UNSAT
 
 
-def _replay(spec: EncoderSpec, word: tuple[str, ...], words: _Words, n: int) -> EncoderOutput:
-    domains = words.domains(n)
+def _replay(
+    spec: EncoderSpec, word: tuple[str, ...], words: WordSpace, n: int, domains: Sequence[tuple[str, ...]] | None = None
+) -> EncoderOutput:
+    """The interpreter's output on a solver's word, after checking the word is one the query ranges over."""
+    domains = words.domains(n) if domains is None else domains
     if len(word) != n or domains is None or any(s not in dom for s, dom in zip(word, domains)):
         raise WitnessMismatchError(f"the solver's word {word!r} violates the query's word constraints")
     return ref.run(spec, word)
 
 
-def _replay_target(spec: EncoderSpec, word: tuple[str, ...], target: int, words: _Words, n: int) -> Witness:
+def _replay_target(spec: EncoderSpec, word: tuple[str, ...], target: int, words: WordSpace, n: int) -> Witness:
     output = _replay(spec, word, words, n)
     if output.label != target:
         raise WitnessMismatchError(
@@ -379,7 +371,7 @@ def robust(
     word: Sequence[str],
     *,
     distance: int,
-    constraints: WordConstraints = WordConstraints(),
+    constraints: WordConstraints | None = None,
     options: QueryOptions = QueryOptions(),
 ) -> RobustResult:
     """Is the label of ``word`` kept by every word within Hamming distance ``distance``?
@@ -391,7 +383,7 @@ def robust(
     backend = make_backend(options.solver)
     word = tuple(word)
     original = ref.run(spec, word)
-    words = _Words(spec, constraints)
+    words = WordSpace(spec, constraints or WordConstraints())
     n = len(word)
     _check_length(spec, n)
     domains = words.domains(n)
@@ -408,12 +400,23 @@ def robust(
         within = m.Not(b.gt(b.total(changed), b.const(distance)))
         return m.And(within, m.Not(runs[0].label_is(original.label)))
 
-    # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
-    query = _build([spec], words, n, domains, goal, options, symmetric=False)
-    check, found = _solve(query, backend, words, n, options.timeout)
+    def hit(codes: np.ndarray) -> np.ndarray:
+        return ref.run_batch(spec, words.ids(spec, codes)).labels != original.label
+
+    decided, pre = None, None
+    if options.presearch > 0:
+        centre = [words.alphabet.index(s) for s in word]
+        pre = search_ball(centre, words.code_domains(domains), distance, hit, budget=options.presearch, seed=n)
+        decided = _presearched(words, n, pre)
+    if decided is not None:
+        check, found = decided
+    else:
+        # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
+        query = _build([spec], words, n, domains, goal, options, symmetric=False)
+        check, found = _solve(query, backend, words, n, options, pre)
     counterexample = None
     if found is not None:
-        out = ref.run(spec, found)
+        out = _replay(spec, found, words, n, domains)
         hamming = sum(a != b for a, b in zip(found, word))
         if out.label == original.label or hamming > distance:
             raise WitnessMismatchError(
@@ -438,7 +441,7 @@ def equiv(
     second: EncoderSpec,
     *,
     max_len: int,
-    constraints: WordConstraints = WordConstraints(),
+    constraints: WordConstraints | None = None,
     options: QueryOptions = QueryOptions(),
     progress: Progress | None = None,
 ) -> EquivResult:
@@ -448,12 +451,14 @@ def equiv(
             f"the encoders have different word alphabets: {list(first.word_alphabet)} vs {list(second.word_alphabet)}"
         )
     backend = make_backend(options.solver)
-    words = _Words(first, constraints)
+    words = WordSpace(first, constraints or WordConstraints())
     lengths = _lengths(max_len, False)
     _check_length(first, max_len)
     _check_length(second, max_len)
-    affixes = bool(constraints.prefix or constraints.suffix)
-    bound = joint_bound([length_bound(s, alphabet_size=len(words.allowed), fixes_affixes=affixes) for s in (first, second)])
+    bound = joint_bound([_bound_for(s, words) for s in (first, second)])
+
+    def hit(codes: np.ndarray) -> np.ndarray:
+        return ref.run_batch(first, words.ids(first, codes)).labels != ref.run_batch(second, words.ids(second, codes)).labels
 
     def goal(env: Environment, runs: list[EncodedRun], variables: list[FNode]) -> FNode:
         m = env.formula_manager
@@ -462,13 +467,15 @@ def equiv(
 
     checks: list[LengthCheck] = []
     counterexample = None
-    for n in lengths:
+    for n in _within_bound(lengths, bound):
         domains = words.domains(n)
         if domains is None:
             check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
         else:
-            query = _build([first, second], words, n, domains, goal, options)
-            check, found = _solve(query, backend, words, n, options.timeout)
+            def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
+                return _build([first, second], words, n, domains, goal, options)
+
+            check, found = _answer_length([first, second], words, n, domains, hit, build, backend, options)
             if found is not None:
                 a, b = _replay(first, found, words, n), _replay(second, found, words, n)
                 if a.label == b.label:
@@ -505,7 +512,7 @@ def export_smt(
     *,
     length: int,
     label: int | None = None,
-    constraints: WordConstraints = WordConstraints(),
+    constraints: WordConstraints | None = None,
     encoding: EncodingOptions = EncodingOptions(),
 ) -> str:
     """The trSAT question for words of exactly ``length`` as an SMT-LIB2 script.
@@ -513,9 +520,9 @@ def export_smt(
     ``sat`` means a word exists; ``get-value`` prints the codes ``w_i`` (index into the word
     alphabet, listed in a comment at the top).
     """
-    words = _Words(spec, constraints)
+    words = WordSpace(spec, constraints or WordConstraints())
     target = _target_label(spec, label)
-    _lengths(length, True)
+    _lengths(length, True, "--length")
     _check_length(spec, length)
     domains = words.domains(length)
     if domains is None:

@@ -1,6 +1,8 @@
 """SMT backends behind one small interface, and the SMT-LIB2 export they share.
 
-* ``z3`` (default) and ``cvc5``: through pysmt, in the caller's own pysmt ``Environment``.
+* ``z3`` (default): z3's Python API in a fresh z3 context per call, the formula translated
+  by pysmt's converter.
+* ``cvc5``: through pysmt, in the caller's own pysmt ``Environment``.
 * ``bitwuzla``: the SMT-LIB2 export parsed by the bitwuzla Python package in process.
 * ``smtlib:CMD``: the SMT-LIB2 export written to a file and run as ``CMD FILE`` (e.g.
   ``smtlib:z3``, ``smtlib:"bitwuzla -m"``); the answer and ``get-value`` output are read
@@ -14,10 +16,12 @@ into ``unsat``. A solver that is missing, crashes or answers something unreadabl
 from __future__ import annotations
 
 import enum
+import importlib.util
 import io
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -32,7 +36,7 @@ from pysmt.exceptions import PysmtException, SolverReturnedUnknownResultError
 from pysmt.fnode import FNode
 from pysmt.smtlib.printers import SmtDagPrinter
 
-from verify.errors import SolverError, VerifyInputError
+from verify.errors import SolverError, SolverUnavailableError, VerifyInputError
 
 SOLVER_NAMES = ("z3", "cvc5", "bitwuzla", "smtlib:CMD")
 # A subprocess solver that ignores its own limits is killed this long after the timeout.
@@ -94,8 +98,47 @@ def smtlib_script(assertions: Sequence[FNode], variables: Sequence[FNode]) -> st
 
 
 @dataclass(frozen=True, slots=True)
+class Z3Backend:
+    """z3 through its Python API, each call in a fresh ``z3.Context``.
+
+    pysmt's z3 solver shares z3's global context across calls; z3's heuristics depend on
+    that context's history, so the same formula could take 0.4 s in one call and several
+    seconds in the next. A fresh context per call makes run times reproducible (and the
+    outliers go). pysmt's converter translates the formula.
+    """
+
+    name: str = "z3"
+
+    def check(
+        self, env: Environment, assertions: Sequence[FNode], variables: Sequence[FNode], *, timeout: float | None
+    ) -> SolveOutcome:
+        import z3
+        from pysmt.solvers.z3 import Z3Converter
+
+        start = time.perf_counter()
+        try:
+            ctx = z3.Context()
+            converter = Z3Converter(env, ctx)
+            solver = z3.SolverFor("QF_BV", ctx=ctx)
+            if timeout is not None:
+                solver.set("timeout", max(1, int(timeout * 1000)))
+            for a in assertions:
+                solver.add(converter.convert(a))
+            result = solver.check()
+            if result == z3.unknown:
+                return SolveOutcome(Verdict.UNKNOWN, time.perf_counter() - start)
+            if result == z3.unsat:
+                return SolveOutcome(Verdict.UNSAT, time.perf_counter() - start)
+            model = solver.model()
+            values = {v.symbol_name(): model.eval(converter.convert(v), model_completion=True).as_long() for v in variables}
+        except (z3.Z3Exception, PysmtException) as e:
+            raise SolverError(f"solver z3 failed: {e}") from e
+        return SolveOutcome(Verdict.SAT, time.perf_counter() - start, values)
+
+
+@dataclass(frozen=True, slots=True)
 class PysmtBackend:
-    """z3 or cvc5 through pysmt, with the solver's own per-call time limit."""
+    """A solver through pysmt (cvc5), with the solver's own per-call time limit."""
 
     name: str
 
@@ -105,7 +148,7 @@ class PysmtBackend:
         options: dict[str, object] = {}
         if timeout is not None:
             ms = max(1, int(timeout * 1000))
-            options = {"timeout": ms} if self.name == "z3" else {"tlimit-per": ms}
+            options = {"tlimit-per": ms}
         start = time.perf_counter()
         try:
             with env.factory.Solver(name=self.name, logic="QF_BV", solver_options=options) as solver:
@@ -155,7 +198,7 @@ class BitwuzlaBackend:
         try:
             import bitwuzla as bz
         except ImportError as e:
-            raise SolverError("solver bitwuzla is not available: pip install bitwuzla") from e
+            raise SolverUnavailableError("solver bitwuzla is not installed (pip install bitwuzla)") from e
         script = smtlib_script(assertions, ())
         start = time.perf_counter()
         try:
@@ -240,15 +283,25 @@ class CommandBackend:
 
 
 def make_backend(name: str) -> SmtBackend:
-    """The backend called ``name``: z3, cvc5, bitwuzla, or smtlib:CMD (any SMT-LIB2 binary)."""
+    """The backend called ``name``: z3, cvc5, bitwuzla, or smtlib:CMD (any SMT-LIB2 binary).
+
+    An unknown name is a :class:`VerifyInputError`; a known solver that is not installed
+    (or a command not on PATH) is a :class:`SolverUnavailableError`, before any work.
+    """
     if name in ("z3", "cvc5"):
-        return PysmtBackend(name)
+        if name not in available_pysmt_solvers():
+            raise SolverUnavailableError(f"solver {name} is not installed for pysmt here (pip install {name if name == 'cvc5' else 'z3-solver'})")
+        return Z3Backend() if name == "z3" else PysmtBackend(name)
     if name == "bitwuzla":
+        if importlib.util.find_spec("bitwuzla") is None:
+            raise SolverUnavailableError("solver bitwuzla is not installed (pip install bitwuzla)")
         return BitwuzlaBackend()
     if name.startswith("smtlib:"):
         command = tuple(shlex.split(name[len("smtlib:") :]))
         if not command:
             raise VerifyInputError("solver smtlib:CMD needs a command, e.g. smtlib:z3 or smtlib:'bitwuzla -m'")
+        if shutil.which(command[0]) is None:
+            raise SolverUnavailableError(f"cannot run solver {name!r}: {command[0]!r} is not an executable file or on PATH")
         return CommandBackend(command)
     raise VerifyInputError(f"unknown solver {name!r} (choose one of: {', '.join(SOLVER_NAMES)})")
 

@@ -301,7 +301,6 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
         at = f"layers[{li}]"
         if not layer.heads:
             raise _fail(f"{at}.heads", "a layer needs at least one head")
-        e_dims = set()
         for hi, head in enumerate(layer.heads):
             hat = f"{at}.heads[{hi}]"
             _check_shape(head.wq, (d, None), f"{hat}.wq")
@@ -311,7 +310,6 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
                 _check_range(getattr(head, name), ww, f"{hat}.{name}")
             for name in ("q_requant", "k_requant", "v_requant"):
                 _check_requant(getattr(head, name), f"{hat}.{name}")
-            e_dims.add(head.wv.shape[1])
         concat = sum(h.wv.shape[1] for h in layer.heads)
         _check_shape(layer.wo, (concat, d), f"{at}.wo")
         _check_range(layer.wo, ww, f"{at}.wo")

@@ -93,6 +93,15 @@ def _encoding_options(p: argparse.ArgumentParser) -> None:
 def _solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--solver", default="z3", help=SOLVER_HELP)
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds per solver call (default: none)")
+    p.add_argument(
+        "--presearch",
+        type=int,
+        default=1024,
+        metavar="W",
+        help="candidate words per length run through the interpreter before the solver: all of them "
+        "(or all canonical ones, see docs/verify.md) when there are at most W, which decides the "
+        "length, else W ordered and random ones that can find a witness (default: 1024; 0 = solver only)",
+    )
     _encoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -104,7 +113,7 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify trsat``."""
     from verify.completeness import length_bound
     from verify.errors import VerifyInputError
-    from verify.queries import trsat
+    from verify.queries import search_lengths, trsat
     from verify.spec import load_spec
 
     del settings
@@ -119,8 +128,8 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
         if args.exact_len:
             raise VerifyInputError("--all-lengths and --exact-len contradict each other")
         max_len = bound.bound
-    lengths = 1 if args.exact_len else max_len
-    with _progress(lengths) as progress:
+    lengths = search_lengths(spec, max_len=max_len, exact_len=args.exact_len, constraints=constraints)
+    with _progress(len(lengths)) as progress:
         result = trsat(
             spec,
             max_len=max_len,
@@ -130,11 +139,10 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
             options=_query_options(args),
             progress=progress,
         )
-    rows = [(c.length, c.verdict.value, round(c.encode_seconds, 3), round(c.solve_seconds, 3)) for c in result.checks]
     human = [f"{result.verdict.value.upper()}: {result.claim}"]
     if result.witness is not None:
         human.append(f"output: scores {list(result.witness.output.scores)}, label {result.witness.output.label} (replayed)")
-    human += ["", table(("length", "verdict", "encode s", "solve s"), rows), f"solver: {result.solver}"]
+    human += ["", _checks_table(result.checks), f"solver: {result.solver}"]
     emit(_jsonable(result), "\n".join(human), as_json=args.json)
     return 0
 
@@ -153,7 +161,7 @@ def run_robust(args: argparse.Namespace, settings: Settings) -> int:
     human = [f"{result.verdict.value.upper()}: {result.claim}", f"original output: scores {list(result.original.scores)}, label {result.original.label}"]
     if result.counterexample is not None:
         human.append(f"counterexample output: scores {list(result.counterexample.output.scores)} (replayed)")
-    human.append(f"solver: {result.solver}, {result.check.encode_seconds:.3f}s encode, {result.check.solve_seconds:.3f}s solve")
+    human += ["", _checks_table([result.check]), f"solver: {result.solver}"]
     emit(_jsonable(result), "\n".join(human), as_json=args.json)
     return 0
 
@@ -167,8 +175,7 @@ def run_equiv(args: argparse.Namespace, settings: Settings) -> int:
     first, second = load_spec(args.model), load_spec(args.other)
     with _progress(args.max_len) as progress:
         result = equiv(first, second, max_len=args.max_len, constraints=_constraints(args, first), options=_query_options(args), progress=progress)
-    rows = [(c.length, c.verdict.value, round(c.encode_seconds, 3), round(c.solve_seconds, 3)) for c in result.checks]
-    human = [f"{result.verdict.value.upper()}: {result.claim}", "", table(("length", "verdict", "encode s", "solve s"), rows), f"solver: {result.solver}"]
+    human = [f"{result.verdict.value.upper()}: {result.claim}", "", _checks_table(result.checks), f"solver: {result.solver}"]
     emit(_jsonable(result), "\n".join(human), as_json=args.json)
     return 0
 
@@ -194,6 +201,15 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
+
+def _checks_table(checks: Any) -> str:
+    """One row per length: how it was answered and where the time went."""
+    rows = [
+        (c.length, c.verdict.value, c.method.value, round(c.presearch_seconds, 3), round(c.encode_seconds, 3), round(c.solve_seconds, 3))
+        for c in checks
+    ]
+    return table(("length", "verdict", "by", "presearch s", "encode s", "solve s"), rows)
 
 
 def _word(text: str, spec: Any, option: str) -> tuple[str, ...]:
@@ -231,8 +247,10 @@ def _query_options(args: argparse.Namespace) -> Any:
 
     if args.timeout is not None and args.timeout <= 0:
         raise VerifyInputError(f"--timeout must be positive, got {args.timeout}")
-    make_backend(args.solver)  # an unknown solver is a usage error before any work
-    return QueryOptions(solver=args.solver, timeout=args.timeout, encoding=_encoding(args))
+    if args.presearch < 0:
+        raise VerifyInputError(f"--presearch must be >= 0, got {args.presearch}")
+    make_backend(args.solver)  # an unknown or missing solver is a usage error before any work
+    return QueryOptions(solver=args.solver, timeout=args.timeout, encoding=_encoding(args), presearch=args.presearch)
 
 
 class _progress:

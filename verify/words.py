@@ -1,0 +1,187 @@
+"""The words a query ranges over: constraints, per-position solver variables, symmetry breaking.
+
+A word of length n is n bit-vector variables ``w_i`` holding *codes* (indices into the
+model's word alphabet), each constrained to the symbols its position allows. The
+symmetry-breaking constraints keep, of every class of words with provably the same
+output(s), at least one word (:mod:`verify.completeness` gives the arguments).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pysmt.environment import Environment
+from pysmt.fnode import FNode
+from pysmt.typing import BVType
+
+from verify.completeness import padding_position, permutable_positions
+from verify.encoding import PositionInput
+from verify.errors import VerifyInputError, WitnessMismatchError
+from verify.spec import EncoderSpec, ReadoutPosition
+
+
+@dataclass(frozen=True, slots=True)
+class WordConstraints:
+    """Which words a query ranges over."""
+
+    alphabet: tuple[str, ...] | None = None  # allowed symbols (None: the whole word alphabet)
+    prefix: tuple[str, ...] = ()  # fixed first symbols
+    suffix: tuple[str, ...] = ()  # fixed last symbols
+
+
+
+class WordSpace:
+    """Symbols, their codes (index into ``alphabet``) and the per-position variables."""
+
+    def __init__(self, spec: EncoderSpec, constraints: WordConstraints) -> None:
+        word_alphabet = spec.word_alphabet
+        allowed = constraints.alphabet if constraints.alphabet is not None else word_alphabet
+        for s in (*allowed, *constraints.prefix, *constraints.suffix):
+            if s not in word_alphabet:
+                raise VerifyInputError(f"symbol {s!r} is not in the model's word alphabet {list(word_alphabet)}")
+        if not allowed:
+            raise VerifyInputError("the alphabet restriction leaves no symbol")
+        self.alphabet = word_alphabet  # codes index this tuple
+        self.allowed = tuple(dict.fromkeys(allowed))
+        self.constraints = constraints
+        self.code_width = max(1, (len(word_alphabet) - 1).bit_length())
+
+    def domains(self, n: int) -> list[tuple[str, ...]] | None:
+        """Allowed symbols per position for length ``n``; None if no word of length n qualifies."""
+        c = self.constraints
+        if len(c.prefix) > n or len(c.suffix) > n:
+            return None
+        doms = []
+        for i in range(n):
+            dom = set(self.allowed)
+            if i < len(c.prefix):
+                dom &= {c.prefix[i]}
+            if i >= n - len(c.suffix):
+                dom &= {c.suffix[i - (n - len(c.suffix))]}
+            if not dom:
+                return None
+            doms.append(tuple(s for s in self.allowed if s in dom))
+        return doms
+
+    def code_domains(self, domains: Sequence[tuple[str, ...]]) -> list[list[int]]:
+        return [[self.alphabet.index(s) for s in dom] for dom in domains]
+
+    def ids(self, spec: EncoderSpec, codes: np.ndarray) -> np.ndarray:
+        """Token ids of ``spec`` for words given as codes (B, n)."""
+        return np.asarray([spec.token_id(s) for s in self.alphabet], dtype=np.int64)[codes]
+
+    def symbols(self, codes: Sequence[int]) -> tuple[str, ...]:
+        return tuple(self.alphabet[c] for c in codes)
+
+    def variables(self, env: Environment, n: int) -> list[FNode]:
+        return [env.formula_manager.Symbol(f"w_{i}", BVType(self.code_width)) for i in range(n)]
+
+    def domain_assertions(self, env: Environment, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[FNode]:
+        m = env.formula_manager
+        return [
+            m.Or([m.Equals(v, m.BV(self.alphabet.index(s), self.code_width)) for s in dom])
+            for v, dom in zip(variables, domains, strict=True)
+        ]
+
+    def inputs(self, spec: EncoderSpec, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[PositionInput]:
+        """The encoder's input positions (the CLS symbol first when the readout uses one)."""
+        inputs = [
+            PositionInput(v, tuple((self.alphabet.index(s), spec.token_id(s)) for s in dom))
+            for v, dom in zip(variables, domains, strict=True)
+        ]
+        if spec.readout.position is ReadoutPosition.CLS:
+            inputs.insert(0, PositionInput(None, ((0, spec.token_id(spec.readout.cls_token or "")),)))
+        return inputs
+
+    def decode(self, model: dict[str, int], variables: Sequence[FNode]) -> tuple[str, ...]:
+        word = []
+        for v in variables:
+            code = model[v.symbol_name()]
+            if not 0 <= code < len(self.alphabet):
+                raise WitnessMismatchError(f"the solver chose code {code} for {v.symbol_name()}, outside the alphabet")
+            word.append(self.alphabet[code])
+        return tuple(word)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """A sound restriction of a query to canonical words: every word has a canonical one with
+    the same output(s) under every encoder of the query.
+
+    * ``sorted``: the symbols at ``positions`` (:func:`~verify.completeness.permutable_positions`)
+      are in code order.
+    * ``first_occurrence``: after the first repeated symbol, every symbol is the one at
+      ``pad`` (:func:`~verify.completeness.padding_position`).
+    """
+
+    kind: str  # "sorted" | "first_occurrence"
+    positions: tuple[int, ...] = ()  # sorted: the permutable positions
+    pad: int = 0  # first_occurrence: the position whose symbol pads (0 or -1)
+
+
+def reduction(specs: Sequence[EncoderSpec], domains: Sequence[tuple[str, ...]]) -> Reduction | None:
+    """The reduction that applies to a query over words with these per-position ``domains``, if any.
+
+    Both kinds need every affected position to allow the same symbols (no prefix or suffix
+    that fixes one of them), and all encoders of the query to agree on the reduction.
+    """
+    n = len(domains)
+    ranges = [permutable_positions(s, n) for s in specs]
+    if all(r is not None for r in ranges) and len(set(ranges)) == 1:
+        positions = tuple(ranges[0])  # type: ignore[arg-type]
+        if len({domains[i] for i in positions}) <= 1:
+            return Reduction("sorted", positions=positions)
+    pads = {padding_position(s) for s in specs}
+    if len(pads) != 1 or None in pads or len(set(domains)) != 1:
+        return None
+    return Reduction("first_occurrence", pad=pads.pop())  # type: ignore[arg-type]
+
+
+def symmetry_breaking(env: Environment, found: Reduction | None, variables: Sequence[FNode]) -> list[FNode]:
+    """The reduction as constraints on the word variables (none without one)."""
+    if found is None:
+        return []
+    m = env.formula_manager
+    if found.kind == "sorted":
+        positions = found.positions
+        return [m.BVULE(variables[i], variables[j]) for i, j in zip(positions, positions[1:], strict=False)]
+    pad = variables[found.pad]
+    constraints = []
+    for i in range(1, len(variables)):
+        repeated = m.Or([m.Equals(variables[i], variables[j]) for j in range(i)])
+        constraints.append(m.Implies(repeated, m.And([m.Equals(v, pad) for v in variables[i:]])))
+    return constraints
+
+
+def canonical_words(found: Reduction, domains: Sequence[Sequence[int]]) -> Iterator[tuple[int, ...]]:
+    """Every word (as codes; position ``i`` from ``domains[i]``) that satisfies the reduction.
+
+    The pre-pass runs them all when there are few: by the reduction's argument that decides
+    the length exactly, like the solver under :func:`symmetry_breaking`.
+    """
+    n = len(domains)
+    if found.kind == "sorted":
+        positions = set(found.positions)
+        shared = sorted(domains[found.positions[0]]) if found.positions else []
+        others = [i for i in range(n) if i not in positions]
+        for multiset in itertools.combinations_with_replacement(shared, len(found.positions)):
+            for rest in itertools.product(*(domains[i] for i in others)):
+                word = [0] * n
+                for i, c in zip(found.positions, multiset, strict=True):
+                    word[i] = c
+                for i, c in zip(others, rest, strict=True):
+                    word[i] = c
+                yield tuple(word)
+        return
+    symbols = domains[0]
+    for k in range(1, min(n, len(symbols)) + 1):
+        for distinct in itertools.permutations(symbols, k):
+            if k == n:
+                yield distinct
+                continue
+            # the padding symbol: the first one, or (pad = -1) the last one, any of distinct
+            for filler in (distinct[:1] if found.pad == 0 else distinct):
+                yield distinct + (filler,) * (n - k)
