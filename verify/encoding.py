@@ -246,7 +246,7 @@ class _Encoder:
                     continue
                 (ls, lv), (rs, rv) = items[i], items[i + 1]
                 right = b.gt(rs, ls)
-                nxt.append((b.ite(right, rs, ls), [b.ite(right, r, l) for l, r in zip(lv, rv)]))
+                nxt.append((b.ite(right, rs, ls), [b.ite(right, r, le) for le, r in zip(lv, rv, strict=True)]))
             items = nxt
         return items[0]
 
