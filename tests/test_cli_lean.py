@@ -11,16 +11,7 @@ from fakes import fake_lean
 
 from agent import cli
 
-SOURCE = """\
-namespace Demo
-
-theorem imp_self' (p : Prop) : p → p := by
-  sorry
-
-theorem two : 1 + 1 = 2 := sorry
-
-end Demo
-"""
+SOURCE = fake_lean.DEMO_SOURCE
 
 SCRIPT = {
     "theorems": {
@@ -41,11 +32,7 @@ BAD = "by\n  intro h\n  exact x"
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch) -> Path:
-    fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "Demo.lean").write_text(SOURCE, encoding="utf-8")
-    return root
+    return fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
 
 
 def _check(repo: Path, *extra: str, proof: str = GOOD, name: str = "Demo.imp_self'") -> list[str]:

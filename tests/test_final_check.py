@@ -10,16 +10,7 @@ from fakes import fake_lean
 from lean_env.final_check import Verdict, check_proof
 from lean_env.lean_runner import LeanRunner
 
-SOURCE = """\
-namespace Demo
-
-theorem imp_self' (p : Prop) : p → p := by
-  sorry
-
-theorem two : 1 + 1 = 2 := sorry
-
-end Demo
-"""
+SOURCE = fake_lean.DEMO_SOURCE
 
 SCRIPT = {
     "theorems": {
@@ -40,11 +31,7 @@ SCRIPT = {
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch) -> Path:
-    fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "Demo.lean").write_text(SOURCE, encoding="utf-8")
-    return root
+    return fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
 
 
 def _check(repo: Path, name: str, proof: str, timeout: float = 20.0):

@@ -259,6 +259,30 @@ def activate(monkeypatch, bin_dir: Path, script: dict) -> Path:
     return script_file
 
 
+# One tactic-mode and one term-mode `sorry`: the file of the repository that the final-check
+# and CLI tests run this fake against (see :func:`demo_repo`).
+DEMO_SOURCE = """\
+namespace Demo
+
+theorem imp_self' (p : Prop) : p → p := by
+  sorry
+
+theorem two : 1 + 1 = 2 := sorry
+
+end Demo
+"""
+
+
+def demo_repo(tmp_path: Path, monkeypatch, script: dict) -> Path:
+    """A repository ``tmp_path/repo`` holding ``Demo.lean`` (:data:`DEMO_SOURCE`), with this
+    fake answering as ``lean`` from ``script``."""
+    activate(monkeypatch, tmp_path / "bin", script)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "Demo.lean").write_text(DEMO_SOURCE, encoding="utf-8")
+    return root
+
+
 def theorem_record(text: str, full_name: str, path: str):
     """The :class:`lean_env.records.Theorem` of ``full_name`` in ``text``, as this fake sees it.
 
