@@ -7,7 +7,7 @@ output label L?" on a random encoder, seeded; seconds are the whole answer: the 
 pre-pass over candidate words, encoding and solving, over every length the query solved):
 
 * ``length``   one layer, d = 4, vocab 2, every attention kind (and unique hardmax with a
-  periodic positional encoding, outside the complete class), n = 4..64, by the default
+  periodic positional encoding, whose exact lengths do not reduce), n = 4..64, by the default
   query and with the pre-pass off (``smt s``);
 * ``enum``     the same question against enumeration through the batched (numpy)
   interpreter at vocab^n >= 10^6, by the default query (``by``: how it was answered) and
@@ -15,8 +15,9 @@ pre-pass over candidate words, encoding and solving, over every length the query
   words, then 4x larger up to 32768) and stops at its first witness (SAT) or visits every
   word (UNSAT); one pass per encoder times every label. Verdicts must agree. ``~``: time
   extrapolated (--quick only). The unique-hardmax encoders without positions are the
-  complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` and average
-  rows are outside it;
+  complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` rows have an
+  all-lengths bound too, but a shorter witness need not pad to an exact length, so these
+  exact-length questions are solved as asked; the average rows are outside both;
 * ``shape``    layers, heads and activation width at a fixed length (unique hardmax with
   periodic positions);
 * ``solver``   z3, cvc5, bitwuzla (those installed) on the length-64 UNSAT questions outside
@@ -47,8 +48,8 @@ from verify.queries import QueryOptions, trsat  # noqa: E402
 from verify.spec import Accept, Attention, EncoderSpec, PositionalKind  # noqa: E402
 from verify.synth import SynthConfig, random_spec  # noqa: E402
 
-# Unique hardmax with a periodic positional encoding: outside the complete class, so no
-# reduction to short lengths; the solver does the work.
+# Unique hardmax with a periodic positional encoding: exact lengths do not reduce to short
+# ones (verify.completeness), so the solver does the work.
 PERIODIC: dict[str, object] = {"attention": Attention.UNIQUE_HARDMAX, "positional": PositionalKind.PERIODIC, "positional_rows": 3}
 
 

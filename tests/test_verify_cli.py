@@ -13,7 +13,7 @@ import pytest
 
 import verify.interpreter as ref
 from agent import cli
-from verify.spec import Attention, PositionalKind, load_spec, save_spec
+from verify.spec import Attention, load_spec, save_spec
 from verify.synth import SynthConfig, random_spec
 
 
@@ -91,7 +91,7 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
         pytest.param(["trsat", "{model}", "--max-len", "2", "--alphabet", "xyz"], "not in the model's alphabet", id="bad-symbol"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "-1"], "--timeout", id="bad-timeout"),
         pytest.param(["trsat", "{model}", "--max-len", "0"], "at least 1", id="zero-length"),
-        pytest.param(["trsat", "{periodic}", "--all-lengths"], "positional encoding", id="all-lengths-outside-class"),
+        pytest.param(["trsat", "{averaging}", "--all-lengths"], "average_hardmax attention", id="all-lengths-outside-class"),
         pytest.param(["robust", "{model}", "--word", "abq", "--distance", "1"], "not in the model's alphabet", id="bad-word"),
         pytest.param(["trsat", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="missing-model"),
         pytest.param(["trsat", "{tmp}/bad.json", "--max-len", "2"], "field width", id="malformed-json-field"),
@@ -108,8 +108,8 @@ def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, 
     data = json.loads(model.read_text())
     data["width"] = 99
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    save_spec(random_spec(np.random.default_rng(0), SynthConfig(positional=PositionalKind.PERIODIC)), tmp_path / "periodic.json")
-    paths = {"model": str(model), "bad": str(tmp_path / "bad.json"), "periodic": str(tmp_path / "periodic.json"), "tmp": str(tmp_path)}
+    save_spec(random_spec(np.random.default_rng(0), SynthConfig(attention=Attention.AVERAGE_HARDMAX)), tmp_path / "averaging.json")
+    paths = {"model": str(model), "bad": str(tmp_path / "bad.json"), "averaging": str(tmp_path / "averaging.json"), "tmp": str(tmp_path)}
     code, out, err = _run(capsys, *[a.format(**paths) for a in argv])
     assert code == cli.EXIT_USAGE
     assert message in err and "Traceback" not in err

@@ -10,6 +10,7 @@ import pytest
 import verify.interpreter as ref
 from verify.completeness import (
     first_occurrence_word,
+    joint_bound,
     length_bound,
     padding_position,
     permutable_positions,
@@ -23,6 +24,7 @@ from verify.queries import (
     equiv,
     export_smt,
     robust,
+    search_lengths,
     trsat,
 )
 from verify.spec import (
@@ -216,6 +218,110 @@ def test_all_length_claim_agrees_with_longer_enumeration(readout: ReadoutPositio
             assert result.claim.startswith("no word of any length")
 
 
+def _periodic_spec(seed: int, readout: ReadoutPosition, period: int = 2) -> EncoderSpec:
+    rng = np.random.default_rng([23, seed])
+    config = SynthConfig(
+        layers=2,
+        heads=2,
+        ffn_dim=2,
+        vocab_size=2,
+        readout=readout,
+        accept=Accept.ARGMAX,
+        classes=3,
+        positional=PositionalKind.PERIODIC,
+        positional_rows=period,
+        rounding=list(Rounding)[seed % 3],
+        overflow=list(Overflow)[seed % 2],
+    )
+    return random_spec(rng, config)
+
+
+def _cut_repeated_blocks(word: tuple[str, ...], *, period: int, keep_last: bool, offset: int) -> tuple[str, ...]:
+    """The shortening of verify.completeness, written out independently: drop blocks of
+    ``period`` positions that are not first occurrences of their (symbol, position mod p)
+    class (never the last position when it is read out), and a trailing run of repeats
+    when it is not."""
+    w = list(word)
+    while True:
+        seen: set[tuple[str, int]] = set()
+        repeat = []
+        for i, s in enumerate(w):
+            c = (s, (i + offset) % period)
+            repeat.append(c in seen)
+            seen.add(c)
+        if not keep_last and w and repeat[-1]:
+            w.pop()
+            continue
+        limit = len(w) - period - (1 if keep_last else 0)
+        j = next((j for j in range(limit + 1) if all(repeat[j : j + period])), None)
+        if j is None:
+            return tuple(w)
+        del w[j : j + period]
+
+
+@pytest.mark.parametrize("readout", list(ReadoutPosition), ids=lambda r: r.value)
+@pytest.mark.parametrize("period", [2, 3])
+def test_cutting_repeated_periodic_blocks_keeps_the_output(readout: ReadoutPosition, period: int) -> None:
+    """The periodic argument, checked on every word up to length 8 (two layers, two heads)."""
+    spec = _periodic_spec(period, readout, period)
+    bound = length_bound(spec, alphabet_size=2).bound
+    keep_last = readout is ReadoutPosition.LAST
+    assert bound == 2 * period * period + (1 if keep_last else 1 - period)
+    offset = 1 if readout is ReadoutPosition.CLS else 0
+    longest_cut = 0
+    for n in range(1, 9):
+        words = _words(spec.word_alphabet, n)
+        cut = [_cut_repeated_blocks(w, period=period, keep_last=keep_last, offset=offset) for w in words]
+        assert all(len(c) <= bound for c in cut)
+        longest_cut = max(longest_cut, max(n - len(c) for c in cut))
+        for w, c in zip(words, cut, strict=True):
+            assert ref.run(spec, w).scores == ref.run(spec, c).scores, (w, c)
+    assert longest_cut >= period, "some words were really shortened"
+
+
+@pytest.mark.parametrize(
+    "readout, seed",
+    [
+        pytest.param(ReadoutPosition.FIRST, 0, id="first"),
+        pytest.param(ReadoutPosition.LAST, 0, id="last"),
+        pytest.param(ReadoutPosition.CLS, 1, id="cls"),
+    ],
+)
+def test_periodic_all_length_claim_agrees_with_longer_enumeration(readout: ReadoutPosition, seed: int) -> None:
+    spec = _periodic_spec(seed, readout)
+    bound = length_bound(spec, alphabet_size=2)
+    assert bound.bound == (9 if readout is ReadoutPosition.LAST else 7) and not bound.pads
+    reachable = set()
+    for n in range(1, bound.bound + 3):
+        reachable |= set(_labels(spec, _words(spec.word_alphabet, n)))
+    assert 0 < len(reachable) < 3, "these seeds have both reachable and unreachable labels"
+    for label in range(3):
+        result = trsat(spec, max_len=bound.bound + 2, label=label)
+        if label in reachable:
+            assert result.verdict is Verdict.SAT
+        else:
+            assert result.verdict is Verdict.UNSAT and result.all_lengths
+            assert result.claim.startswith("no word of any length")
+            assert [c.length for c in result.checks] == list(range(1, bound.bound + 1))
+
+
+def test_periodic_exact_length_beyond_the_bound_is_solved_as_asked() -> None:
+    """Shorter witnesses need not pad to a longer length when positions are periodic."""
+    spec = _periodic_spec(0, ReadoutPosition.FIRST)
+    bound = length_bound(spec, alphabet_size=2).bound
+    assert search_lengths(spec, max_len=bound + 3, exact_len=True) == range(bound + 3, bound + 4)
+    assert search_lengths(spec, max_len=bound + 3) == range(1, bound + 1)
+
+
+def test_joint_bound_uses_the_common_period() -> None:
+    two = _periodic_spec(0, ReadoutPosition.FIRST, 2)
+    three = _periodic_spec(0, ReadoutPosition.LAST, 3)
+    joint = joint_bound([two, three], alphabet_size=2)
+    assert joint.bound == 2 * 6 * 6 + 1 and "period 6" in joint.reason
+    no_positions = _class_spec(0, ReadoutPosition.FIRST)
+    assert joint_bound([no_positions, two], alphabet_size=2).bound == length_bound(two, alphabet_size=2).bound
+
+
 def test_average_hardmax_breaks_the_first_occurrence_argument() -> None:
     """Counts matter for average hardmax: some word's output differs from its reduced word's."""
     broken = False
@@ -237,7 +343,7 @@ def test_average_hardmax_breaks_the_first_occurrence_argument() -> None:
         pytest.param(SynthConfig(attention=Attention.AVERAGE_HARDMAX), False, "average_hardmax", id="average"),
         pytest.param(SynthConfig(attention=Attention.SOFTMAX_TABLE), False, "softmax_table", id="softmax"),
         pytest.param(SynthConfig(mask=Mask.CAUSAL), False, "causal mask", id="mask"),
-        pytest.param(SynthConfig(positional=PositionalKind.PERIODIC), False, "positional", id="positional"),
+        pytest.param(SynthConfig(positional=PositionalKind.TABLE), False, "positional", id="table-positions"),
         pytest.param(SynthConfig(), True, "prefix or suffix", id="affixes"),
     ],
 )

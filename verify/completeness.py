@@ -3,43 +3,64 @@
 The class
 ---------
 Every head of every layer uses ``unique_hardmax`` (leftmost tie-breaking), there is no
-positional encoding, no mask, and the query fixes no prefix or suffix (an alphabet
-restriction is fine). Residual connections, feed-forward layers, any widths, rounding and
-overflow modes are allowed.
+mask, the positional encoding is none or periodic (period ``p``; none is ``p = 1``), and
+the query fixes no prefix or suffix (an alphabet restriction is fine). Residual
+connections, feed-forward layers, any widths, rounding and overflow modes are allowed.
 
 The argument
 ------------
-Write ``sigma(w)`` for the sequence of distinct symbols of ``w`` in the order of their first
-occurrence. Claim: for every layer ``l`` there is a function ``F_l`` with ``x^l_i =
-F_l(w_i, sigma(w))`` for every position ``i`` (with a CLS symbol, ``w`` includes it).
+Call ``c_i = (w_i, i mod p)`` the *class* of position ``i`` (positions count over the whole
+sequence, a CLS symbol included), and write ``F(w)`` for the sequence of distinct classes
+of ``w`` in the order of their first occurrence. Claim: for every layer ``l`` there is a
+function ``G_l`` with ``x^l_i = G_l(c_i, F(w))`` for every position ``i``.
 
-* ``l = 0``: ``x^0_i = emb[w_i]`` (no positional term).
-* ``l -> l + 1``: by induction, the score ``s_ij = q(x^l_i) . k(x^l_j)`` is ``S(w_i, w_j,
-  sigma)``, so which positions ``j`` reach the maximum depends only on their symbol:
-  they are the positions holding a symbol of ``A = argmax_a S(w_i, a, sigma)``, ``a``
-  ranging over ``sigma`` (no mask: every position is visible). The leftmost of them is
-  the first occurrence of the symbol of ``A`` that comes first in ``sigma``; call it
-  ``a*``, a function of ``(w_i, sigma)``. The head outputs ``v(x^l_j*) = v(F_l(a*, sigma))``.
-  Output projection, residual, feed-forward and every rounding and overflow act per
-  position, so ``x^{l+1}_i`` is again a function of ``(w_i, sigma)``.
+* ``l = 0``: ``x^0_i = ovf(emb[w_i] + pos[i mod p])`` (or ``emb[w_i]``), a function of ``c_i``.
+* ``l -> l + 1``: by induction, the score ``s_ij = q(x^l_i) . k(x^l_j)`` is ``S(c_i, c_j,
+  F)``, so which positions ``j`` reach the maximum depends only on their class: they are
+  the positions of a class in ``A = argmax_c S(c_i, c, F)``, ``c`` ranging over ``F`` (no
+  mask: every position is visible). The leftmost of them is the first occurrence of the
+  class of ``A`` that comes first in ``F``; call it ``c*``, a function of ``(c_i, F)``. The
+  head outputs ``v(G_l(c*, F))``. Output projection, residual, feed-forward and every
+  rounding and overflow act per position, so ``x^{l+1}_i`` is again a function of
+  ``(c_i, F)``.
 
-The readout reads position 0 (``first``: ``w_1 = sigma_1``; ``cls``: the CLS symbol) or the
-last position (``w_n``). So the output is a function of ``sigma(w)``, plus ``w_n`` for
-``last``. Now ``w' = sigma(w)`` (``first``/``cls``) or ``w' = sigma(w) w_n`` (``last``) has
-``sigma(w') = sigma(w)``, the same first and last symbol, hence the same output, and
-length at most ``|alphabet|`` (``+1`` for ``last``). So if some word of any length makes
-the encoder output a label, one of length <= that bound does: checking lengths
-``1..bound`` decides trSAT for all lengths. The same holds for a pair of encoders (equiv),
-with the larger bound.
+The readout reads position 0 (``first``: its class is ``F_1``; ``cls``: the CLS class) or
+the last position. So the output is a function of ``F(w)``, plus the class of the last
+position for ``last``.
+
+Shortening. Take positions ``j`` and ``j + p`` such that ``j .. j+p-1`` are all word
+positions that are *not* first occurrences of their class and, for ``last``, ``j + p``
+is still a position. Cutting ``j .. j+p-1`` shifts every later position by ``p``, so every
+remaining position keeps its class and their order; ``F`` is unchanged (only repeats were
+cut) and so is the class of the last position: the output is unchanged. Repeating the cut,
+every run of non-first positions between two first occurrences shrinks below ``p``, and
+the run after the last first occurrence below ``p`` (``first``/``cls``: it can simply be
+dropped, which changes nothing before it) or to at most ``p`` (``last``). With ``K =
+|alphabet| * p`` word classes, at most ``K`` first occurrences and ``K - 1`` runs between
+them, a word of any length has a word with the same output of length at most::
+
+    B = K*p - p + 1   (first, cls)        B = K*p + 1   (last)
+
+(``p = 1``: ``|alphabet|`` and ``|alphabet| + 1``, the first-occurrence word itself). So if
+some word of any length makes the encoder output a label, one of length <= ``B`` does:
+checking lengths ``1..B`` decides trSAT for all lengths. For a pair of encoders (equiv)
+the same holds with ``p`` the least common multiple of their periods, since both outputs
+are functions of the classes modulo it.
+
+With ``p = 1`` a short witness also *pads* to every longer length (repeat its first or last
+symbol: ``F`` and the readout are unchanged), so an exact length beyond ``B`` is answered
+from ``1..B``. With ``p > 1`` padding may need classes the word lacks, so exact lengths
+beyond ``B`` are solved as asked.
 
 Where it fails: average hardmax and table softmax output means weighted by how *often*
-each symbol occurs; a causal mask makes position ``i`` see only ``sigma`` of its prefix; a
-positional encoding makes ``x^0_i`` depend on ``i``. For those no bound is claimed and
-answers say "unknown beyond n".
+each symbol occurs; a causal mask makes position ``i`` see only the classes of its prefix;
+a table positional encoding makes ``x^0_i`` depend on the absolute position. For those no
+bound is claimed and answers say "unknown beyond n".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,34 +73,47 @@ class LengthBound:
 
     bound: int | None  # None: no bound is known for this encoder/query
     reason: str  # one sentence: the class membership, or what breaks the argument
+    # Every shorter witness pads to any longer length (period 1), so an exact length beyond
+    # the bound is answered from 1..bound.
+    pads: bool = False
 
 
 def length_bound(spec: EncoderSpec, *, alphabet_size: int, fixes_affixes: bool = False) -> LengthBound:
     """The length bound of :mod:`verify.completeness` for ``spec``, or why there is none."""
-    for li, layer in enumerate(spec.layers):
-        if layer.attention is not Attention.UNIQUE_HARDMAX:
-            return LengthBound(None, f"layer {li} uses {layer.attention.value} attention, whose output depends on how often symbols occur")
-        if layer.mask is not Mask.NONE:
-            return LengthBound(None, f"layer {li} has a {layer.mask.value} mask, so a position sees only its prefix")
-    if spec.positional.kind is not PositionalKind.NONE:
-        return LengthBound(None, f"the {spec.positional.kind.value} positional encoding makes vectors depend on positions")
+    return joint_bound([spec], alphabet_size=alphabet_size, fixes_affixes=fixes_affixes)
+
+
+def joint_bound(specs: Sequence[EncoderSpec], *, alphabet_size: int, fixes_affixes: bool = False) -> LengthBound:
+    """The bound for a question about encoders all run on the same word (e.g. equiv)."""
+    for spec in specs:
+        for li, layer in enumerate(spec.layers):
+            if layer.attention is not Attention.UNIQUE_HARDMAX:
+                return LengthBound(None, f"layer {li} uses {layer.attention.value} attention, whose output depends on how often symbols occur")
+            if layer.mask is not Mask.NONE:
+                return LengthBound(None, f"layer {li} has a {layer.mask.value} mask, so a position sees only its prefix")
+        if spec.positional.kind is PositionalKind.TABLE:
+            return LengthBound(None, "the table positional encoding makes vectors depend on absolute positions")
     if fixes_affixes:
         return LengthBound(None, "a fixed prefix or suffix is outside the first-occurrence argument")
-    last = spec.readout.position is ReadoutPosition.LAST
-    bound = alphabet_size + (1 if last else 0)
-    return LengthBound(
-        bound,
-        "unique-hardmax heads, no positional encoding, no mask: the output depends only on the order of "
-        f"first occurrences{' and the last symbol' if last else ''}, so lengths 1..{bound} decide all lengths",
-    )
+    period = math.lcm(*(_period(spec) for spec in specs))
+    last = any(spec.readout.position is ReadoutPosition.LAST for spec in specs)
+    classes = alphabet_size * period
+    bound = classes * period + 1 if last else classes * period - period + 1
+    if period == 1:
+        why = f"no positional encoding, no mask: the output depends only on the order of first occurrences{' and the last symbol' if last else ''}"
+    else:
+        why = (
+            f"periodic positions (period {period}), no mask: the output depends only on the order in which "
+            f"(symbol, position mod {period}) pairs first occur{' and the last pair' if last else ''}, and repeated blocks of {period} positions can be cut"
+        )
+    return LengthBound(bound, f"unique-hardmax heads, {why}, so lengths 1..{bound} decide all lengths", pads=period == 1)
 
 
-def joint_bound(bounds: Sequence[LengthBound]) -> LengthBound:
-    """The bound for a question about several encoders on the same word (e.g. equiv)."""
-    for b in bounds:
-        if b.bound is None:
-            return b
-    return LengthBound(max(b.bound for b in bounds if b.bound is not None), bounds[0].reason)
+def _period(spec: EncoderSpec) -> int:
+    if spec.positional.kind is PositionalKind.PERIODIC:
+        assert spec.positional.table is not None
+        return int(spec.positional.table.shape[0])
+    return 1
 
 
 def first_occurrence_word(word: Sequence[str], *, keep_last: bool) -> tuple[str, ...]:
@@ -118,7 +152,8 @@ def permutable_positions(spec: EncoderSpec, length: int) -> range | None:
 
 
 def padding_position(spec: EncoderSpec) -> int | None:
-    """For the class above: which symbol canonical words repeat (0: the first, -1: the last).
+    """For the class above without positions: which symbol canonical words repeat (0: the
+    first, -1: the last).
 
     By the argument above the output depends only on ``sigma(w)`` (and ``w_n`` when the
     readout is ``last``). So every word of length n has a *canonical* partner of the same
@@ -127,6 +162,6 @@ def padding_position(spec: EncoderSpec) -> int | None:
     symmetry-breaking constraint: once a symbol repeats, every later symbol is the padding
     symbol. None outside the class.
     """
-    if length_bound(spec, alphabet_size=1).bound is None:
+    if not length_bound(spec, alphabet_size=1).pads:
         return None
     return -1 if spec.readout.position is ReadoutPosition.LAST else 0

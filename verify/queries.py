@@ -239,10 +239,13 @@ def _within_bound(lengths: range, bound: LengthBound) -> range:
     """The lengths to solve: ``lengths``, or 1..bound when the completeness bound covers them.
 
     With a bound (:mod:`verify.completeness`), every word has a word of length <= the bound
-    with the same output, and every word of length m <= n pads to length n keeping its
-    output; so lengths beyond the bound, and an exact length beyond it, need only 1..bound.
+    with the same output; so lengths beyond the bound need only 1..bound. An exact length
+    beyond it does too when shorter words pad to it keeping their output (``bound.pads``);
+    otherwise it is solved as asked.
     """
     if bound.bound is None or lengths[-1] <= bound.bound:
+        return lengths
+    if lengths[0] > 1 and not bound.pads:
         return lengths
     return range(1, bound.bound + 1)
 
@@ -281,7 +284,7 @@ def trsat(
     The target is acceptance, or output label ``label`` when given. Stops at the first SAT
     length; an UNKNOWN length makes the overall answer UNKNOWN unless a later length is SAT.
     For the complete class (:mod:`verify.completeness`) only lengths up to its bound are
-    solved; a witness for an exact length beyond it is a shorter one padded by
+    solved; a witness for an exact length beyond it is (without positions) a shorter one padded by
     :func:`~verify.completeness.padding_position`, and replayed at the asked length.
     """
     backend = make_backend(options.solver)
@@ -310,7 +313,7 @@ def trsat(
         if word is not None:
             if exact_len and len(word) < max_len:
                 pad = padding_position(spec)
-                assert pad is not None, "only the complete class shortens an exact length"
+                assert pad is not None, "only the class without positions shortens an exact length"
                 word = word + (word[pad],) * (max_len - len(word))
             witness = _replay_target(spec, word, target, words, len(word))
         checks.append(check)
@@ -455,7 +458,8 @@ def equiv(
     lengths = _lengths(max_len, False)
     _check_length(first, max_len)
     _check_length(second, max_len)
-    bound = joint_bound([_bound_for(s, words) for s in (first, second)])
+    c = words.constraints
+    bound = joint_bound([first, second], alphabet_size=len(words.allowed), fixes_affixes=bool(c.prefix or c.suffix))
 
     def hit(codes: np.ndarray) -> np.ndarray:
         return ref.run_batch(first, words.ids(first, codes)).labels != ref.run_batch(second, words.ids(second, codes)).labels
