@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -159,9 +160,12 @@ def test_length_beyond_the_positional_table_is_an_input_error() -> None:
 # --- the complete class -----------------------------------------------------------------------------
 
 
-def _class_spec(seed: int, readout: ReadoutPosition, layers: int = 2) -> EncoderSpec:
-    rng = np.random.default_rng([21, seed])
-    config = SynthConfig(
+def _class_spec(
+    seed: int, readout: ReadoutPosition, layers: int = 2, *, stream: int = 21, **config: object
+) -> EncoderSpec:
+    """A random all-unique-hardmax encoder (the all-lengths class), argmax over 3 labels."""
+    rng = np.random.default_rng([stream, seed])
+    settings = SynthConfig(
         layers=layers,
         heads=2,
         ffn_dim=2,
@@ -171,7 +175,7 @@ def _class_spec(seed: int, readout: ReadoutPosition, layers: int = 2) -> Encoder
         rounding=list(Rounding)[seed % 3],
         overflow=list(Overflow)[seed % 2],
     )
-    return random_spec(rng, config)
+    return random_spec(rng, dataclasses.replace(settings, **config))
 
 
 @pytest.mark.parametrize("readout", list(ReadoutPosition), ids=lambda r: r.value)
@@ -219,21 +223,10 @@ def test_all_length_claim_agrees_with_longer_enumeration(readout: ReadoutPositio
 
 
 def _periodic_spec(seed: int, readout: ReadoutPosition, period: int = 2) -> EncoderSpec:
-    rng = np.random.default_rng([23, seed])
-    config = SynthConfig(
-        layers=2,
-        heads=2,
-        ffn_dim=2,
-        vocab_size=2,
-        readout=readout,
-        accept=Accept.ARGMAX,
-        classes=3,
-        positional=PositionalKind.PERIODIC,
-        positional_rows=period,
-        rounding=list(Rounding)[seed % 3],
-        overflow=list(Overflow)[seed % 2],
+    """The same, over two symbols, with a periodic positional encoding."""
+    return _class_spec(
+        seed, readout, stream=23, vocab_size=2, positional=PositionalKind.PERIODIC, positional_rows=period
     )
-    return random_spec(rng, config)
 
 
 def _cut_repeated_blocks(word: tuple[str, ...], *, period: int, keep_last: bool, offset: int) -> tuple[str, ...]:
