@@ -196,10 +196,6 @@ class Theorem:
     proof_start: Position | None = None
 
     @property
-    def is_tactic_proof(self) -> bool:
-        return bool(self.tactics)
-
-    @property
     def num_steps(self) -> int:
         """S in the curriculum's difficulty e^S: the number of tactic steps recorded (see
         :class:`TracedTactic` for how each backend counts them).
