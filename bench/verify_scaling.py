@@ -15,9 +15,11 @@ pre-pass over candidate words, encoding and solving, over every length the query
   words, then 4x larger up to 32768) and stops at its first witness (SAT) or visits every
   word (UNSAT); one pass per encoder times every label. Verdicts must agree. ``~``: time
   extrapolated (--quick only). The unique-hardmax encoders without positions are the
-  complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` rows have an
-  all-lengths bound too, but a shorter witness need not pad to an exact length, so these
-  exact-length questions are solved as asked; the average rows are outside both;
+  complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` rows are answered
+  at the asked length by signature words (verify.signatures); the average rows by sorted
+  words;
+* ``long``     unique hardmax with periodic positions, vocab 4, exact lengths 20..64 (4^64
+  words), by signature words and by the solver alone;
 * ``shape``    layers, heads and activation width at a fixed length (unique hardmax with
   periodic positions);
 * ``solver``   z3, cvc5, bitwuzla (those installed) on the length-64 UNSAT questions outside
@@ -148,6 +150,18 @@ def enum_rows(cases: list[tuple[str, int, int, dict[str, object]]], options: Que
     return rows
 
 
+def long_rows(lengths: list[int], options: QueryOptions) -> list[Row]:
+    rows = []
+    spec = _spec(1, vocab_size=4, accept=Accept.ARGMAX, classes=4, **PERIODIC)  # the enum section's encoder
+    for n in lengths:
+        row = _solve("long", "unique_hardmax periodic V4", spec, n, 0, options)
+        smt = _solve("long", "unique_hardmax periodic V4", spec, n, 0, QueryOptions(timeout=options.timeout, presearch=0))
+        # a solver timeout shows in the config: its seconds are then only a lower bound
+        rows.append(replace(row, config=f"{row.config} (smt: {smt.verdict})", smt_s=smt.seconds))
+        print(rows[-1], file=sys.stderr)
+    return rows
+
+
 def shape_rows(n: int, options: QueryOptions) -> list[Row]:
     rows = []
     for layers, heads, width in [(1, 1, 8), (2, 1, 8), (3, 1, 8), (1, 2, 8), (1, 4, 8), (1, 1, 4), (1, 1, 12), (1, 1, 16)]:
@@ -208,6 +222,7 @@ def main() -> int:
         cases += [("unique_hardmax", 4, 10, {"attention": unique}), ("unique_hardmax periodic", 4, 10, periodic),
                   ("average_hardmax", 4, 10, {"attention": average}), ("softmax_table", 4, 10, {"attention": softmax})]
         rows += enum_rows(cases, options, budget=None)
+        rows += long_rows([20, 40, 64], options)
         rows += shape_rows(16, options)
         rows += solver_rows(64, timeout)
         rows += ablation_rows(12, timeout)

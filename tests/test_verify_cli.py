@@ -97,6 +97,7 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
         pytest.param(["trsat", "{tmp}/bad.json", "--max-len", "2"], "field width", id="malformed-json-field"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--solver", "smtlib:/no/such/solver"], "not an executable", id="missing-binary"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--presearch", "-1"], "--presearch", id="bad-presearch"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--canonical", "-3"], "--canonical", id="bad-canonical"),
         pytest.param(["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"], "unknown solver", id="robust-unknown-solver"),
         pytest.param(["equiv", "{model}", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="equiv-missing-model"),
         pytest.param(["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len must be at least 1", id="equiv-zero-length"),

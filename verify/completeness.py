@@ -83,16 +83,32 @@ def length_bound(spec: EncoderSpec, *, alphabet_size: int, fixes_affixes: bool =
     return joint_bound([spec], alphabet_size=alphabet_size, fixes_affixes=fixes_affixes)
 
 
-def joint_bound(specs: Sequence[EncoderSpec], *, alphabet_size: int, fixes_affixes: bool = False) -> LengthBound:
-    """The bound for a question about encoders all run on the same word (e.g. equiv)."""
+def _outside_class(specs: Sequence[EncoderSpec]) -> str | None:
+    """Why some encoder is outside the class of the argument above (None: all are inside)."""
     for spec in specs:
         for li, layer in enumerate(spec.layers):
             if layer.attention is not Attention.UNIQUE_HARDMAX:
-                return LengthBound(None, f"layer {li} uses {layer.attention.value} attention, whose output depends on how often symbols occur")
+                return f"layer {li} uses {layer.attention.value} attention, whose output depends on how often symbols occur"
             if layer.mask is not Mask.NONE:
-                return LengthBound(None, f"layer {li} has a {layer.mask.value} mask, so a position sees only its prefix")
+                return f"layer {li} has a {layer.mask.value} mask, so a position sees only its prefix"
         if spec.positional.kind is PositionalKind.TABLE:
-            return LengthBound(None, "the table positional encoding makes vectors depend on absolute positions")
+            return "the table positional encoding makes vectors depend on absolute positions"
+    return None
+
+
+def class_period(specs: Sequence[EncoderSpec]) -> int | None:
+    """The period ``p`` whose classes ``(symbol, position mod p)`` all of ``specs`` compute on
+    (the lcm of their periods), or None when some encoder is outside the class."""
+    if _outside_class(specs) is not None:
+        return None
+    return math.lcm(*(_period(spec) for spec in specs))
+
+
+def joint_bound(specs: Sequence[EncoderSpec], *, alphabet_size: int, fixes_affixes: bool = False) -> LengthBound:
+    """The bound for a question about encoders all run on the same word (e.g. equiv)."""
+    outside = _outside_class(specs)
+    if outside is not None:
+        return LengthBound(None, outside)
     if fixes_affixes:
         return LengthBound(None, "a fixed prefix or suffix is outside the first-occurrence argument")
     period = math.lcm(*(_period(spec) for spec in specs))

@@ -47,6 +47,7 @@ from verify.spec import (
     Accept,
     Attention,
     EncoderSpec,
+    Head,
     Layer,
     Mask,
     Overflow,
@@ -190,16 +191,22 @@ def _needs_python_ints(spec: EncoderSpec, length: int) -> bool:
 # --- the forward pass -----------------------------------------------------------------------
 
 
+def head_scores(head: Head, x: np.ndarray, spec: EncoderSpec) -> tuple[np.ndarray, np.ndarray]:
+    """One head's exact scores ``s_ij`` (B, n, n) and values ``v_j`` (B, n, e) on x (B, n, d)."""
+    dtype = x.dtype
+    q = requantize(x @ head.wq.astype(dtype), head.q_requant, spec)  # (B, n, k)
+    k = requantize(x @ head.wk.astype(dtype), head.k_requant, spec)  # (B, n, k)
+    v = requantize(x @ head.wv.astype(dtype), head.v_requant, spec)  # (B, n, e)
+    return q @ np.swapaxes(k, 1, 2), v
+
+
 def _attention(layer: Layer, x: np.ndarray, spec: EncoderSpec, dtype: type) -> np.ndarray:
     """Every head of one layer on x (B, n, d); returns the concatenated heads (B, n, H*e)."""
     n = x.shape[1]
     allowed = np.ones((n, n), dtype=bool) if layer.mask is Mask.NONE else np.tril(np.ones((n, n), dtype=bool))
     outs = []
     for head in layer.heads:
-        q = requantize(x @ head.wq.astype(dtype), head.q_requant, spec)  # (B, n, k)
-        k = requantize(x @ head.wk.astype(dtype), head.k_requant, spec)  # (B, n, k)
-        v = requantize(x @ head.wv.astype(dtype), head.v_requant, spec)  # (B, n, e)
-        scores = q @ np.swapaxes(k, 1, 2)  # (B, n, n) exact
+        scores, v = head_scores(head, x, spec)
         # A masked score is replaced by the row's minimum so it can never be the unique maximum
         # ahead of an allowed one; `allowed` then removes it from every sum.
         row_min = scores.min(axis=2, keepdims=True)
@@ -263,16 +270,23 @@ def decide(spec: EncoderSpec, scores: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return labels.astype(np.int64), labels == ro.accept_class
 
 
-def run_batch(spec: EncoderSpec, word_ids: np.ndarray) -> BatchOutput:
-    """Run a batch of words given as token ids (B, n), without the CLS symbol."""
+def sequence_ids(spec: EncoderSpec, word_ids: np.ndarray) -> np.ndarray:
+    """The whole sequences (B, n [+ 1]) the encoder sees for words given as token ids (B, n): the
+    CLS symbol first when the readout uses one."""
     word_ids = np.asarray(word_ids, dtype=np.int64)
     if word_ids.ndim != 2 or word_ids.shape[1] < 1:
         raise VerifyInputError(f"expected a (batch, length >= 1) array of token ids, got shape {word_ids.shape}")
     if spec.readout.position is ReadoutPosition.CLS:
         cls = np.full((word_ids.shape[0], 1), spec.token_id(spec.readout.cls_token or ""), dtype=np.int64)
         word_ids = np.concatenate([cls, word_ids], axis=1)
-    x = forward(spec, word_ids)[-1]
-    at = x[:, readout_index(spec, word_ids.shape[1])]  # (B, d)
+    return word_ids
+
+
+def run_batch(spec: EncoderSpec, word_ids: np.ndarray) -> BatchOutput:
+    """Run a batch of words given as token ids (B, n), without the CLS symbol."""
+    ids = sequence_ids(spec, word_ids)
+    x = forward(spec, ids)[-1]
+    at = x[:, readout_index(spec, ids.shape[1])]  # (B, d)
     ro = spec.readout
     scores = at @ ro.weight.astype(at.dtype) + ro.bias.astype(at.dtype)  # (B, C)
     labels, accepted = decide(spec, scores)

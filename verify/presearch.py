@@ -4,7 +4,9 @@ The interpreter *is* the semantics, so a word it finds with the wanted outcome i
 (the query still replays it like any other), and a length all of whose words it ran has no
 witness at all. Per question and length:
 
-* at most ``budget`` candidate words: all of them are run, which decides the length;
+* words that stand for all words of the length (a sound reduction; the query finds them and
+  caps their number, see ``QueryOptions.canonical``): all of them are run, which decides it;
+* else at most ``budget`` candidate words: all of them are run, which decides the length;
 * more: the first ``budget / 4`` candidates in enumeration order (a small batch first),
   then random ones (seeded, so runs repeat), ``budget`` in all; a hit is a witness, a miss
   says nothing and the solver is called.
@@ -22,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,30 +61,24 @@ def _first_hit(batches: Sequence[np.ndarray], hit: Hit) -> tuple[int, ...] | Non
     return None
 
 
-def search_product(
-    domains: Sequence[Sequence[int]],
-    hit: Hit,
-    *,
-    budget: int,
-    seed: int,
-    canonical: Iterable[tuple[int, ...]] | None = None,
-) -> PresearchResult:
-    """Words with position ``i`` drawn from ``domains[i]`` (codes): all of them, or a sample.
+def run_all(codes: np.ndarray, hit: Hit) -> PresearchResult:
+    """Run every word of ``codes`` (W, n): words that stand for all words of a length (a sound
+    reduction, :func:`verify.words.canonical_words` or :func:`verify.signatures.signature_words`),
+    so a miss decides the length."""
+    start = time.perf_counter()
+    n = codes.shape[1]
+    size = max(FIRST_BATCH, MAX_CELLS // (n * n))
+    batches = [codes[:FIRST_BATCH]] + [codes[i : i + size] for i in range(FIRST_BATCH, len(codes), size)]
+    return PresearchResult(_first_hit(batches, hit), True, time.perf_counter() - start)
 
-    ``canonical``: words of which every word has one with the same outcome (a sound
-    reduction, :func:`verify.words.canonical_words`); when there are at most ``budget`` of
-    them, running them all decides the length.
-    """
+
+def search_product(domains: Sequence[Sequence[int]], hit: Hit, *, budget: int, seed: int) -> PresearchResult:
+    """Words with position ``i`` drawn from ``domains[i]`` (codes): all of them, or a sample."""
     start = time.perf_counter()
     n = len(domains)
     budget = _effective_budget(budget, n)
     if budget == 0:
         return PresearchResult(None, False, 0.0)
-    if canonical is not None:
-        few = list(itertools.islice(canonical, budget + 1))
-        if len(few) <= budget:
-            codes = np.array(few, dtype=np.int64).reshape(len(few), n)
-            return PresearchResult(_first_hit([codes[:FIRST_BATCH], codes[FIRST_BATCH:]], hit), True, time.perf_counter() - start)
     total = math.prod(len(d) for d in domains)
     doms = [np.asarray(d, dtype=np.int64) for d in domains]
     if total <= budget:

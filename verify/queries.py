@@ -1,8 +1,9 @@
 """The verifier's questions: trSAT, local robustness, and equivalence of two encoders.
 
 Each question is answered one word length at a time: first the interpreter pre-pass of
-:mod:`verify.presearch` (which decides a length when its candidate words, or its canonical
-words, are few, and otherwise may find a witness among a sample), then a fresh pysmt
+:mod:`verify.presearch` (which decides a length when its candidate words, or the words that
+stand for all of them by :mod:`verify.signatures` or :mod:`verify.words`, are few, and
+otherwise may find a witness among a sample), then a fresh pysmt
 ``Environment`` per length, the encoding of :mod:`verify.encoding`, one solver call. A SAT
 answer's witness word is replayed through :mod:`verify.interpreter` before it is reported;
 if the replay disagrees, :class:`~verify.errors.WitnessMismatchError` is raised (an internal
@@ -13,9 +14,10 @@ of length <= n") unless :mod:`verify.completeness` gives a bound that the search
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pysmt.environment import Environment
@@ -26,7 +28,8 @@ from verify.completeness import LengthBound, joint_bound, length_bound, padding_
 from verify.encoding import EncodedRun, EncodingOptions, encode
 from verify.errors import VerifyInputError, WitnessMismatchError
 from verify.interpreter import EncoderOutput
-from verify.presearch import Hit, PresearchResult, search_ball, search_product
+from verify.presearch import Hit, PresearchResult, run_all, search_ball, search_product
+from verify.signatures import signature_words
 from verify.solvers import SmtBackend, Verdict, make_backend, smtlib_script
 from verify.spec import Accept, EncoderSpec
 from verify.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
@@ -60,6 +63,10 @@ class QueryOptions:
     # (:mod:`verify.presearch`): all of them when there are at most this many, else a random
     # sample that can only find witnesses. 0 = off: every length goes to the solver.
     presearch: int = 1024
+    # With presearch on: when a sound reduction (verify.signatures, verify.words) leaves at
+    # most this many words that stand for all words of a length, all of them are run and
+    # decide it. An interpreter run costs microseconds, a solver call rarely under 0.1 s.
+    canonical: int = 1 << 15
 
 
 class CheckMethod(enum.Enum):
@@ -204,19 +211,41 @@ def _answer_length(
     backend: SmtBackend,
     options: QueryOptions,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
-    """One length: the interpreter pre-pass over the words of ``domains`` (all canonical words
-    when the query has a :func:`~verify.words.reduction` and they are few), then, if
-    undecided, the solver."""
+    """One length: the interpreter pre-pass, then, if it did not decide, the solver.
+
+    The pre-pass first runs a sample of the words of ``domains`` (milliseconds; finds common
+    witnesses, and decides short lengths by running every word), then, when a reduction
+    leaves few words that stand for all the others, every one of those."""
     pre = None
     if options.presearch > 0:
+        start = time.perf_counter()
         codes = words.code_domains(domains)
-        found = reduction(specs, domains)
-        canonical = None if found is None else canonical_words(found, codes)
-        pre = search_product(codes, hit, budget=options.presearch, seed=n, canonical=canonical)
+        pre = search_product(codes, hit, budget=options.presearch, seed=n)
+        if pre.found is None and not pre.exhaustive:
+            canonical = _canonical(specs, words, domains, codes, limit=options.canonical)
+            if canonical is not None:
+                pre = run_all(canonical, hit)
+        pre = replace(pre, seconds=time.perf_counter() - start)
         decided = _presearched(words, n, pre)
         if decided is not None:
             return decided
     return _solve(build(), backend, words, n, options, pre)
+
+
+def _canonical(
+    specs: Sequence[EncoderSpec], words: WordSpace, domains: Sequence[tuple[str, ...]], codes: list[list[int]], *, limit: int
+) -> np.ndarray | None:
+    """Codes (W, n) of at most ``limit`` words that stand for every word over ``domains`` (one
+    per signature for the unique-hardmax class, else the sorted words of averaging models),
+    or None when no reduction applies or it leaves too many."""
+    found = signature_words(specs, words, codes, limit=limit)
+    if found is not None:
+        return found
+    sorted_words = reduction(specs, domains)
+    if sorted_words is None or sorted_words.kind != "sorted":
+        return None
+    few = list(itertools.islice(canonical_words(sorted_words, codes), limit + 1))
+    return None if len(few) > limit else np.array(few, dtype=np.int64).reshape(len(few), len(domains))
 
 
 def _target_label(spec: EncoderSpec, label: int | None) -> int:

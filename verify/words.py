@@ -157,31 +157,21 @@ def symmetry_breaking(env: Environment, found: Reduction | None, variables: Sequ
 
 
 def canonical_words(found: Reduction, domains: Sequence[Sequence[int]]) -> Iterator[tuple[int, ...]]:
-    """Every word (as codes; position ``i`` from ``domains[i]``) that satisfies the reduction.
-
-    The pre-pass runs them all when there are few: by the reduction's argument that decides
-    the length exactly, like the solver under :func:`symmetry_breaking`.
-    """
+    """Every word (as codes; position ``i`` from ``domains[i]``) that satisfies a ``sorted``
+    reduction: the words the solver keeps under :func:`symmetry_breaking`, which the pre-pass
+    runs all of when there are few. (The class of ``first_occurrence`` is reduced further, by
+    :func:`verify.signatures.signature_words`.)"""
+    if found.kind != "sorted":
+        raise ValueError(f"canonical words are listed for sorted reductions only, not {found.kind!r}")
     n = len(domains)
-    if found.kind == "sorted":
-        positions = set(found.positions)
-        shared = sorted(domains[found.positions[0]]) if found.positions else []
-        others = [i for i in range(n) if i not in positions]
-        for multiset in itertools.combinations_with_replacement(shared, len(found.positions)):
-            for rest in itertools.product(*(domains[i] for i in others)):
-                word = [0] * n
-                for i, c in zip(found.positions, multiset, strict=True):
-                    word[i] = c
-                for i, c in zip(others, rest, strict=True):
-                    word[i] = c
-                yield tuple(word)
-        return
-    symbols = domains[0]
-    for k in range(1, min(n, len(symbols)) + 1):
-        for distinct in itertools.permutations(symbols, k):
-            if k == n:
-                yield distinct
-                continue
-            # the padding symbol: the first one, or (pad = -1) the last one, any of distinct
-            for filler in (distinct[:1] if found.pad == 0 else distinct):
-                yield distinct + (filler,) * (n - k)
+    positions = set(found.positions)
+    shared = sorted(domains[found.positions[0]]) if found.positions else []
+    others = [i for i in range(n) if i not in positions]
+    for multiset in itertools.combinations_with_replacement(shared, len(found.positions)):
+        for rest in itertools.product(*(domains[i] for i in others)):
+            word = [0] * n
+            for i, c in zip(found.positions, multiset, strict=True):
+                word[i] = c
+            for i, c in zip(others, rest, strict=True):
+                word[i] = c
+            yield tuple(word)

@@ -99,8 +99,16 @@ def _solver_options(p: argparse.ArgumentParser) -> None:
         default=1024,
         metavar="W",
         help="candidate words per length run through the interpreter before the solver: all of them "
-        "(or all canonical ones, see docs/verify.md) when there are at most W, which decides the "
-        "length, else W ordered and random ones that can find a witness (default: 1024; 0 = solver only)",
+        "when there are at most W, which decides the length, else W ordered and random ones that "
+        "can find a witness (default: 1024; 0 = no pre-pass at all: solver only)",
+    )
+    p.add_argument(
+        "--canonical",
+        type=int,
+        default=1 << 15,
+        metavar="C",
+        help="with the pre-pass on: when a sound reduction (see docs/verify.md) leaves at most C words "
+        "that stand for all words of a length, run them all, which decides it (default: 32768)",
     )
     _encoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -247,10 +255,13 @@ def _query_options(args: argparse.Namespace) -> Any:
 
     if args.timeout is not None and args.timeout <= 0:
         raise VerifyInputError(f"--timeout must be positive, got {args.timeout}")
-    if args.presearch < 0:
-        raise VerifyInputError(f"--presearch must be >= 0, got {args.presearch}")
+    for option, value in (("--presearch", args.presearch), ("--canonical", args.canonical)):
+        if value < 0:
+            raise VerifyInputError(f"{option} must be >= 0, got {value}")
     make_backend(args.solver)  # an unknown or missing solver is a usage error before any work
-    return QueryOptions(solver=args.solver, timeout=args.timeout, encoding=_encoding(args), presearch=args.presearch)
+    return QueryOptions(
+        solver=args.solver, timeout=args.timeout, encoding=_encoding(args), presearch=args.presearch, canonical=args.canonical
+    )
 
 
 class _progress:
