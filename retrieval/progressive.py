@@ -1,0 +1,97 @@
+"""The lifelong retrieval loop: repositories in curriculum order, one training step each,
+and after every step the recall on every repository seen so far (LeanAgent's metrics
+matrix), from which forgetting is read.
+
+Each repository's examples are split by theorem (all steps of a theorem on one side),
+deterministically: a theorem is held out when a seeded hash of its name falls below the
+test fraction, so a repository keeps its split whatever else is trained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lean_env.records import RepoTrace
+from retrieval.corpus import PremiseCorpus, RetrievalExample
+from retrieval.encoder import TextEncoder
+from retrieval.index import PremiseIndex, RecallScores, evaluate
+from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
+
+
+def split(examples: Sequence[RetrievalExample], *, test_fraction: float, seed: int) -> tuple[list[RetrievalExample], list[RetrievalExample]]:
+    """(train, test) with every theorem's examples on one side."""
+    train, test = [], []
+    for example in examples:
+        # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform
+        digest = hashlib.blake2b(f"{seed}:{example.repo}:{example.theorem}".encode(), digest_size=8).digest()
+        bucket = int.from_bytes(digest, "big") / 2**64
+        (test if bucket < test_fraction else train).append(example)
+    return train, test
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressRow:
+    """One step of the loop: the repository trained on, and the scores on every one seen."""
+
+    repo: str
+    train_examples: int
+    step: StepReport
+    scores: dict[str, RecallScores]  # repository -> scores on its held-out examples
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressiveReport:
+    repos: tuple[str, ...]
+    rows: tuple[ProgressRow, ...]
+
+    def matrix(self, metric: Callable[[RecallScores], float]) -> list[list[float | None]]:
+        """``matrix[i][j]``: the metric on repository ``j`` after step ``i`` (None before ``j``
+        was seen, or when it has no held-out examples)."""
+        return [[_value(row.scores.get(r), metric) for r in self.repos] for row in self.rows]
+
+    def forgetting(self, metric: Callable[[RecallScores], float]) -> float:
+        """Mean over earlier repositories of (best earlier value - final value): how much of
+        what was learned on them the last steps lost (0 with one repository)."""
+        matrix = self.matrix(metric)
+        drops = []
+        for j in range(len(self.repos) - 1):
+            earlier = [row[j] for row in matrix[:-1] if row[j] is not None]
+            final = matrix[-1][j]
+            if earlier and final is not None:
+                drops.append(max(earlier) - final)
+        return sum(drops) / len(drops) if drops else 0.0
+
+
+def _value(scores: RecallScores | None, metric: Callable[[RecallScores], float]) -> float | None:
+    return None if scores is None or scores.examples == 0 else metric(scores)
+
+
+def run_progressive(
+    traces: Sequence[RepoTrace],
+    encoder: TextEncoder,
+    config: TrainConfig = TrainConfig(),
+    *,
+    ks: Sequence[int] = (1, 10),
+    test_fraction: float = 0.2,
+    on_step: Callable[[ProgressRow], None] | None = None,
+) -> ProgressiveReport:
+    """Train ``encoder`` on ``traces`` in the given (curriculum) order; after every step,
+    re-embed the corpus of every repository seen and score each one's held-out examples."""
+    trainer = ProgressiveTrainer(encoder, config)
+    rows: list[ProgressRow] = []
+    for i, trace in enumerate(traces):
+        seen = list(traces[: i + 1])
+        corpus = PremiseCorpus(seen)
+        train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
+        step = trainer.step(corpus, train)
+        index = PremiseIndex.build(corpus, encoder)
+        scores = {}
+        for earlier in seen:
+            _, test = split(corpus.examples(earlier), test_fraction=test_fraction, seed=config.seed)
+            scores[earlier.spec.location] = evaluate(index, encoder, test, ks=ks)
+        rows.append(ProgressRow(trace.spec.location, len(train), step, scores))
+        if on_step:
+            on_step(rows[-1])
+    return ProgressiveReport(tuple(t.spec.location for t in traces), tuple(rows))

@@ -1,0 +1,176 @@
+"""Progressive training of the premise retriever: one training step per new repository,
+with elastic weight consolidation (EWC) or replay against forgetting the earlier ones.
+
+Loss: InfoNCE over a batch. Each example contributes its goal ``q`` and one of its used
+premises ``p`` (drawn, seeded); the other premises of the batch are its negatives, except
+those the example also used. ``loss = CE(q . P^T / temperature, own column)``.
+
+Against forgetting (LeanAgent uses EWC; replay is the common baseline):
+
+* ``ewc``: after a repository, the diagonal empirical Fisher information ``F`` of the loss
+  on its examples is added to a running total (``F <- decay * F + F_new``) and the weights
+  are remembered as ``theta*``; later steps add ``lambda / 2 * sum F (theta - theta*)^2``.
+* ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
+  examples is mixed into each later batch, one replayed example per new one.
+* ``none``: plain fine-tuning (the baseline that forgets).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
+from retrieval.encoder import TextEncoder
+
+log = logging.getLogger(__name__)
+
+
+class Consolidation(enum.StrEnum):
+    """How a training step protects what earlier steps learned."""
+
+    EWC = "ewc"
+    REPLAY = "replay"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """Hyper-parameters of one progressive training step."""
+
+    consolidation: Consolidation = Consolidation.EWC
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    temperature: float = 0.05
+    ewc_lambda: float = 100.0  # weight of the EWC penalty
+    ewc_decay: float = 1.0  # online EWC: how much of the older Fisher information is kept
+    fisher_batches: int = 16  # batches used to estimate the Fisher information
+    replay_size: int = 1024  # reservoir capacity (examples)
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    """What one training step did."""
+
+    examples: int
+    batches: int
+    mean_loss: float  # contrastive loss, averaged over the step's batches
+    mean_penalty: float  # EWC penalty, averaged over the step's batches (0 without EWC)
+
+
+class ProgressiveTrainer:
+    """Trains one encoder repository after repository; holds the anti-forgetting state."""
+
+    def __init__(self, encoder: TextEncoder, config: TrainConfig = TrainConfig()) -> None:
+        self.encoder = encoder
+        self.config = config
+        self._rng = random.Random(config.seed)
+        self._optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=config.learning_rate)
+        self._fisher: dict[str, torch.Tensor] = {}
+        self._anchor: dict[str, torch.Tensor] = {}
+        self._reservoir: list[tuple[PremiseCorpus, RetrievalExample]] = []
+        self._seen = 0  # examples offered to the reservoir so far
+
+    def step(
+        self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample], *, progress: Callable[[int], None] | None = None
+    ) -> StepReport:
+        """Train on one repository's ``examples`` (premises from ``corpus``), then consolidate."""
+        config = self.config
+        model = self.encoder.model
+        model.train()
+        pairs = [(corpus, e) for e in examples]
+        losses, penalties = [], []
+        for _ in range(config.epochs):
+            order = pairs[:]
+            self._rng.shuffle(order)
+            for start in range(0, len(order), config.batch_size):
+                batch = order[start : start + config.batch_size]
+                if config.consolidation is Consolidation.REPLAY and self._reservoir:
+                    batch = batch + self._rng.sample(self._reservoir, min(len(batch), len(self._reservoir)))
+                if len(batch) < 2:
+                    continue  # a contrastive batch needs a negative
+                loss = self.loss(batch)
+                penalty = self.penalty()
+                self._optimizer.zero_grad()
+                (loss + penalty).backward()
+                self._optimizer.step()
+                losses.append(loss.item())
+                penalties.append(penalty.item())
+                if progress:
+                    progress(len(batch))
+        self._consolidate(pairs)
+        n = max(len(losses), 1)
+        return StepReport(len(examples), len(losses), sum(losses) / n, sum(penalties) / n)
+
+    def loss(self, batch: Sequence[tuple[PremiseCorpus, RetrievalExample]]) -> torch.Tensor:
+        """The InfoNCE loss of one batch (differentiable)."""
+        chosen = [e.positives[self._rng.randrange(len(e.positives))] for _, e in batch]
+        queries = self.encoder.embed([e.context for _, e in batch])  # (B, d)
+        keys = self.encoder.embed([premise_text(c.premises[i]) for (c, _), i in zip(batch, chosen, strict=True)])  # (B, d)
+        logits = queries @ keys.T / self.config.temperature  # (B, B)
+        # Another example's premise that this example also used is not a negative.
+        used = torch.tensor(
+            [[j != i and (c is cj and chosen[j] in e.positives) for j, (cj, _) in enumerate(batch)] for i, (c, e) in enumerate(batch)]
+        )
+        logits = logits.masked_fill(used, float("-inf"))
+        return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+
+    def penalty(self) -> torch.Tensor:
+        """The EWC penalty for the current weights: ``lambda / 2`` times :meth:`fisher_distance`."""
+        return self.config.ewc_lambda / 2 * self.fisher_distance()
+
+    def fisher_distance(self) -> torch.Tensor:
+        """``sum F (theta - theta*)^2``: how far the weights moved where earlier repositories
+        need them (0 before the first consolidation; differentiable)."""
+        total = torch.zeros(())
+        for name, param in self.encoder.model.named_parameters():
+            if name in self._fisher:
+                total = total + (self._fisher[name] * (param - self._anchor[name]) ** 2).sum()
+        return total
+
+    def _consolidate(self, pairs: list[tuple[PremiseCorpus, RetrievalExample]]) -> None:
+        config = self.config
+        if config.consolidation is Consolidation.EWC and len(pairs) >= 2:
+            fisher = self._fisher_information(pairs)
+            for name, value in fisher.items():
+                self._fisher[name] = config.ewc_decay * self._fisher.get(name, torch.zeros_like(value)) + value
+            self._anchor = {name: p.detach().clone() for name, p in self.encoder.model.named_parameters()}
+        elif config.consolidation is Consolidation.REPLAY:
+            for pair in pairs:  # reservoir sampling: every example seen is kept with equal chance
+                self._seen += 1
+                if len(self._reservoir) < config.replay_size:
+                    self._reservoir.append(pair)
+                else:
+                    slot = self._rng.randrange(self._seen)
+                    if slot < config.replay_size:
+                        self._reservoir[slot] = pair
+
+    def _fisher_information(self, pairs: list[tuple[PremiseCorpus, RetrievalExample]]) -> dict[str, torch.Tensor]:
+        """Diagonal empirical Fisher: the mean squared gradient of the batch loss."""
+        model = self.encoder.model
+        params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+        fisher = {n: torch.zeros_like(p) for n, p in params.items()}
+        order = pairs[:]
+        self._rng.shuffle(order)
+        size = self.config.batch_size
+        batches = [order[i : i + size] for i in range(0, len(order), size) if len(order[i : i + size]) >= 2]
+        batches = batches[: self.config.fisher_batches]
+        for batch in batches:
+            model.zero_grad()
+            self.loss(batch).backward()
+            for name, p in params.items():
+                if p.grad is not None:
+                    fisher[name] += p.grad.detach() ** 2 / len(batches)
+        model.zero_grad()
+        return fisher
+
+    @property
+    def reservoir_size(self) -> int:
+        return len(self._reservoir)

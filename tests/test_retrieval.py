@@ -1,0 +1,161 @@
+"""Premise corpus (accessibility, examples), the faiss index, recall metrics and the encoder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lean_env.records import (
+    DeclKind,
+    IngestBackend,
+    LeanFile,
+    Position,
+    Premise,
+    RepoSpec,
+    RepoTrace,
+    Theorem,
+    TheoremStatus,
+    TracedTactic,
+)
+from retrieval.corpus import PremiseCorpus, RetrievalExample
+from retrieval.encoder import ModelLoadError, TextEncoder
+from retrieval.index import PremiseIndex, evaluate
+from tests.fakes.tiny_encoder import tiny_encoder
+
+torch.set_num_threads(1)
+
+
+def _premise(name: str, path: str, line: int) -> Premise:
+    return Premise(name, path, Position(line, 1), Position(line + 1, 1), DeclKind.THEOREM, f"theorem {name} : True := trivial")
+
+
+def _theorem(name: str, path: str, line: int, premises: tuple[str, ...], tactics: tuple[TracedTactic, ...] = ()) -> Theorem:
+    return Theorem(name, path, Position(line, 1), Position(line + 2, 1), f"theorem {name} : P", "by simp", TheoremStatus.PROVEN,
+                   tactics=tactics, premises=premises)
+
+
+def _trace(location: str, premises: list[Premise], theorems: list[Theorem]) -> RepoTrace:
+    files = (
+        LeanFile("Pkg/Base.lean"),
+        LeanFile("Pkg/Mid.lean", ("Pkg.Base",)),
+        LeanFile("Pkg/Top.lean", ("Pkg.Mid",)),
+        LeanFile("Pkg/Other.lean"),
+    )
+    return RepoTrace(RepoSpec(location), "c0", IngestBackend.SOURCE, None, files, tuple(premises), tuple(theorems))
+
+
+PREMISES = [
+    _premise("base_a", "Pkg/Base.lean", 1),
+    _premise("mid_a", "Pkg/Mid.lean", 1),
+    _premise("top_before", "Pkg/Top.lean", 1),
+    _premise("top_after", "Pkg/Top.lean", 50),
+    _premise("other_a", "Pkg/Other.lean", 1),
+]
+
+
+@pytest.fixture
+def corpus() -> PremiseCorpus:
+    first = _trace("/repos/one", PREMISES, [])
+    second = _trace("/repos/two", [_premise("base_b", "Pkg/Base.lean", 1)], [])
+    return PremiseCorpus([first, second])
+
+
+def _names(corpus: PremiseCorpus, mask: np.ndarray) -> set[str]:
+    return {corpus.premises[i].full_name for i in np.flatnonzero(mask)}
+
+
+def test_accessible_premises_follow_imports_transitively_and_stop_at_the_theorem(corpus: PremiseCorpus) -> None:
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(10, 1))) == {"base_a", "mid_a", "top_before"}
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(60, 1))) == {"base_a", "mid_a", "top_before", "top_after"}
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Mid.lean", Position(1, 1))) == {"base_a"}
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Other.lean", Position(1, 1))) == set()
+    # equal paths in another repository: its own premises only
+    assert _names(corpus, corpus.accessible("/repos/two", "Pkg/Mid.lean", Position(1, 1))) == {"base_b"}
+    assert corpus.index_of("/repos/one", "base_b") is None and corpus.index_of("/repos/two", "base_b") is not None
+
+
+def test_examples_keep_only_known_accessible_premises() -> None:
+    tactics = (
+        TracedTactic("rw [mid_a]", "⊢ goal one", "⊢ two", ("mid_a",)),
+        TracedTactic("simp", "⊢ two", None, ()),  # no premise: no example
+        TracedTactic("exact top_after", "⊢ three", None, ("top_after", "base_a")),  # top_after is declared later
+    )
+    theorems = [
+        _theorem("traced", "Pkg/Top.lean", 10, ("mid_a", "top_after", "base_a"), tactics),
+        _theorem("by_statement", "Pkg/Top.lean", 20, ("unknown.name", "top_before", "base_a", "top_before")),
+        _theorem("nothing_known", "Pkg/Top.lean", 30, ("unknown.name", "other_a")),
+    ]
+    trace = _trace("/repos/one", PREMISES, theorems)
+    corpus = PremiseCorpus([trace])
+    examples = corpus.examples(trace)
+    got = [(e.theorem, e.context, [corpus.premises[i].full_name for i in e.positives]) for e in examples]
+    assert got == [
+        ("traced", "⊢ goal one", ["mid_a"]),
+        ("traced", "⊢ three", ["base_a"]),
+        ("by_statement", "theorem by_statement : P", ["top_before", "base_a"]),
+    ]
+
+
+class _TableEncoder:
+    """A fake encoder: fixed vectors per text."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def encode(self, texts, *, batch_size=64, progress=None) -> np.ndarray:
+        vectors = np.array([self.table[t] for t in texts], dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_search_ranks_by_cosine_and_respects_the_mask(corpus: PremiseCorpus) -> None:
+    embeddings = np.eye(len(corpus), dtype=np.float32)
+    index = PremiseIndex(corpus, embeddings)
+    query = np.array([[0.1, 0.9, 0.5, 0.2, 0.0, 0.3]], dtype=np.float32)
+    (hits,) = index.search(query, 3)
+    assert [h.index for h in hits] == [1, 2, 5]
+    assert hits[0].score == pytest.approx(0.9)
+    mask = np.zeros(len(corpus), dtype=bool)
+    mask[[0, 3]] = True
+    (hits,) = index.search(query, 3, allowed=[mask])
+    assert [h.index for h in hits] == [3, 0]  # fewer allowed than k: only those
+
+
+def test_recall_and_mrr_follow_their_definitions() -> None:
+    premises = [_premise(n, "Pkg/Base.lean", i + 1) for i, n in enumerate(["p0", "p1", "p2", "p3"])]
+    trace = _trace("/r", premises, [])
+    corpus = PremiseCorpus([trace])
+    index = PremiseIndex(corpus, np.eye(4, dtype=np.float32))
+    at = Position(1, 1)
+    examples = [
+        RetrievalExample("/r", "t1", "Pkg/Mid.lean", at, "q1", (0,)),  # ranked first
+        RetrievalExample("/r", "t2", "Pkg/Mid.lean", at, "q2", (1, 3)),  # ranks 2 and 4
+    ]
+    encoder = _TableEncoder({"q1": [4, 3, 2, 1], "q2": [2, 3, 4, 1]})
+    scores = evaluate(index, encoder, examples, ks=(1, 2, 10))
+    assert scores.examples == 2
+    assert scores.recall == {1: pytest.approx(0.5), 2: pytest.approx(0.75), 10: pytest.approx(1.0)}
+    assert scores.mrr == pytest.approx((1 + 1 / 2) / 2)
+
+
+def test_the_encoder_gives_unit_vectors_independent_of_padding_and_round_trips(tmp_path: Path) -> None:
+    encoder = tiny_encoder()
+    texts = ["theorem add_comm (a b : Nat) : a + b = b + a", "simp", "a much longer goal " * 5]
+    batch = encoder.encode(texts)
+    assert batch.shape == (3, 32)
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    alone = encoder.encode(["simp"])
+    assert np.allclose(alone[0], batch[1], atol=1e-5)  # padding in a batch changes nothing
+    encoder.save(tmp_path / "model")
+    again = TextEncoder.load(tmp_path / "model", max_length=64).encode(texts)
+    assert np.allclose(again, batch, atol=1e-5)
+
+
+def test_unloadable_models_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="no such directory"):
+        TextEncoder.load(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelLoadError, match="cannot load the encoder"):
+        TextEncoder.load(tmp_path / "empty")
