@@ -74,7 +74,9 @@ class TextEncoder:
             where = "a local directory" if Path(source).exists() else "a local directory or a Hugging Face model reachable from here"
             raise ModelLoadError(f"cannot load the encoder {str(source)!r} (expected {where}): {_first_line(error)}") from error
         log.info("loaded encoder %s (%s)", source, type(model).__name__)
-        return cls(model, tokenizer, max_length=max_length)
+        # Longer inputs than the model has positions for would crash it: truncate to fit.
+        limit = getattr(config, "max_position_embeddings", None)
+        return cls(model, tokenizer, max_length=min(max_length, limit) if limit else max_length)
 
     def save(self, directory: Path) -> None:
         """Write the model and tokenizer so that :meth:`load` reads them back."""

@@ -9,15 +9,23 @@ test fraction, so a repository keeps its split whatever else is trained.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+import torch
 
 from lean_env.records import RepoTrace
 from retrieval.corpus import PremiseCorpus, RetrievalExample
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
+
+log = logging.getLogger(__name__)
 
 
 def split(examples: Sequence[RetrievalExample], *, test_fraction: float, seed: int) -> tuple[list[RetrievalExample], list[RetrievalExample]]:
@@ -76,12 +84,23 @@ def run_progressive(
     ks: Sequence[int] = (1, 10),
     test_fraction: float = 0.2,
     on_step: Callable[[ProgressRow], None] | None = None,
+    checkpoint: Path | None = None,
 ) -> ProgressiveReport:
     """Train ``encoder`` on ``traces`` in the given (curriculum) order; after every step,
-    re-embed the corpus of every repository seen and score each one's held-out examples."""
+    re-embed the corpus of every repository seen and score each one's held-out examples.
+
+    With ``checkpoint`` (a file), the state after every step is written there (atomically),
+    and a run of the same question (repositories at their commits, config, split) that was
+    stopped resumes after its last finished step; the file is removed when the run ends.
+    """
     trainer = ProgressiveTrainer(encoder, config)
-    rows: list[ProgressRow] = []
-    for i, trace in enumerate(traces):
+    key = _run_key(traces, config, ks, test_fraction)
+    rows: list[ProgressRow] = _resume(checkpoint, key, encoder, trainer) if checkpoint else []
+    for row in rows:
+        if on_step:
+            on_step(row)
+    for i in range(len(rows), len(traces)):
+        trace = traces[i]
         seen = list(traces[: i + 1])
         corpus = PremiseCorpus(seen)
         train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
@@ -92,6 +111,36 @@ def run_progressive(
             _, test = split(corpus.examples(earlier), test_fraction=test_fraction, seed=config.seed)
             scores[earlier.spec.location] = evaluate(index, encoder, test, ks=ks)
         rows.append(ProgressRow(trace.spec.location, len(train), step, scores))
+        if checkpoint:
+            _save(checkpoint, {"key": key, "rows": rows, "encoder": encoder.model.state_dict(), "trainer": trainer.state_dict()})
         if on_step:
             on_step(rows[-1])
+    if checkpoint:
+        checkpoint.unlink(missing_ok=True)
     return ProgressiveReport(tuple(t.spec.location for t in traces), tuple(rows))
+
+
+def _run_key(traces: Sequence[RepoTrace], config: TrainConfig, ks: Sequence[int], test_fraction: float) -> str:
+    """What a checkpoint must match to be resumed: the same repositories, commits and options."""
+    return repr(([(t.spec.location, t.commit) for t in traces], dataclasses.astuple(config), tuple(ks), test_fraction))
+
+
+def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
+    if not checkpoint.exists():
+        return []
+    # Our own file in the data directory; it holds pickled records besides tensors.
+    state = torch.load(checkpoint, weights_only=False)
+    if state["key"] != key:
+        log.info("checkpoint %s belongs to another run; starting afresh", checkpoint)
+        return []
+    encoder.model.load_state_dict(state["encoder"])
+    trainer.load_state_dict(state["trainer"])
+    log.info("resuming after %d finished step(s) from %s", len(state["rows"]), checkpoint)
+    return list(state["rows"])
+
+
+def _save(checkpoint: Path, state: dict[str, object]) -> None:
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    partial = checkpoint.with_name(checkpoint.name + ".partial")
+    torch.save(state, partial)
+    os.replace(partial, checkpoint)  # a kill mid-write leaves the previous checkpoint whole

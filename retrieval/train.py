@@ -12,6 +12,10 @@ Against forgetting (LeanAgent uses EWC; replay is the common baseline):
   are remembered as ``theta*``; later steps add ``lambda / 2 * sum F (theta - theta*)^2``.
 * ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
   examples is mixed into each later batch, one replayed example per new one.
+
+The corpus passed to each step must extend the previous one by appending repositories (as
+:func:`retrieval.progressive.run_progressive` does): earlier examples keep their premise
+indices, so replayed examples are read against the newest corpus.
 * ``none``: plain fine-tuning (the baseline that forgets).
 """
 
@@ -22,6 +26,7 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -75,7 +80,7 @@ class ProgressiveTrainer:
         self._optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=config.learning_rate)
         self._fisher: dict[str, torch.Tensor] = {}
         self._anchor: dict[str, torch.Tensor] = {}
-        self._reservoir: list[tuple[PremiseCorpus, RetrievalExample]] = []
+        self._reservoir: list[RetrievalExample] = []
         self._seen = 0  # examples offered to the reservoir so far
 
     def step(
@@ -85,10 +90,9 @@ class ProgressiveTrainer:
         config = self.config
         model = self.encoder.model
         model.train()
-        pairs = [(corpus, e) for e in examples]
         losses, penalties = [], []
         for _ in range(config.epochs):
-            order = pairs[:]
+            order = list(examples)
             self._rng.shuffle(order)
             for start in range(0, len(order), config.batch_size):
                 batch = order[start : start + config.batch_size]
@@ -96,7 +100,7 @@ class ProgressiveTrainer:
                     batch = batch + self._rng.sample(self._reservoir, min(len(batch), len(self._reservoir)))
                 if len(batch) < 2:
                     continue  # a contrastive batch needs a negative
-                loss = self.loss(batch)
+                loss = self.loss(corpus, batch)
                 penalty = self.penalty()
                 self._optimizer.zero_grad()
                 (loss + penalty).backward()
@@ -105,20 +109,18 @@ class ProgressiveTrainer:
                 penalties.append(penalty.item())
                 if progress:
                     progress(len(batch))
-        self._consolidate(pairs)
+        self._consolidate(corpus, examples)
         n = max(len(losses), 1)
         return StepReport(len(examples), len(losses), sum(losses) / n, sum(penalties) / n)
 
-    def loss(self, batch: Sequence[tuple[PremiseCorpus, RetrievalExample]]) -> torch.Tensor:
+    def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
         """The InfoNCE loss of one batch (differentiable)."""
-        chosen = [e.positives[self._rng.randrange(len(e.positives))] for _, e in batch]
-        queries = self.encoder.embed([e.context for _, e in batch])  # (B, d)
-        keys = self.encoder.embed([premise_text(c.premises[i]) for (c, _), i in zip(batch, chosen, strict=True)])  # (B, d)
+        chosen = [e.positives[self._rng.randrange(len(e.positives))] for e in batch]
+        queries = self.encoder.embed([e.context for e in batch])  # (B, d)
+        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen])  # (B, d)
         logits = queries @ keys.T / self.config.temperature  # (B, B)
         # Another example's premise that this example also used is not a negative.
-        used = torch.tensor(
-            [[j != i and (c is cj and chosen[j] in e.positives) for j, (cj, _) in enumerate(batch)] for i, (c, e) in enumerate(batch)]
-        )
+        used = torch.tensor([[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)])
         logits = logits.masked_fill(used, float("-inf"))
         return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
 
@@ -135,36 +137,36 @@ class ProgressiveTrainer:
                 total = total + (self._fisher[name] * (param - self._anchor[name]) ** 2).sum()
         return total
 
-    def _consolidate(self, pairs: list[tuple[PremiseCorpus, RetrievalExample]]) -> None:
+    def _consolidate(self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]) -> None:
         config = self.config
-        if config.consolidation is Consolidation.EWC and len(pairs) >= 2:
-            fisher = self._fisher_information(pairs)
+        if config.consolidation is Consolidation.EWC and len(examples) >= 2:
+            fisher = self._fisher_information(corpus, examples)
             for name, value in fisher.items():
                 self._fisher[name] = config.ewc_decay * self._fisher.get(name, torch.zeros_like(value)) + value
             self._anchor = {name: p.detach().clone() for name, p in self.encoder.model.named_parameters()}
         elif config.consolidation is Consolidation.REPLAY:
-            for pair in pairs:  # reservoir sampling: every example seen is kept with equal chance
+            for example in examples:  # reservoir sampling: every example seen is kept with equal chance
                 self._seen += 1
                 if len(self._reservoir) < config.replay_size:
-                    self._reservoir.append(pair)
+                    self._reservoir.append(example)
                 else:
                     slot = self._rng.randrange(self._seen)
                     if slot < config.replay_size:
-                        self._reservoir[slot] = pair
+                        self._reservoir[slot] = example
 
-    def _fisher_information(self, pairs: list[tuple[PremiseCorpus, RetrievalExample]]) -> dict[str, torch.Tensor]:
+    def _fisher_information(self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]) -> dict[str, torch.Tensor]:
         """Diagonal empirical Fisher: the mean squared gradient of the batch loss."""
         model = self.encoder.model
         params = {n: p for n, p in model.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}
-        order = pairs[:]
+        order = list(examples)
         self._rng.shuffle(order)
         size = self.config.batch_size
         batches = [order[i : i + size] for i in range(0, len(order), size) if len(order[i : i + size]) >= 2]
         batches = batches[: self.config.fisher_batches]
         for batch in batches:
             model.zero_grad()
-            self.loss(batch).backward()
+            self.loss(corpus, batch).backward()
             for name, p in params.items():
                 if p.grad is not None:
                     fisher[name] += p.grad.detach() ** 2 / len(batches)
@@ -174,3 +176,22 @@ class ProgressiveTrainer:
     @property
     def reservoir_size(self) -> int:
         return len(self._reservoir)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the encoder's weights that a resumed run needs to continue exactly."""
+        return {
+            "optimizer": self._optimizer.state_dict(),
+            "fisher": self._fisher,
+            "anchor": self._anchor,
+            "reservoir": self._reservoir,
+            "seen": self._seen,
+            "rng": self._rng.getstate(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._optimizer.load_state_dict(state["optimizer"])
+        self._fisher, self._anchor = state["fisher"], state["anchor"]
+        self._reservoir, self._seen = list(state["reservoir"]), state["seen"]
+        self._rng.setstate(state["rng"])
+        torch.set_rng_state(state["torch_rng"])

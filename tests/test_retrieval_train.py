@@ -132,3 +132,41 @@ def test_forgetting_is_the_mean_drop_from_the_best_earlier_value() -> None:
     )
     assert report.forgetting(lambda s: s.recall[1]) == pytest.approx(((0.8 - 0.5) + (0.9 - 0.7)) / 2)
     assert np.array(report.matrix(lambda s: s.mrr)[0][1:]).tolist() == [None, None]
+
+
+@pytest.mark.parametrize("consolidation", [Consolidation.EWC, Consolidation.REPLAY], ids=lambda c: c.value)
+def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupted_one(consolidation, tmp_path) -> None:
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:]), _repo("/r/c", WORDS[3:9])]
+    config = _config(epochs=2, consolidation=consolidation, replay_size=4)
+    whole = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5)
+
+    checkpoint = tmp_path / "run.pt"
+
+    def stop_after_two(row) -> None:
+        if row.repo == "/r/b":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, on_step=stop_after_two)
+    assert checkpoint.exists()
+    steps: list[str] = []
+    resumed = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint,
+                              on_step=lambda row: steps.append(row.repo))
+    assert steps == ["/r/a", "/r/b", "/r/c"]  # the first two come from the checkpoint
+    assert resumed.matrix(lambda s: s.mrr) == whole.matrix(lambda s: s.mrr)
+    assert [r.step.mean_loss for r in resumed.rows] == pytest.approx([r.step.mean_loss for r in whole.rows], rel=1e-6)
+    assert not checkpoint.exists()  # a finished run leaves no checkpoint behind
+
+
+def test_a_checkpoint_of_another_question_is_not_resumed(tmp_path) -> None:
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    checkpoint = tmp_path / "run.pt"
+
+    def stop(row) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_progressive(traces, tiny_encoder(0), _config(epochs=1), checkpoint=checkpoint, on_step=stop)
+    steps: list[str] = []
+    run_progressive(traces, tiny_encoder(0), _config(epochs=1, seed=7), checkpoint=checkpoint, on_step=lambda row: steps.append(row.repo))
+    assert steps == ["/r/a", "/r/b"] and not checkpoint.exists()

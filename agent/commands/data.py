@@ -132,7 +132,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise UserInputError(
             "give repository specs, --repos FILE or --benchmark DIR (exactly one of them)"
         )
-    with _open_store(settings) as store:
+    with open_store(settings) as store:
         if args.benchmark is not None:
             from curriculum.ingest import ingest_traces
             from lean_env.benchmark import read_benchmark
@@ -145,7 +145,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _stats(args: argparse.Namespace, settings: Settings) -> int:
-    with _open_store(settings) as store:
+    with open_store(settings) as store:
         stats = store.stats()
     counts = [
         ["repositories", stats.repositories],
@@ -191,7 +191,7 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
 def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
     from curriculum.ordering import curriculum_of
 
-    with _open_store(settings) as store:
+    with open_store(settings) as store:
         order = curriculum_of(store)
     emit(order.as_dict(), _curriculum_text(order), as_json=args.json)
     return 0
@@ -200,7 +200,7 @@ def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.benchmark_write import write_benchmark
 
-    with _open_store(settings) as store:
+    with open_store(settings) as store:
         traces = store.latest_traces()
         if not traces:
             raise UserInputError(
@@ -230,7 +230,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     specs = parse_repos_file(args.repos)
     config = {"command": "run", "repos": str(args.repos.resolve()), "backend": args.backend}
-    with _open_store(settings) as store:
+    with open_store(settings) as store:
         # A run that was killed, interrupted or failed is picked up again under its own id.
         resumed = store.resume_run(config)
         run = resumed or store.start_run(config)
@@ -259,7 +259,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 # ---- helpers -------------------------------------------------------------------------
 
 
-def _open_store(settings: Settings) -> Store:
+def open_store(settings: Settings) -> Store:
     from curriculum.store import Store
 
     try:

@@ -1,0 +1,213 @@
+"""Retrieval commands: ``retrieval train``, ``retrieval eval`` and ``retrieval search``.
+
+They read the merged view of the database (every repository at its newest commit), in
+curriculum order for training, and call :mod:`retrieval`; torch and transformers are
+imported inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.output import emit, table
+from agent.settings import Settings
+from lean_env.errors import UserInputError
+
+if TYPE_CHECKING:
+    from lean_env.records import RepoTrace
+    from retrieval.index import RecallScores
+
+MODEL_HELP = "encoder: a local directory or a Hugging Face name (default: the bundled MiniLM, offline)"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    retrieval = subparsers.add_parser("retrieval", help="train, evaluate and query the premise retriever")
+    commands = retrieval.add_subparsers(dest="retrieval_command", metavar="COMMAND", required=True)
+
+    train = commands.add_parser(
+        "train",
+        help="progressive training over the stored repositories, in curriculum order",
+        description="One training step per repository in curriculum order (EWC or replay against "
+        "forgetting); after each step, recall@1, recall@10 and MRR on the held-out theorems of "
+        "every repository seen so far (the metrics matrix). Saves the trained encoder. The state "
+        "after each step is kept in DATA_DIR/checkpoints: an interrupted run resumes there when "
+        "started again with the same options.",
+    )
+    _model_option(train)
+    train.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="ewc", help="against forgetting (default: ewc)")
+    train.add_argument("--epochs", type=int, default=1, help="passes over each repository's examples (default: 1)")
+    train.add_argument("--batch-size", type=int, default=16, help="examples per contrastive batch (default: 16)")
+    train.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
+    train.add_argument("--ewc-lambda", type=float, default=100.0, help="weight of the EWC penalty (default: 100)")
+    train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
+    _split_options(train)
+    _json_option(train)
+    train.set_defaults(handler=_train)
+
+    evaluate = commands.add_parser("eval", help="recall@k and MRR of an encoder on every stored repository's held-out theorems")
+    _model_option(evaluate)
+    _split_options(evaluate)
+    _json_option(evaluate)
+    evaluate.set_defaults(handler=_eval)
+
+    search = commands.add_parser("search", help="the premises an encoder retrieves for a goal")
+    search.add_argument("query", help="a goal or statement, e.g. '⊢ a + b = b + a'")
+    search.add_argument("--theorem", default=None, metavar="NAME", help="only premises accessible from this stored theorem")
+    search.add_argument("-k", type=int, default=10, help="how many premises (default: 10)")
+    _model_option(search)
+    _json_option(search)
+    search.set_defaults(handler=_search)
+
+
+def _model_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None, metavar="NAME|DIR", help=MODEL_HELP)
+
+
+def _split_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test-fraction", type=float, default=0.2, help="share of each repository's theorems held out (default: 0.2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+# ---- handlers ------------------------------------------------------------------------
+
+
+def _train(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from retrieval.encoder import TextEncoder
+    from retrieval.progressive import run_progressive
+    from retrieval.train import Consolidation, TrainConfig
+
+    _check_split(args)
+    for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise UserInputError(f"{option} must be at least 1, got {value}")
+    if args.lr <= 0 or args.ewc_lambda < 0:
+        raise UserInputError("--lr must be positive and --ewc-lambda non-negative")
+    traces = _ordered_traces(settings)
+    encoder = TextEncoder.load(args.model)
+    config = TrainConfig(
+        consolidation=Consolidation(args.consolidation),
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        ewc_lambda=args.ewc_lambda,
+        seed=args.seed,
+    )
+    # After every step the state goes here; an interrupted run of the same question resumes.
+    checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
+    with tqdm(total=len(traces), desc="training", unit="repo", disable=None) as bar:
+        report = run_progressive(
+            traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(), checkpoint=checkpoint
+        )
+    out = args.out or settings.data_dir / "retriever"
+    encoder.save(out)
+    repos = list(report.repos)
+    matrices = {name: report.matrix(metric) for name, metric in _METRICS.items()}
+    payload = {
+        "model": str(out),
+        "config": {"consolidation": config.consolidation.value, "epochs": config.epochs, "batch_size": config.batch_size,
+                   "learning_rate": config.learning_rate, "ewc_lambda": config.ewc_lambda, "seed": config.seed},
+        "repositories": repos,
+        "steps": [{"repo": r.repo, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
+                   "mean_penalty": r.step.mean_penalty} for r in report.rows],
+        "matrices": matrices,
+        "forgetting": {name: report.forgetting(metric) for name, metric in _METRICS.items()},
+    }
+    rows = [[f"after {r.repo}", r.train_examples, *(_cell(v) for v in values)] for r, values in zip(report.rows, matrices["recall@10"], strict=True)]
+    human = "\n".join([
+        "recall@10 on each repository's held-out theorems after each step:",
+        table(["step", "trained on", *repos], rows),
+        f"forgetting (recall@10): {payload['forgetting']['recall@10']:.3f}; encoder saved to {out}",
+    ])
+    emit(payload, human, as_json=args.json)
+    return 0
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from retrieval.corpus import PremiseCorpus
+    from retrieval.encoder import TextEncoder
+    from retrieval.index import PremiseIndex, evaluate
+    from retrieval.progressive import split
+
+    _check_split(args)
+    traces = _ordered_traces(settings)
+    encoder = TextEncoder.load(args.model)
+    corpus = PremiseCorpus(traces)
+    index = PremiseIndex.build(corpus, encoder)
+    results = {}
+    for trace in traces:
+        _, test = split(corpus.examples(trace), test_fraction=args.test_fraction, seed=args.seed)
+        results[trace.spec.location] = evaluate(index, encoder, test)
+    payload = {location: _scores_dict(s) for location, s in results.items()}
+    rows = [[location, s.examples, *(_cell(metric(s)) for metric in _METRICS.values())] for location, s in results.items()]
+    emit(payload, table(["repository", "examples", *_METRICS], rows), as_json=args.json)
+    return 0
+
+
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from retrieval.corpus import PremiseCorpus
+    from retrieval.encoder import TextEncoder
+    from retrieval.index import PremiseIndex
+
+    if args.k < 1:
+        raise UserInputError(f"-k must be at least 1, got {args.k}")
+    traces = _ordered_traces(settings)
+    corpus = PremiseCorpus(traces)
+    allowed = None
+    if args.theorem is not None:
+        found = [(t.spec.location, th) for t in traces for th in t.theorems if th.full_name == args.theorem]
+        if not found:
+            raise UserInputError(f"no stored theorem is called {args.theorem!r}")
+        location, theorem = found[0]
+        allowed = [corpus.accessible(location, theorem.path, theorem.start)]
+    encoder = TextEncoder.load(args.model)
+    index = PremiseIndex.build(corpus, encoder)
+    (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
+    payload = [{"rank": rank, "premise": corpus.premises[h.index].full_name, "path": corpus.premises[h.index].path,
+                "score": h.score} for rank, h in enumerate(hits, start=1)]
+    rows = [[p["rank"], p["premise"], p["path"], round(p["score"], 3)] for p in payload]
+    emit(payload, table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible", as_json=args.json)
+    return 0
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+_METRICS = {
+    "recall@1": lambda s: s.recall[1],
+    "recall@10": lambda s: s.recall[10],
+    "MRR": lambda s: s.mrr,
+}
+
+
+def _check_split(args: argparse.Namespace) -> None:
+    if not 0 < args.test_fraction < 1:
+        raise UserInputError(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
+
+
+def _ordered_traces(settings: Settings) -> list[RepoTrace]:
+    """The newest version of every stored repository, in curriculum order."""
+    from agent.commands.data import open_store
+    from curriculum.ordering import curriculum_of
+
+    with open_store(settings) as store:
+        by_location = {t.spec.location: t for t in store.latest_traces()}
+        order = curriculum_of(store)
+    if not by_location:
+        raise UserInputError("the database holds no repositories: run 'leanagent ingest' or 'leanagent run' first")
+    ordered = [by_location[r.location] for r in order.repos if r.location in by_location]
+    return ordered + [t for loc, t in by_location.items() if loc not in {r.location for r in order.repos}]
+
+
+def _scores_dict(scores: RecallScores) -> dict[str, Any]:
+    return {"examples": scores.examples, **{name: metric(scores) for name, metric in _METRICS.items()}}
+
+
+def _cell(value: float | None) -> object:
+    return "-" if value is None else round(value, 3)

@@ -1,0 +1,95 @@
+"""The retrieval commands end to end on the bundled example projects, with a tiny encoder
+saved to a directory (the same loading path as any user model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agent.cli import EXIT_USAGE, main
+from tests.fakes.tiny_encoder import tiny_encoder
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory, examples_dir: Path) -> tuple[Path, Path]:
+    """A data dir holding both example projects (source extraction), and a tiny model dir."""
+    root = tmp_path_factory.mktemp("retrieval-cli")
+    data = root / "data"
+    repos = root / "repos.txt"
+    repos.write_text(f"{examples_dir / 'demo-logic'}\n{examples_dir / 'demo-arith'}\n", encoding="utf-8")
+    assert main(["--data-dir", str(data), "ingest", "--repos", str(repos), "--backend", "source"]) == 0
+    model = root / "tiny"
+    tiny_encoder(0).save(model)
+    return data, model
+
+
+def _run(capsys: pytest.CaptureFixture[str], data: Path, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys, tmp_path: Path) -> None:
+    data, model = workspace
+    out_dir = tmp_path / "trained"
+    code, out, _ = _run(capsys, data, "retrieval", "train", "--model", str(model), "--epochs", "2", "--batch-size", "4",
+                        "--test-fraction", "0.5", "--out", str(out_dir), "--json")
+    assert code == 0
+    payload = json.loads(out)
+    repos = payload["repositories"]
+    assert len(repos) == 2 and {Path(r).name for r in repos} == {"demo-logic", "demo-arith"}
+    matrix = payload["matrices"]["recall@10"]
+    assert len(matrix) == 2 and matrix[0][1] is None  # the second repository is unseen after step 1
+    assert all(0.0 <= v <= 1.0 for row in matrix for v in row if v is not None)
+    assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
+    code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--json")
+    assert code == 0 and set(json.loads(out)) == set(repos)
+
+
+def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace, capsys) -> None:
+    data, model = workspace
+    code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model), "--json")
+    assert code == 0
+    everything = {hit["premise"] for hit in json.loads(out)}
+    assert "DemoLogic.exists_of_forall" in everything
+    assert any(name.startswith("DemoArith") for name in everything) and any(name.startswith("DemoLogic") for name in everything)
+    code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model),
+                        "--theorem", "DemoLogic.forall_swap_and", "--json")
+    assert code == 0
+    hits = {hit["premise"]: hit for hit in json.loads(out)}
+    # DemoLogic/Quantifiers.lean imports DemoLogic/Basic.lean; of its own premises only the
+    # one declared before the theorem is accessible
+    assert "DemoLogic.and_swap" in hits and "DemoLogic.forall_left" in hits
+    assert "DemoLogic.exists_of_forall" not in hits and not any(name.startswith("DemoArith") for name in hits)
+    hits = list(hits.values())
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert all(a["score"] >= b["score"] for a, b in zip(hits, hits[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["retrieval", "search", "goal", "--theorem", "No.such"], "no stored theorem", id="unknown-theorem"),
+        pytest.param(["retrieval", "eval", "--test-fraction", "1.5"], "--test-fraction", id="bad-fraction"),
+        pytest.param(["retrieval", "train", "--epochs", "0"], "--epochs", id="bad-epochs"),
+        pytest.param(["retrieval", "eval", "--model", "/no/such/model"], "no such directory", id="missing-model"),
+        pytest.param(["retrieval", "search", "goal", "-k", "0"], "-k", id="bad-k"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(workspace, capsys, args: list[str], message: str) -> None:
+    data, model = workspace
+    if "--model" not in args:
+        args = [*args, "--model", str(model)]
+    code, _, err = _run(capsys, data, *args)
+    assert code == EXIT_USAGE and message in err and "Traceback" not in err
+
+
+def test_an_empty_database_is_a_user_error(tmp_path: Path, capsys) -> None:
+    code, _, err = _run(capsys, tmp_path / "empty", "retrieval", "eval")
+    assert code == EXIT_USAGE and "holds no repositories" in err
