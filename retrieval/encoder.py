@@ -9,7 +9,6 @@ encoder-decoder such as ReProver's ByT5 retriever is loaded as its encoder).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -17,17 +16,13 @@ from typing import Protocol
 import numpy as np
 import torch
 from transformers import (
-    AutoConfig,
     AutoModel,
     AutoModelForTextEncoding,
-    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
 
-from lean_env.errors import UserInputError
-
-log = logging.getLogger(__name__)
+from retrieval.pretrained import load_pretrained, save_pretrained
 
 Progress = Callable[[int], None]  # called with the number of texts just encoded
 
@@ -36,10 +31,6 @@ class Encoder(Protocol):
     """What the index and the metrics need of an encoder (tests fake it)."""
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray: ...
-
-
-class ModelLoadError(UserInputError):
-    """A model name or directory that cannot be loaded."""
 
 
 def default_model_path() -> Path:
@@ -61,28 +52,15 @@ class TextEncoder:
     def load(cls, name_or_path: str | Path | None = None, *, max_length: int = 256) -> TextEncoder:
         """The encoder at a local directory or Hugging Face name (None: the bundled MiniLM)."""
         source = default_model_path() if name_or_path is None else name_or_path
-        if str(source).startswith(("/", ".", "~")) and not Path(source).expanduser().is_dir():
-            raise ModelLoadError(f"cannot load the encoder {str(source)!r}: no such directory")
-        source = Path(source).expanduser() if str(source).startswith("~") else source
-        try:
-            config = AutoConfig.from_pretrained(source)
-            # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
-            model_class = AutoModelForTextEncoding if config.is_encoder_decoder else AutoModel
-            model = model_class.from_pretrained(source, config=config)
-            tokenizer = AutoTokenizer.from_pretrained(source)
-        except (OSError, ValueError) as error:
-            where = "a local directory" if Path(source).exists() else "a local directory or a Hugging Face model reachable from here"
-            raise ModelLoadError(f"cannot load the encoder {str(source)!r} (expected {where}): {_first_line(error)}") from error
-        log.info("loaded encoder %s (%s)", source, type(model).__name__)
+        # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
+        loaded = load_pretrained(source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel)
         # Longer inputs than the model has positions for would crash it: truncate to fit.
-        limit = getattr(config, "max_position_embeddings", None)
-        return cls(model, tokenizer, max_length=min(max_length, limit) if limit else max_length)
+        limit = loaded.max_positions
+        return cls(loaded.model, loaded.tokenizer, max_length=min(max_length, limit) if limit else max_length)
 
     def save(self, directory: Path) -> None:
         """Write the model and tokenizer so that :meth:`load` reads them back."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
+        save_pretrained(self.model, self.tokenizer, directory)
 
     @property
     def dimension(self) -> int:
@@ -112,7 +90,3 @@ class TextEncoder:
             self.model.train(was_training)
         return out
 
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -21,8 +21,9 @@ from lean_env.records import (
     TracedTactic,
 )
 from retrieval.corpus import PremiseCorpus, RetrievalExample
-from retrieval.encoder import ModelLoadError, TextEncoder
+from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, evaluate
+from retrieval.pretrained import ModelLoadError
 from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)

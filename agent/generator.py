@@ -1,0 +1,100 @@
+"""Tactic generation with a Hugging Face language model, conditioned on retrieved premises.
+
+The input is ReProver's: the retrieved premises, each wrapped as ``<a>premise</a>``, then
+the goal; the model's output is one tactic. Encoder-decoder models (ReProver's ByT5
+generator ``kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small``, or any T5) read the
+input and write the tactic; decoder-only models (GPT-2 and the like) continue the input
+after a separator. Beam search returns ``n`` tactics with their log-probabilities (the sum
+over the tactic's tokens, no length normalisation, so that search can add them along a
+path).
+
+Premises come first and the goal last, and the input is cut from the *left* when too long,
+so the goal always fits and the least relevant premises (retrieved last... i.e. placed
+first, see :func:`prompt`) are the ones dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from agent.search import Candidate
+from retrieval.pretrained import load_pretrained, save_pretrained
+
+# Between the input and the tactic, for decoder-only models.
+SEPARATOR = "\n<tactic>"
+
+
+def prompt(state: str, premises: Sequence[str]) -> str:
+    """The model input: premises from least to most relevant, then the goal (so cutting
+    from the left drops the least relevant first)."""
+    return "".join(f"<a>{p}</a>" for p in reversed(premises)) + state
+
+
+class HFTacticGenerator:
+    """A :class:`~agent.search.TacticGenerator` backed by a ``transformers`` model."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_input_tokens: int = 1024,
+        max_tactic_tokens: int = 128,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_input_tokens = max_input_tokens
+        self.max_tactic_tokens = max_tactic_tokens
+        self.decoder_only = not model.config.is_encoder_decoder
+        if self.decoder_only and tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer.truncation_side = "left"
+
+    @classmethod
+    def load(cls, name_or_path: str | Path, **options: int) -> HFTacticGenerator:
+        """The generator at a local directory or Hugging Face name."""
+        loaded = load_pretrained(
+            name_or_path, "tactic generator", lambda c: AutoModelForSeq2SeqLM if c.is_encoder_decoder else AutoModelForCausalLM
+        )
+        if loaded.max_positions:  # absolute positions: input and output share them in a decoder-only model
+            limit = loaded.max_positions - (0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", 128))
+            options["max_input_tokens"] = min(options.get("max_input_tokens", 1024), limit)
+        return cls(loaded.model, loaded.tokenizer, **options)
+
+    def save(self, directory: Path) -> None:
+        save_pretrained(self.model, self.tokenizer, directory)
+
+    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
+        """Up to ``n`` tactics by beam search, best first, with their log-probabilities."""
+        text = prompt(state, premises) + (SEPARATOR if self.decoder_only else "")
+        # A decoder-only model continues the text: no end-of-sequence token may close it.
+        inputs = self.tokenizer(
+            text, truncation=True, max_length=self.max_input_tokens, return_tensors="pt", add_special_tokens=not self.decoder_only
+        )
+        with torch.inference_mode():
+            out = self.model.generate(
+                **inputs,
+                num_beams=n,
+                num_return_sequences=n,
+                max_new_tokens=self.max_tactic_tokens,
+                do_sample=False,
+                length_penalty=0.0,  # beam scores are then plain sums of token log-probabilities
+                early_stopping=True,
+                output_scores=True,
+                return_dict_in_generate=True,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        sequences = out.sequences[:, inputs["input_ids"].shape[1] :] if self.decoder_only else out.sequences
+        tactics = self.tokenizer.batch_decode(sequences, skip_special_tokens=True)
+        if self.decoder_only:  # a tactic ends at the end of its line
+            tactics = [t.split("\n", 1)[0] for t in tactics]
+        return [Candidate(t.strip(), float(s)) for t, s in zip(tactics, out.sequences_scores, strict=True)]

@@ -1,0 +1,139 @@
+"""Best-first proof search over a :class:`~lean_env.proof_env.ProofSession` (after
+ReProver's search tree).
+
+Nodes are proof states. The frontier is ordered by the sum of the log-probabilities of the
+tactics on the path to a node, so the most likely partial proof is expanded first. Expanding
+a node asks the generator for ``num_candidates`` tactics and runs each in Lean:
+
+* a :class:`~lean_env.proof_env.ProofFinished` ends the search with the path as the proof;
+* a :class:`~lean_env.proof_env.TacticState` not seen before becomes a new node (a state
+  reached again by another path is not searched twice: the first path to reach it was at
+  least as likely, since nodes are expanded in order of likelihood);
+* a :class:`~lean_env.proof_env.LeanError` or :class:`~lean_env.proof_env.TacticTimeout`
+  is counted and dropped.
+
+The search stops when a proof is found, the frontier is empty (every reachable state was
+expanded: the generator's tactics cannot prove it), or a budget runs out (expansions, wall
+time). A found proof is only a candidate: it counts once the final check
+(:mod:`lean_env.final_check`) compiled the file with it.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from lean_env.proof_env import LeanError, ProofFinished, ProofSession, TacticState, TacticTimeout
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A tactic the generator proposes, with its log-probability (<= 0)."""
+
+    tactic: str
+    logprob: float
+
+
+class TacticGenerator(Protocol):
+    """Proposes tactics for a goal, best first, optionally given retrieved premises."""
+
+    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]: ...
+
+
+class SearchStatus(enum.StrEnum):
+    PROVED = "proved"  # a tactic closed the last goal
+    EXHAUSTED = "exhausted"  # no open node left: these tactics cannot prove it
+    OUT_OF_BUDGET = "out_of_budget"  # expansions, time or depth ran out first
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    num_candidates: int = 8  # tactics asked of the generator per expansion
+    max_expansions: int = 100
+    time_limit: float = 600.0  # seconds of wall time for the whole search
+    max_depth: int = 50  # nodes deeper than this are not expanded
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    status: SearchStatus
+    proof: tuple[str, ...] | None  # the tactics from the initial state, when proved
+    expansions: int
+    tactics_run: int
+    lean_errors: int
+    timeouts: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    state: TacticState
+    path: tuple[str, ...]
+    score: float  # sum of the log-probabilities along the path
+
+
+PremisesFor = Callable[[str], Sequence[str]]  # goal text -> premises to condition on
+
+
+def best_first_search(
+    session: ProofSession,
+    generator: TacticGenerator,
+    config: SearchConfig = SearchConfig(),
+    *,
+    premises_for: PremisesFor | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> SearchResult:
+    """Search for a proof of ``session``'s theorem; see the module docstring."""
+    start = clock()
+    order = itertools.count()  # ties broken by insertion: deterministic
+    root = _Node(session.initial_state, (), 0.0)
+    frontier: list[tuple[float, int, _Node]] = [(0.0, next(order), root)]
+    seen = {root.state}
+    expansions = tactics_run = errors = timeouts = 0
+    cut = False  # some node was too deep to expand: an empty frontier then proves nothing
+
+    def result(status: SearchStatus, proof: tuple[str, ...] | None = None) -> SearchResult:
+        return SearchResult(status, proof, expansions, tactics_run, errors, timeouts, clock() - start)
+
+    while frontier:
+        if expansions >= config.max_expansions or clock() - start >= config.time_limit:
+            return result(SearchStatus.OUT_OF_BUDGET)
+        _, _, node = heapq.heappop(frontier)
+        if len(node.path) >= config.max_depth:
+            cut = True
+            continue
+        expansions += 1
+        premises = premises_for(node.state.pp) if premises_for else ()
+        for candidate in _distinct(generator.generate(node.state.pp, premises=premises, n=config.num_candidates)):
+            outcome = session.run_tactic(node.state, candidate.tactic)
+            tactics_run += 1
+            path = (*node.path, candidate.tactic)
+            if isinstance(outcome, ProofFinished):
+                return result(SearchStatus.PROVED, path)
+            if isinstance(outcome, LeanError):
+                errors += 1
+            elif isinstance(outcome, TacticTimeout):
+                timeouts += 1
+            elif outcome not in seen:
+                seen.add(outcome)
+                score = node.score + candidate.logprob
+                heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
+            if clock() - start >= config.time_limit:
+                return result(SearchStatus.OUT_OF_BUDGET)
+    return result(SearchStatus.OUT_OF_BUDGET if cut else SearchStatus.EXHAUSTED)
+
+
+def _distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Each tactic once (its best log-probability), blank ones dropped, best first."""
+    best: dict[str, Candidate] = {}
+    for c in candidates:
+        tactic = c.tactic.strip()
+        if tactic and (tactic not in best or c.logprob > best[tactic].logprob):
+            best[tactic] = Candidate(tactic, c.logprob if math.isfinite(c.logprob) else -math.inf)
+    return sorted(best.values(), key=lambda c: -c.logprob)

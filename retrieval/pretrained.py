@@ -1,0 +1,72 @@
+"""Loading a Hugging Face model from a local directory or a hub name, with one clear error.
+
+Shared by the retriever's encoder and the prover's tactic generator: both accept a local
+directory (one we saved, or any ``transformers`` checkpoint) or a Hugging Face name (needs
+the network once, then the local cache).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformers import (
+    AutoConfig,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from lean_env.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+
+class ModelLoadError(UserInputError):
+    """A model name or directory that cannot be loaded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    config: PretrainedConfig
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+
+    @property
+    def max_positions(self) -> int | None:
+        """How many input tokens the model has positions for (None: relative positions)."""
+        return getattr(self.config, "max_position_embeddings", None)
+
+
+def load_pretrained(source: str | Path, what: str, model_class: Callable[[PretrainedConfig], type]) -> Loaded:
+    """Config, model and tokenizer at ``source``; ``model_class(config)`` picks the model
+    class (e.g. an encoder-only class for an encoder-decoder checkpoint)."""
+    text = str(source)
+    if text.startswith(("/", ".", "~")):
+        source = Path(text).expanduser()
+        if not source.is_dir():
+            raise ModelLoadError(f"cannot load the {what} {text!r}: no such directory")
+    try:
+        config = AutoConfig.from_pretrained(source)
+        model = model_class(config).from_pretrained(source, config=config)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as error:
+        where = "a local directory" if Path(text).exists() else "a local directory or a Hugging Face model reachable from here"
+        raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {_first_line(error)}") from error
+    log.info("loaded %s %s (%s)", what, text, type(model).__name__)
+    return Loaded(config, model, tokenizer)
+
+
+def save_pretrained(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: Path) -> None:
+    """Write a model and its tokenizer so that :func:`load_pretrained` reads them back."""
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

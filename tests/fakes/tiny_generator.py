@@ -1,0 +1,58 @@
+"""Tiny tactic generators built from a config (seeded random weights) with the ByT5 byte
+tokenizer, which needs no vocabulary file: the real code path of
+:class:`agent.generator.HFTacticGenerator`, trained in seconds on CPU."""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    ByT5Tokenizer,
+    GPT2Config,
+    GPT2LMHeadModel,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+
+
+def tiny_t5(seed: int = 0) -> HFTacticGenerator:
+    torch.manual_seed(seed)
+    tokenizer = ByT5Tokenizer()
+    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=2,
+                      decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
+                      eos_token_id=tokenizer.eos_token_id)
+    return HFTacticGenerator(T5ForConditionalGeneration(config), tokenizer, max_input_tokens=256, max_tactic_tokens=24)
+
+
+def tiny_gpt2(seed: int = 0) -> HFTacticGenerator:
+    torch.manual_seed(seed)
+    tokenizer = ByT5Tokenizer()
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=320, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    return HFTacticGenerator(GPT2LMHeadModel(config), tokenizer, max_input_tokens=256, max_tactic_tokens=24)
+
+
+def teach(generator: HFTacticGenerator, pairs: list[tuple[str, str]], *, steps: int = 80, lr: float = 5e-3) -> None:
+    """Fit (goal, tactic) pairs by teacher forcing: enough for the model to say them back."""
+    model, tokenizer = generator.model, generator.tokenizer
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    goals = [prompt(goal, ()) for goal, _ in pairs]
+    tactics = [tactic for _, tactic in pairs]
+    for _ in range(steps):
+        if generator.decoder_only:
+            texts = [f"{g}{SEPARATOR}{t}\n" for g, t in zip(goals, tactics, strict=True)]
+            batch = tokenizer(texts, padding=True, return_tensors="pt")  # ends in </s>: the tactic's end
+            labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+            for row, g in enumerate(goals):  # learn the tactic, not the goal
+                labels[row, : len(tokenizer(g + SEPARATOR, add_special_tokens=False)["input_ids"])] = -100
+            loss = model(**batch, labels=labels).loss
+        else:
+            batch = tokenizer(goals, padding=True, return_tensors="pt")
+            labels = tokenizer(tactics, padding=True, return_tensors="pt")["input_ids"]
+            loss = model(**batch, labels=labels.masked_fill(labels == tokenizer.pad_token_id, -100)).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()

@@ -1,0 +1,68 @@
+"""The Hugging Face tactic generator: prompts, beam search with log-probabilities, both
+model families, save/load; tiny models taught a few (goal, tactic) pairs in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from fakes.proof_world import DONE, WorldSession
+from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
+
+from agent.generator import HFTacticGenerator, prompt
+from agent.search import SearchStatus, best_first_search
+from retrieval.pretrained import ModelLoadError
+
+torch.set_num_threads(1)
+
+PAIRS = [("⊢ p ∧ q → q ∧ p", "intro h"), ("n : Nat\n⊢ n + 0 = n", "simp")]
+
+
+def test_the_prompt_puts_the_most_relevant_premise_next_to_the_goal() -> None:
+    assert prompt("⊢ g", ["best", "second"]) == "<a>second</a><a>best</a>⊢ g"
+    assert prompt("⊢ g", []) == "⊢ g"
+
+
+@pytest.fixture(scope="module", params=[tiny_t5, tiny_gpt2], ids=["t5", "gpt2"])
+def taught(request: pytest.FixtureRequest) -> HFTacticGenerator:
+    generator = request.param(0)
+    teach(generator, PAIRS)
+    return generator
+
+
+def test_a_taught_generator_proposes_its_tactic_first(taught: HFTacticGenerator) -> None:
+    for goal, tactic in PAIRS:
+        candidates = taught.generate(goal, n=4)
+        assert 1 <= len(candidates) <= 4
+        assert candidates[0].tactic == tactic
+        scores = [c.logprob for c in candidates]
+        assert all(s <= 0 for s in scores) and scores == sorted(scores, reverse=True)
+
+
+def test_a_saved_generator_loads_back(taught: HFTacticGenerator, tmp_path: Path) -> None:
+    taught.save(tmp_path / "model")
+    again = HFTacticGenerator.load(tmp_path / "model", max_tactic_tokens=24)
+    assert again.decoder_only == taught.decoder_only
+    assert again.generate(PAIRS[0][0], n=2)[0].tactic == PAIRS[0][1]
+
+
+def test_long_inputs_are_cut_from_the_left_keeping_the_goal(taught: HFTacticGenerator) -> None:
+    premises = [f"lemma_{i} : a_{i} = b_{i}" for i in range(200)]  # far beyond 256 bytes
+    text = prompt(PAIRS[1][0], premises)
+    inputs = taught.tokenizer(text, truncation=True, max_length=taught.max_input_tokens)
+    kept = taught.tokenizer.decode(inputs["input_ids"], skip_special_tokens=True)
+    assert len(kept) < len(text) and kept.endswith(PAIRS[1][0])
+    assert taught.generate(PAIRS[1][0], premises=premises, n=2)  # runs within the model's positions
+
+
+def test_unloadable_generators_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="no such directory"):
+        HFTacticGenerator.load(tmp_path / "absent")
+
+
+def test_search_with_a_taught_generator_finds_the_proof(taught: HFTacticGenerator) -> None:
+    (first_goal, first), (second_goal, second) = PAIRS
+    session = WorldSession(first_goal, {first_goal: {first: second_goal}, second_goal: {second: DONE}})
+    result = best_first_search(session, taught)
+    assert result.status is SearchStatus.PROVED and result.proof == (first, second)

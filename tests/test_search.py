@@ -1,0 +1,117 @@
+"""Best-first search: order, backtracking, state merging, outcomes and budgets; and end to
+end through the REPL backend against the fake REPL."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from fakes.proof_world import DONE, WorldSession
+from fakes.repl_support import fake_command, write_script
+
+from agent.search import Candidate, SearchConfig, SearchStatus, best_first_search
+from lean_env.proof_env import LeanError, TacticTimeout
+from lean_env.records import Position, Theorem, TheoremStatus
+from lean_env.repl.backend import ReplBackend
+
+
+class TableGenerator:
+    """Proposes fixed (tactic, probability) lists per state; records the premises it got."""
+
+    def __init__(self, table: dict[str, list[tuple[str, float]]]) -> None:
+        self.table, self.premises_seen = table, []
+
+    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
+        self.premises_seen.append(tuple(premises))
+        return [Candidate(t, math.log(p)) for t, p in self.table.get(state, [])][:n]
+
+
+def test_best_first_backtracks_from_a_likely_dead_end() -> None:
+    session = WorldSession("A", {"A": {"likely": "B", "unlikely": "C"}, "B": {"stuck": "B2"}, "C": {"finish": DONE}})
+    generator = TableGenerator({"A": [("likely", 0.9), ("unlikely", 0.1)], "B": [("stuck", 0.5)], "C": [("finish", 0.9)]})
+    result = best_first_search(session, generator, SearchConfig(max_expansions=10))
+    assert result.status is SearchStatus.PROVED and result.proof == ("unlikely", "finish")
+    # expanded A (0), B (log .9), B2 (log .45 > log .1), then C
+    assert [s for s, _ in session.ran] == ["A", "A", "B", "C"]
+    assert result.expansions == 4
+
+
+def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> None:
+    session = WorldSession("A", {
+        "A": {"a": "B", "b": "B", "bad": LeanError("type mismatch"), "slow": TacticTimeout(1.0)},
+        "B": {},
+    })
+    generator = TableGenerator({"A": [("a", 0.4), ("b", 0.3), ("bad", 0.2), ("slow", 0.1), ("a ", 0.05)], "B": [("x", 1.0)]})
+    result = best_first_search(session, generator)
+    assert result.status is SearchStatus.EXHAUSTED and result.proof is None
+    assert (result.expansions, result.tactics_run, result.lean_errors, result.timeouts) == (2, 5, 2, 1)
+    assert [t for s, t in session.ran if s == "B"] == ["x"]  # B once, although two tactics reach it
+
+
+@pytest.mark.parametrize(
+    "config, status",
+    [
+        pytest.param(SearchConfig(max_expansions=3), SearchStatus.OUT_OF_BUDGET, id="expansions"),
+        pytest.param(SearchConfig(max_depth=3), SearchStatus.OUT_OF_BUDGET, id="depth"),
+        pytest.param(SearchConfig(max_depth=20), SearchStatus.PROVED, id="deep-enough"),
+    ],
+)
+def test_budgets(config: SearchConfig, status: SearchStatus) -> None:
+    chain = {f"S{i}": {"next": f"S{i + 1}"} for i in range(10)} | {"S10": {"close": DONE}}
+    generator = TableGenerator({f"S{i}": [("next", 0.5)] for i in range(10)} | {"S10": [("close", 0.5)]})
+    result = best_first_search(WorldSession("S0", chain), generator, config)
+    assert result.status is status
+    if status is SearchStatus.PROVED:
+        assert result.proof == ("next",) * 10 + ("close",)
+
+
+def test_the_time_limit_is_checked_between_tactics() -> None:
+    ticks = iter(range(100))
+    session = WorldSession("A", {"A": {f"t{i}": f"B{i}" for i in range(8)}})
+    generator = TableGenerator({"A": [(f"t{i}", 0.1) for i in range(8)]})
+    result = best_first_search(session, generator, SearchConfig(time_limit=4), clock=lambda: next(ticks))
+    assert result.status is SearchStatus.OUT_OF_BUDGET and len(session.ran) == 3
+
+
+def test_premises_are_retrieved_for_each_expanded_goal() -> None:
+    session = WorldSession("A", {"A": {"t": "B"}, "B": {"u": DONE}})
+    generator = TableGenerator({"A": [("t", 1.0)], "B": [("u", 1.0)]})
+    result = best_first_search(session, generator, premises_for=lambda goal: [f"lemma_for_{goal}"])
+    assert result.status is SearchStatus.PROVED
+    assert generator.premises_seen == [("lemma_for_A",), ("lemma_for_B",)]
+
+
+G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"
+G_LEFT, G_RIGHT = "case left\np q : Prop\nhp : p\nhq : q\n⊢ p", "case right\np q : Prop\nhp : p\nhq : q\n⊢ q"
+
+
+def test_search_proves_a_theorem_through_the_repl_backend(tmp_path: Path) -> None:
+    """The real REPL client and protocol, against the fake REPL's scripted Lean."""
+    script = write_script(tmp_path, {
+        "theorems": {"and_both": G_AND},
+        "tactics": {
+            G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT]}, "simp": {"error": "simp made no progress"}},
+            f"{G_LEFT}\n\n{G_RIGHT}": {"exact hp": {"goals": [G_RIGHT]}, "exact hq": {"error": "type mismatch"}},
+            G_RIGHT: {"exact hq": {"goals": []}},
+        },
+    })
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "A.lean").write_text(
+        "theorem and_both (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n", encoding="utf-8")
+    theorem = Theorem("and_both", "A.lean", Position(1, 1), Position(2, 8), "", None, TheoremStatus.SORRY,
+                      proof_start=Position(1, 59))
+    generator = TableGenerator({
+        G_AND: [("simp", 0.6), ("constructor", 0.4)],
+        f"{G_LEFT}\n\n{G_RIGHT}": [("exact hq", 0.5), ("exact hp", 0.5)],
+        G_RIGHT: [("exact hq", 0.9)],
+    })
+    backend = ReplBackend.create(launcher=lambda project_dir: fake_command(project_dir, script), max_processes=1,
+                                 memory_limit_mb=None, tactic_timeout=2.0, command_timeout=5.0, header_timeout=5.0)
+    with backend, backend.open(project, theorem) as session:
+        result = best_first_search(session, generator)
+    assert result.status is SearchStatus.PROVED
+    assert result.proof == ("constructor", "exact hp", "exact hq")
+    assert result.lean_errors == 2
