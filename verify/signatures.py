@@ -28,8 +28,11 @@ classes ``A`` reach the maximum. If they all carry one value, both heads output 
 this happens in ``r`` too, so ``A`` lies in ``T``; the winner, the class of ``A`` that
 occurs first, is the same in both words, whose orders on ``T`` agree. Projections,
 residuals, feed-forward layers, rounding and overflow act per position. The readouts read
-the same class in both (the same symbol at the same position; a CLS symbol is always
-position 0, a class of its own that is never out-ordered, so it needs no place in ``T``).
+the same class in both (the same symbol at the same position). A CLS symbol is always
+position 0: a class of its own that wins every tie it is part of, whatever the order, so it
+needs no place in ``T`` and a tie it wins needs none either. (With a CLS symbol, word
+position ``i`` is sequence position ``i + 1``; classes are still numbered by the word
+position, ``(w_i, i mod p)``, a relabelling of ``(w_i, (i + 1) mod p)`` that changes nothing.)
 
 The search
 ----------
@@ -142,7 +145,8 @@ def _tied_classes(spec: EncoderSpec, word_ids: np.ndarray, classes: np.ndarray) 
     """Per word of ``word_ids`` (W, n): the classes of positions that reach a query's maximal
     score together with a position of a different value, in some head of some layer of ``spec``."""
     ids = ref.sequence_ids(spec, word_ids)
-    if ids.shape[1] > classes.shape[1]:  # the CLS symbol
+    has_cls = ids.shape[1] > classes.shape[1]
+    if has_cls:
         classes = np.concatenate([np.full((len(classes), 1), _CLS_CLASS), classes], axis=1)
     m = ids.shape[1]
     width = max(h.wv.shape[1] for layer in spec.layers for h in layer.heads)
@@ -158,9 +162,9 @@ def _tied_classes(spec: EncoderSpec, word_ids: np.ndarray, classes: np.ndarray) 
                 chosen = np.take_along_axis(v, np.argmax(scores, axis=2)[:, :, None], axis=1)  # (B, m, e)
                 differs = (v[:, None, :, :] != chosen[:, :, None, :]).any(axis=3)  # (B, m, m)
                 ambiguous = (top & differs).any(axis=2)  # (B, m): queries whose winner depends on the order
+                if has_cls:
+                    ambiguous &= ~top[:, :, 0]  # the CLS position is leftmost: it wins whatever the order
                 involved = top & ambiguous[:, :, None]  # (B, m, m)
                 for b, _, j in zip(*np.nonzero(involved), strict=True):
                     tied[start + b].add(int(chunk_classes[b, j]))
-    for found in tied:
-        found.discard(_CLS_CLASS)
     return tied
