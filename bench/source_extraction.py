@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -182,10 +183,14 @@ def main(argv: list[str] | None = None) -> int:
         ],
     ]
     print(table(["run", "MB", "theorems", "premises", "best CPU s", "MB/s"], rows))
+    # CPU time still rises with the machine's load (shared caches): say what it was.
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f} on {os.cpu_count()} CPUs")
     if args.json:
         payload = {
             "seed": args.seed,
             "repeats": repeats,
+            "load_average": round(load, 2),
             "runs": [
                 dict(zip(["run", "mb", "theorems", "premises", "seconds", "mb_per_s"], r, strict=True))
                 for r in rows

@@ -1,12 +1,19 @@
 """Source extraction's shortcuts give the answers of the general rules: a header on the
-file's first line, `import` only at a line start, `<;>` without a `;` split, and plain
-names declared only in namespaces the scope cannot reach."""
+file's first line, `import` only at a line start, `<;>` without a `;` split, plain names
+declared only in namespaces the scope cannot reach, block comments matched whole unless
+nested, raw strings found at their quote, doc comments attached by a lookup, steps split at
+`;` only where a `;` is, and modifiers read only when they may say `private` or
+`protected`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from lean_env.source import extract_file
+from lean_env.records import Position, RepoSpec
+from lean_env.source import extract_file, extract_repo
+from lean_env.source.lexer import mask
 
 
 @pytest.mark.parametrize(
@@ -71,3 +78,144 @@ def test_plain_names_resolve_only_where_their_namespace_is_reachable() -> None:
     )
     theorems = {t.full_name: t.premises for t in extract_file(source, path="T.lean").theorems}
     assert theorems == {"B.t1": (), "A.t2": ("A.x",), "t3": ("A.C.a",), "t4": ("A.x",)}
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        pytest.param("a /--/ b", "a      b", id="shortest-comment"),
+        pytest.param("a /- x - / y -/ b", "a               b", id="lone-dash-and-slash"),
+        pytest.param("a /- x -/-/ b", "a        -/ b", id="first-close-ends-it"),
+        pytest.param("a /- x -/ b /- y -/ c", "a         b         c", id="two-comments"),
+        pytest.param("a /-/ x -/ b", "a          b", id="slash-right-after-open"),
+        pytest.param("a /--- x ---/ b", "a             b", id="dashes-inside"),
+        pytest.param("a /- x /- y -/ z -/ b", "a                   b", id="nested-counted"),
+    ],
+)
+def test_block_comments_matched_whole_or_counted(text: str, masked: str) -> None:
+    assert mask(text).masked == masked
+
+
+@pytest.mark.parametrize(
+    ("text", "docs"),
+    [
+        pytest.param("/-- a - b -/\ndef x := 1", [(0, 12)], id="flat-doc"),
+        pytest.param("a /-- doc /- nested -/ still -/ b", [(2, 31)], id="nested-doc"),
+    ],
+)
+def test_doc_spans_of_flat_and_nested_comments(text: str, docs: list[tuple[int, int]]) -> None:
+    assert list(mask(text).doc_spans) == docs
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        pytest.param('a r"x" b', "a      b", id="raw"),
+        pytest.param('a r##"x "# y"## b', "a               b", id="raw-with-hashes"),
+        pytest.param('for"x" b', "for    b", id="r-ending-a-name"),
+        pytest.param('a #"x" b', "a #    b", id="hashes-without-r"),
+        pytest.param("'r'\"x\" b", "       b", id="r-inside-a-char-literal"),
+    ],
+)
+def test_raw_strings_found_at_their_quote(text: str, masked: str) -> None:
+    assert mask(text).masked == masked
+
+
+def test_unterminated_raw_string_starts_at_its_r() -> None:
+    masked = mask('a r#"x" b\nc')
+    assert [(p.offset, p.reason) for p in masked.problems] == [(2, "unterminated raw string literal")]
+    assert masked.masked == "a        \nc"
+
+
+def test_unterminated_nested_comment_is_still_a_problem() -> None:
+    masked = mask("a /- open /- inner -/ \nb")
+    assert [(p.offset, p.reason) for p in masked.problems] == [(2, "unterminated block comment")]
+    assert masked.masked.endswith("\nb")
+
+
+@pytest.mark.parametrize(
+    ("source", "start", "code"),
+    [
+        pytest.param(
+            "/-- one -/\n/-- two -/\ntheorem t : True := trivial",
+            Position(2, 1),
+            "/-- two -/\ntheorem",
+            id="last-of-several",
+        ),
+        pytest.param(
+            "/-- doc -/\n-- a note\ntheorem t : True := trivial",
+            Position(1, 1),
+            "/-- doc -/\n-- a note\ntheorem",
+            id="across-a-comment",
+        ),
+        pytest.param(
+            "/-- doc -/ theorem t : True := trivial", Position(1, 1), "/-- doc -/ theorem", id="same-line"
+        ),
+        pytest.param(
+            "open Nat in\n/-- doc -/\n@[simp] theorem t : True := trivial",
+            Position(2, 1),
+            "/-- doc -/\n@[simp] theorem",
+            id="after-open-in",
+        ),
+        pytest.param(
+            "/-- doc -/\ndef x := 1\ntheorem t : True := trivial",
+            Position(3, 1),
+            "theorem",
+            id="not-another-declarations-doc",
+        ),
+    ],
+)
+def test_doc_comments_attach_to_the_next_command(source: str, start: Position, code: str) -> None:
+    premise = extract_file(source, path="T.lean").premises[-1]
+    assert premise.full_name == "t"
+    assert premise.start == start
+    assert premise.code.startswith(code)
+
+
+@pytest.mark.parametrize(
+    ("proof", "steps"),
+    [
+        pytest.param("by\r\n  simp\r\n  rfl", ["simp", "rfl"], id="crlf"),
+        pytest.param("by\n\tsimp\n\trfl", ["simp", "rfl"], id="tabs"),
+        pytest.param(
+            "by\n  simp\n    \n  rfl  -- done", ["simp", "rfl"], id="blank-line-and-trailing-comment"
+        ),
+        pytest.param("by\n  simp\n  )\n  rfl", ["simp\n  )", "rfl"], id="closer-line-continues"),
+        pytest.param("by simp\n     rfl\n  omega", ["simp", "rfl", "omega"], id="first-step-sets-column"),
+        pytest.param(
+            "by\n  constructor\n  · simp; rfl\n  · simp only [a, b]; rfl",
+            ["constructor", "· simp; rfl", "· simp only [a, b]; rfl"],
+            id="bullets-in-a-block-with-semicolons",
+        ),
+        pytest.param(
+            "by\n  simp [f (x; y)]; rfl\n  omega",
+            ["simp [f (x; y)]", "rfl", "omega"],
+            id="semicolon-in-brackets-does-not-split",
+        ),
+    ],
+)
+def test_step_layout_and_semicolon_edge_cases(proof: str, steps: list[str]) -> None:
+    (theorem,) = extract_file(f"theorem t : True := {proof}", path="T.lean").theorems
+    assert [t.tactic for t in theorem.tactics] == steps
+
+
+@pytest.mark.parametrize(
+    ("modifiers", "premises"),
+    [
+        pytest.param("private ", (), id="private"),
+        pytest.param("@[simp] private ", (), id="attribute-then-private"),
+        pytest.param("@[aesop_private] ", ("P.a",), id="private-inside-an-attribute-name"),
+        pytest.param("@[simp] ", ("P.a",), id="attribute-only"),
+    ],
+)
+def test_only_a_private_modifier_hides_a_declaration(
+    tmp_path: Path, modifiers: str, premises: tuple[str, ...]
+) -> None:
+    (tmp_path / "P").mkdir()
+    (tmp_path / "P" / "A.lean").write_text(f"{modifiers}def P.a : Nat := 1\n", encoding="utf-8")
+    (tmp_path / "P" / "B.lean").write_text(
+        "import P.A\ntheorem P.b : P.a = 1 := by simp [P.a]\n", encoding="utf-8"
+    )
+    trace = extract_repo(tmp_path, spec=RepoSpec(str(tmp_path)), commit="c", lean_version=None)
+    (theorem,) = trace.theorems
+    assert theorem.premises == premises

@@ -35,9 +35,11 @@ from lean_env.source.reader import Decl, ReadFile, read_file
 from lean_env.source.tactics import tactic_steps
 
 _THEOREM_KINDS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
-_SORRY = re.compile(r"(?<![\w'!?.])(?:sorry|admit)(?![\w'!?])")
+# Each alternative starts with a literal letter (the "not inside a name" lookbehind comes
+# after it) so that `re` skips to candidates in C rather than trying every offset.
+_SORRY = re.compile(r"(?:s(?<![\w'!?.]s)orry|a(?<![\w'!?.]a)dmit)(?![\w'!?])")
 _BY = re.compile(r"\s*by(?![\w'!?])")
-_CASE_TAG = re.compile(rf"(?<![\w'!?.])(?:case'?|next)\s+({IDENT})")
+_CASE_TAG = re.compile(rf"(?:c(?<![\w'!?.]c)ase'?|n(?<![\w'!?.]n)ext)\s+({IDENT})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,55 +96,52 @@ def build(
     ``imported`` is the bit set of the module numbers the file imports, directly or not."""
     source = read.source
     text = source.text
+    position = source.position
     premises: list[Premise] = []
     theorems: list[Theorem] = []
     for decl in read.decls:
-        if decl.name is None or decl.kind is DeclKind.EXAMPLE:
+        name, kind = decl.name, decl.kind
+        if name is None or kind is DeclKind.EXAMPLE:
             continue
         # A theorem's record shares these positions: compute each offset's position once.
-        start, end = source.position(decl.start), source.position(decl.end)
-        premises.append(Premise(decl.name, path, start, end, decl.kind, text[decl.start : decl.end]))
+        start, end = position(decl.start), position(decl.end)
+        premises.append(Premise(name, path, start, end, kind, text[decl.start : decl.end]))
         if decl.children:
             premises.extend(
-                _premise(source, path, c.name, c.start, c.end, decl.kind) for c in decl.children
+                Premise(c.name, path, position(c.start), position(c.end), kind, text[c.start : c.end])
+                for c in decl.children
             )
-        if with_theorems and decl.kind in _THEOREM_KINDS:
-            body_end = end if decl.body_end == decl.end else source.position(decl.body_end)
-            site = Site(module, decl.start, decl.name, imported)
-            theorems.append(_theorem(read, decl, path, table, site, start, body_end))
+        if with_theorems and kind in _THEOREM_KINDS:
+            body_end = end if decl.body_end == decl.end else position(decl.body_end)
+            site = Site(module, decl.start, name, imported)
+            theorems.append(_theorem(source, decl, name, path, table, site, start, body_end))
     problems = tuple(ParseProblem(path, source.line_of(i.offset), i.reason) for i in read.issues)
     return FileExtract(LeanFile(path, read.imports), tuple(premises), tuple(theorems), problems)
 
 
-def _premise(source: MaskedText, path: str, name: str, start: int, end: int, kind: DeclKind) -> Premise:
-    return Premise(
-        name, path, source.position(start), source.position(end), kind, source.text[start:end]
-    )
-
-
 def _theorem(
-    read: ReadFile,
+    source: MaskedText,
     decl: Decl,
+    name: str,
     path: str,
     table: NameTable,
     site: Site,
     start_position: Position,
     end_position: Position,
 ) -> Theorem:
-    """The theorem record of ``decl``; ``start_position``/``end_position`` are the
-    positions of ``decl.start`` and ``decl.body_end``."""
-    source = read.source
+    """The theorem record of ``decl`` (named ``name``); ``start_position``/``end_position``
+    are the positions of ``decl.start`` and ``decl.body_end``."""
     text = source.text
     statement = text[decl.keyword_start : decl.header_end]
-    if decl.proof_start is None:
-        return Theorem(
-            decl.name or "", path, start_position, end_position, statement, None, TheoremStatus.SORRY
-        )
+    proof_start, body_end = decl.proof_start, decl.body_end
+    if proof_start is None:
+        return Theorem(name, path, start_position, end_position, statement, None, TheoremStatus.SORRY)
     # Work on the proof's lines only (from the start of its first line, so that columns
     # stay right), with offsets shifted by `base`.
-    base = source.masked.rfind("\n", 0, decl.proof_start) + 1
-    proof = source.masked[base : decl.body_end]
-    start, end = decl.proof_start - base, decl.body_end - base
+    masked = source.masked
+    base = masked.rfind("\n", 0, proof_start) + 1
+    proof = masked[base:body_end]
+    start, end = proof_start - base, body_end - base
     if ("case" in proof or "next" in proof) and _CASE_TAG.search(proof, start):
         # `case succ k ih =>` names a goal, not the constructor: keep it out of premises.
         proof = _CASE_TAG.sub(_blank_tag, proof)
@@ -152,33 +151,32 @@ def _theorem(
     premises = tuple(dict.fromkeys(meaning[i] for i in idents if i in meaning)) if meaning else ()
     tactics: tuple[TracedTactic, ...] = ()
     if decl.is_tactic:
-        block = _BY.match(proof, start).end()
-        steps = tactic_steps(proof, block, end)
+        steps = tactic_steps(proof, _BY.match(proof, start).end(), end)
         # Step offsets are relative to `base`: slice the proof's own text with them.
-        lines = text[base : decl.body_end]
-        tactics = tuple(
-            [
-                TracedTactic(lines[s:e], premises=_names_in(proof, s, e, meaning) if meaning else ())
-                for s, e in steps
-            ]
-        )
-    sorries = (
-        tuple(source.position(base + m.start()) for m in _SORRY.finditer(proof, start))
-        if "sorry" in proof or "admit" in proof
-        else ()
-    )
+        lines = text[base:body_end]
+        if meaning:
+            tactics = tuple(
+                [TracedTactic(lines[s:e], premises=_names_in(proof, s, e, meaning)) for s, e in steps]
+            )
+        else:
+            tactics = tuple([TracedTactic(lines[s:e]) for s, e in steps])
+    if "sorry" in proof or "admit" in proof:
+        position = source.position
+        sorries = tuple([position(base + m.start()) for m in _SORRY.finditer(proof, start)])
+    else:
+        sorries = ()
     return Theorem(
-        full_name=decl.name or "",
+        full_name=name,
         path=path,
         start=start_position,
         end=end_position,
         statement=statement,
-        proof=text[decl.proof_start : decl.body_end],
+        proof=text[proof_start:body_end],
         status=TheoremStatus.SORRY if sorries else TheoremStatus.PROVEN,
         tactics=tactics,
         premises=premises,
         sorries=sorries,
-        proof_start=source.position(decl.proof_start),
+        proof_start=source.position(proof_start),
     )
 
 

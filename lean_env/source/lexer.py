@@ -24,14 +24,25 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from itertools import accumulate
 
 from lean_env.records import Position
 
-# What starts a literal or a comment; everything else is left as it is.
-_TRIGGER = re.compile(r"""/-|--|r#*"|"|'""")
+# What starts a literal or a comment; everything else is left as it is. Two kinds are
+# matched whole, in one step: a line comment (group `line`) and a block comment with no
+# `/-` inside (group `block`; its body runs over anything but the start of `/-` or `-/`),
+# which most comments are. A nested block comment matches only its `/-`, and the loop
+# counts the nesting. (The groups come after a literal first character, which keeps the
+# fast scan for candidate characters that a leading group would turn off.) A raw string
+# (`r"..."`, `r#"..."#`) is recognised at its quote by looking back for the `r`: an `r`
+# trigger would stop the scan at every letter r of the file.
+_TRIGGER = re.compile(
+    r"-(?P<line>-[^\n]*)"
+    r"|/(?P<block>-[^/-]*+(?:(?:/(?!-)|-(?!/))[^/-]*+)*+-/)"
+    r"""|/-|"|'"""
+)
 # Inside a block comment only the nesting delimiters matter.
 _BLOCK_DELIM = re.compile(r"/-|-/")
+_NEWLINE = re.compile("\n")
 # A string body: anything but an unescaped quote; escapes may swallow a newline.
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
 _CHAR_LITERAL = re.compile(r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u\{[0-9a-fA-F]+\}|.))'")
@@ -116,13 +127,13 @@ def mask(text: str) -> MaskedText:
         m = _TRIGGER.search(text, pos)
         if m is None:
             break
-        start = m.start()
-        token = m.group()
-        if token == "--":
-            newline = text.find("\n", start)
-            end = size if newline < 0 else newline
-        elif token == "/-":
-            end = _block_comment_end(text, start)
+        start, end = m.span()
+        token = m.lastgroup or m.group()
+        if token == "line":
+            pass  # the match is the whole comment
+        elif token in ("block", "/-"):
+            if token == "/-":  # nested, or never closed
+                end = _block_comment_end(text, start)
             if end < 0:
                 problems.append(LexProblem(start, "unterminated block comment"))
                 newline = text.find("\n", start)
@@ -138,27 +149,24 @@ def mask(text: str) -> MaskedText:
                 pos = start + 1
                 continue
             end = lit.end()
-        elif token.startswith("r"):
-            if start > 0 and _PRIME_AFTER.match(text, start - 1):  # `for"`: the r ends a name
-                pos = start + 1
-                continue
-            closing = '"' + "#" * (len(token) - 2)
-            close = text.find(closing, m.end())
-            if close < 0:
-                problems.append(LexProblem(start, "unterminated raw string literal"))
-                newline = text.find("\n", start)
-                end = size if newline < 0 else newline
+        else:  # a quote: it opens a raw string if an `r` (and `#`s) come right before it
+            r = start - 1
+            if r >= pos and text[r] == "#":  # step back over the hashes in C
+                r = pos + len(text[pos:start].rstrip("#")) - 1
+            # Not after an identifier character: in `for"` the r ends a name.
+            if r >= pos and text[r] == "r" and not (r > 0 and _PRIME_AFTER.match(text, r - 1)):
+                start, end = r, _raw_string_end(text, r, start, problems)
             else:
-                end = close + len(closing)
-        else:
-            end = _string_end(text, start, problems)
+                end = _string_end(text, start, problems)
         pieces.append(text[done:start])
-        literal = text[start:end]
-        pieces.append(_NOT_NEWLINE.sub(" ", literal) if "\n" in literal else " " * len(literal))
+        if text.find("\n", start, end) < 0:
+            pieces.append(" " * (end - start))
+        else:
+            pieces.append(_NOT_NEWLINE.sub(" ", text[start:end]))
         done = pos = end
     pieces.append(text[done:])
-    # Each line starts one past the end of the previous one; `accumulate` keeps it in C.
-    starts = tuple(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))[:-1]
+    # Each line but the first starts just after a newline (`map` keeps the loop in C).
+    starts = (0, *map(re.Match.end, _NEWLINE.finditer(text)))
     return MaskedText(
         text=text,
         masked="".join(pieces),
@@ -184,6 +192,18 @@ def _block_comment_end(text: str, start: int) -> int:
             pos = m.end()
             if depth == 0:
                 return pos
+
+
+def _raw_string_end(text: str, start: int, quote: int, problems: list[LexProblem]) -> int:
+    """The offset just after the raw string opened at ``start`` (its quote at ``quote``);
+    recovers at its line end."""
+    closing = '"' + "#" * (quote - start - 1)
+    close = text.find(closing, quote + 1)
+    if close >= 0:
+        return close + len(closing)
+    problems.append(LexProblem(start, "unterminated raw string literal"))
+    newline = text.find("\n", start)
+    return len(text) if newline < 0 else newline
 
 
 def _string_end(text: str, start: int, problems: list[LexProblem]) -> int:

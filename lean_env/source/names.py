@@ -80,6 +80,9 @@ class NameTable:
     # identifiers are filtered against this set in one C-level set difference.
     _names_nothing: set[str] = field(default_factory=set)
     _views: dict[Scope, _ScopeView] = field(default_factory=dict)
+    # The last scope looked up and its view: consecutive declarations share one `Scope`
+    # object, and an identity test is much cheaper than hashing the scope's tuples.
+    _last_view: tuple[Scope, _ScopeView] | None = None
 
     def add_all(self, named: Iterable[tuple[str, Entry]]) -> None:
         """Add many ``(full name, entry)`` pairs: a file's declarations at once."""
@@ -91,7 +94,8 @@ class NameTable:
                 entries[name] = [entry]
             else:
                 same.append(entry)
-            last = split_name(name)[-1]
+            # `rpartition` unless guillemets may hide a dot: no list built per name.
+            last = split_name(name)[-1] if "«" in name else name.rpartition(".")[2]
             prefixes = parents.get(last)
             if prefixes is None:
                 prefixes = parents[last] = set()
@@ -99,6 +103,7 @@ class NameTable:
         # New names can give old identifiers a meaning.
         self._names_nothing.clear()
         self._views.clear()
+        self._last_view = None
 
     def resolve(self, ident: str, scope: Scope, site: Site) -> str | None:
         """The full name ``ident`` refers to at ``site``, or None if it names nothing we know."""
@@ -107,12 +112,11 @@ class NameTable:
     def resolve_all(self, idents: Collection[str], scope: Scope, site: Site) -> dict[str, str]:
         """:meth:`resolve` for many identifiers used at one site (repeats allowed): those
         that name something, mapped to the full name."""
+        last = self._last_view
+        view = last[1] if last is not None and last[0] is scope else self._view(scope)
         # `difference`, not `difference_update`: it walks the (few) identifiers rather
         # than the (many) names known to mean nothing.
         todo = set(idents).difference(self._names_nothing)
-        view = self._views.get(scope)
-        if view is None:
-            view = self._views[scope] = _ScopeView.of(scope)
         if view.aliased:
             # An alias makes its short name mean something whatever was declared.
             todo.update(i for i in idents if i.partition(".")[0] in view.aliased)
@@ -134,6 +138,14 @@ class NameTable:
                     resolved[ident] = name
                     break
         return resolved
+
+    def _view(self, scope: Scope) -> _ScopeView:
+        """The view of ``scope`` (made once per scope), remembered as the last one used."""
+        view = self._views.get(scope)
+        if view is None:
+            view = self._views[scope] = _ScopeView.of(scope)
+        self._last_view = (scope, view)
+        return view
 
     def _lookup(self, ident: str, view: _ScopeView) -> tuple[str, ...] | None:
         """The declared names ``ident`` may mean in ``view``'s scope, or None if it can

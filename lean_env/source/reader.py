@@ -15,7 +15,6 @@ is :mod:`lean_env.source.extract`'s job.
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -55,8 +54,9 @@ _COLUMN1_KEYWORDS = (
     "import prelude"
 ).split()
 _HEADER_AT_LINE_START = (
-    # The lookahead fails most proof lines at once, before the long keyword alternation.
-    rf"(?P<indent>[ \t]*)(?=[a-z@#])"
+    # The lookahead fails most proof lines at once, before the long keyword alternation;
+    # the possessive `*+` keeps a failed line from being retried with less indentation.
+    rf"(?P<indent>[ \t]*+)(?=[a-z@#])"
     rf"(?P<pre>(?:(?:open|set_option)[ \t][^\n]*?[ \t]in\s+)*)"
     rf"(?P<mods>(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*)"
     rf"(?P<kw>{'|'.join([*_DECL_KEYWORDS, *_SCOPE_KEYWORDS, *_COLUMN1_KEYWORDS])}|#[a-z_]+)"
@@ -72,17 +72,24 @@ _IMPORT = re.compile(rf"import[ \t]+((?:{IDENT}[ \t]*)+)")
 _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 # What a header scan stops at. `|` counts only first on its line (the absolute value `|x|`
 # may appear in a statement) except for inductive types, whose constructors use it inline.
+# Every alternative starts with a literal character (no group, no lookbehind first): `re`
+# then skips to candidate characters in C instead of trying the whole pattern at each one.
 _HEADER_STOPS = re.compile(
-    r"(?P<eq>\n[ \t]*\|)|:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])"
+    r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])"
 )
 _COLON_TOKENS = re.compile(r"(?<!:):(?![=:])|[(\[{⟨⦃]|[)\]}⟩⦄]")
 _BARS = re.compile(r"[(\[{⟨⦃]|[)\]}⟩⦄]|(?<![\w'!?.])deriving(?![\w'!?])|\|")
 _OPEN_BRACKETS = "([{⟨⦃"
 _CLOSE_BRACKETS = ")]}⟩⦄"
+# Text whose brackets, if any, are unnested pairs, like most binders (`(a b : α) {c : β}`):
+# its bracket depth is 0 without counting.
+_FLAT_BRACKETS = re.compile(
+    r"[^()\[\]{}⟨⟩⦃⦄]*+(?:[(\[{⟨⦃][^()\[\]{}⟨⟩⦃⦄]*+[)\]}⟩⦄][^()\[\]{}⟨⟩⦃⦄]*+)*+"
+)
 # Clauses that end a proof when they begin a line (`\n` rather than `^`: a literal first
 # character lets `re` jump from line to line).
-_TRAILER = re.compile(r"\n[ \t]*(?:where|termination_by|decreasing_by|deriving)(?![\w'!?])")
-_WHERE_LINE = re.compile(r"\n[ \t]*where(?![\w'!?])")
+_TRAILER = re.compile(r"\n[ \t]*+(?:where|termination_by|decreasing_by|deriving)(?![\w'!?])")
+_WHERE_LINE = re.compile(r"\n[ \t]*+where(?![\w'!?])")
 _CLASS_VARIANT = re.compile(r"\s+(inductive|abbrev)(?![\w'!?])")
 # Words that may follow a declaration keyword but are not its name.
 _NOT_NAMES = frozenset({"where", "extends", "deriving"})
@@ -225,21 +232,23 @@ def read_file(source: MaskedText) -> ReadFile:
     issues = [Issue(p.offset, p.reason) for p in source.problems]
     headers = [m for m in _headers(masked) if _is_command(m, masked)]
     # A command's text reaches back over its doc comment; what precedes ends before that.
-    starts = [_with_doc(source, m.end("indent")) for m in headers]
+    doc_before = _doc_starts(source)
+    starts = [doc_before.get(m.end("indent"), m.end("indent")) for m in headers]
     stack = _ScopeStack()
     pending: Scope | None = None
     decls: list[Decl] = []
-    for i, m in enumerate(headers):
-        limit = starts[i + 1] if i + 1 < len(headers) else len(masked)
+    # Each command ends where the next one starts (before its doc comment).
+    limits = [*starts[1:], len(masked)] if starts else []
+    for m, start, limit in zip(headers, starts, limits, strict=True):
         end = rstrip_end(masked, m.start("kw"), limit)
         kw = m.group("kw")
         if m.group("pre"):
             pending = _merge(
                 pending, _parse_opens(masked[m.start("pre") : m.end("pre")], stack.namespace())
             )
-        if kw in _DECL_KEYWORDS:
             # Past an `open ... in` prefix, the declaration itself starts at its modifiers.
-            start = _with_doc(source, m.start("mods")) if m.group("pre") else starts[i]
+            start = doc_before.get(m.start("mods"), m.start("mods"))
+        if kw in _DECL_KEYWORDS:
             decl = _read_decl(source, m, start, end, stack, pending, issues)
             if decl is not None:
                 decls.append(decl)
@@ -252,7 +261,7 @@ def read_file(source: MaskedText) -> ReadFile:
             else:
                 stack.open(opened)
         elif kw == "alias":
-            decls.extend(_read_alias(source, m, end, stack, pending))
+            decls.extend(_read_alias(source, m, start, end, stack, pending))
             pending = None
         else:
             _scope_command(kw, masked, m, end, stack, issues)
@@ -284,15 +293,13 @@ def _is_command(m: re.Match[str], masked: str) -> bool:
     return not m.group("indent")
 
 
-def _with_doc(source: MaskedText, start: int) -> int:
-    """``start`` moved back to the doc comment right before it, if there is one."""
-    docs = source.doc_spans
-    index = bisect.bisect_right(docs, (start, start)) - 1
-    if index >= 0:
-        doc_start, doc_end = docs[index]
-        if doc_end <= start and not source.masked[doc_end:start].strip():
-            return doc_start
-    return start
+def _doc_starts(source: MaskedText) -> dict[int, int]:
+    """Where doc comments attach: the offset of the first non-blank character after each
+    (comments are blank in the masked text), mapped to the doc comment's start. A command
+    starting there reaches back over it; of doc comments in a row, the last one wins.
+    One lookup per command instead of a search for the doc comment before it."""
+    masked = source.masked
+    return {_SPACE.match(masked, end).end(): start for start, end in source.doc_spans}
 
 
 def _scope_command(
@@ -320,10 +327,16 @@ def _scope_command(
 
 
 def _read_alias(
-    source: MaskedText, m: re.Match[str], end: int, stack: _ScopeStack, pending: Scope | None
+    source: MaskedText,
+    m: re.Match[str],
+    start: int,
+    end: int,
+    stack: _ScopeStack,
+    pending: Scope | None,
 ) -> list[Decl]:
     """``alias new := old`` and ``alias ⟨mp, mpr⟩ := iff`` (Batteries): new names for old
-    declarations, so premises too, of unknown kind (what they alias is not read)."""
+    declarations, so premises too, of unknown kind (what they alias is not read). The
+    command spans ``start``..``end``."""
     names = _ALIAS.match(source.masked, m.end("kw"), end)
     if names is None:
         return []
@@ -336,7 +349,7 @@ def _read_alias(
             Decl(
                 kind=DeclKind.UNKNOWN,
                 name=full,
-                start=_with_doc(source, m.start("mods")),
+                start=start,
                 keyword_start=m.start("kw"),
                 header_end=end,
                 proof_start=None,
@@ -434,12 +447,14 @@ def _read_decl(
     if written is None and kind is DeclKind.INSTANCE:
         written = _instance_name(masked, pos, split)
     full, scope = _naming(written, stack, pending)
-    body = _read_body(masked, kind, full, keyword_start, split, end)
-    if body.children and kind not in _CONTAINERS and written is not None:
+    header_end, proof_start, body_end, is_tactic, missing, children = _read_body(
+        masked, kind, full, keyword_start, split, end
+    )
+    if children and kind not in _CONTAINERS and written is not None:
         # `where` items are local to the body: `go` there means `<decl>.go`.
         scope = Scope((*scope.namespace, split_name(written)[-1]), scope.opens, scope.aliases)
     if (
-        body.missing
+        missing
         and not split.unbalanced
         and kind not in (DeclKind.AXIOM, DeclKind.OPAQUE, *_CONTAINERS)
     ):
@@ -450,20 +465,12 @@ def _read_decl(
             )
         )
     private, protected = _visibility(m.group("mods"))
+    # Positional: keyword arguments cost a NamedTuple twice as much, once per declaration.
+    # The order is Decl's: kind, name, start, keyword_start, header_end, proof_start,
+    # body_end, end, scope, is_tactic, private, protected, children.
     return Decl(
-        kind=kind,
-        name=full,
-        start=start,
-        keyword_start=keyword_start,
-        header_end=body.header_end,
-        proof_start=body.proof_start,
-        body_end=body.body_end,
-        end=end,
-        scope=scope,
-        is_tactic=body.is_tactic,
-        private=private,
-        protected=protected,
-        children=body.children,
+        kind, full, start, keyword_start, header_end, proof_start, body_end, end,
+        scope, is_tactic, private, protected, children,
     )
 
 
@@ -471,7 +478,10 @@ def _visibility(mods: str) -> tuple[bool, bool]:
     """Whether the modifiers ``mods`` make a declaration private, and protected."""
     if not mods:
         return False, False
-    return _PRIVATE.search(mods) is not None, _PROTECTED.search(mods) is not None
+    # The substring tests spare the regex searches for the usual `@[simp]`-only modifiers.
+    private = "private" in mods and _PRIVATE.search(mods) is not None
+    protected = "protected" in mods and _PROTECTED.search(mods) is not None
+    return private, protected
 
 
 def _naming(written: str | None, stack: _ScopeStack, pending: Scope | None) -> tuple[str | None, Scope]:
@@ -483,6 +493,8 @@ def _naming(written: str | None, stack: _ScopeStack, pending: Scope | None) -> t
     scope = stack.scope(pending=pending)
     if written is None:
         return None, scope
+    if "." not in written:  # a plain name (most are): nothing to split, same scope
+        return ".".join((*scope.namespace, written)), scope
     parts = split_name(written)
     if parts[0] == "_root_" and len(parts) > 1:
         namespace: tuple[str, ...] = ()
@@ -511,7 +523,7 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
     for t in _HEADER_STOPS.finditer(masked, pos, end):
         token = t.group()
         bar = token.endswith("|")
-        if bar and not inline_bar and t.lastgroup != "eq":
+        if bar and not inline_bar and token[0] != "\n":  # an inline `|`
             continue
         depth += _depth(masked, last, t.start())
         last = t.start()
@@ -525,6 +537,8 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
 
 def _depth(masked: str, start: int, end: int) -> int:
     """How much ``masked[start:end]`` deepens the bracket nesting (negative: it closes)."""
+    if _FLAT_BRACKETS.fullmatch(masked, start, end) is not None:
+        return 0  # one C-level match settles most header stretches
     s = masked[start:end]
     # Spelled out rather than `sum(map(s.count, ...))`, which costs a third more: this runs
     # for every declaration header.
@@ -546,13 +560,9 @@ def _type_colon(masked: str, pos: int, stop: int) -> int:
     return -1
 
 
-class _Body(NamedTuple):
-    header_end: int
-    proof_start: int | None
-    body_end: int
-    is_tactic: bool
-    missing: bool
-    children: tuple[Child, ...]
+# What `_read_body` finds: header_end, proof_start, body_end, is_tactic, missing (no body
+# found where one was due) and children. A plain tuple, unpacked at once by its one caller.
+_Body = tuple[int, int | None, int, bool, bool, tuple[Child, ...]]
 
 
 def _read_body(
@@ -565,18 +575,19 @@ def _read_body(
             if full
             else ()
         )
-        return _Body(header_end, None, end, False, False, children)
+        return header_end, None, end, False, False, children
     if not split.token or split.token == "deriving":
-        return _Body(header_end, None, end, False, True, ())
+        return header_end, None, end, False, True, ()
     # The proof starts at its first token (records.Theorem.proof_start), past `:=` and the
     # whitespace or comments (blank in `masked`) after it.
     proof_start = _SPACE.match(masked, split.stop + 2, end).end() if split.token == ":=" else split.stop
     trailer = _TRAILER.search(masked, proof_start, end)
-    body_end = rstrip_end(masked, proof_start, trailer.start() if trailer else end)
+    # Without a trailer the proof ends where the declaration does: `end` is already stripped.
+    body_end = rstrip_end(masked, proof_start, trailer.start()) if trailer else end
     where = _WHERE_LINE.search(masked, trailer.start(), end) if trailer else None
     children = _where_items(masked, full, where.end(), end) if where and full else ()
     is_tactic = split.token == ":=" and _BY.match(masked, proof_start, body_end) is not None
-    return _Body(header_end, proof_start, body_end, is_tactic, False, children)
+    return header_end, proof_start, body_end, is_tactic, False, children
 
 
 def _instance_name(masked: str, pos: int, split: _HeaderSplit) -> str:

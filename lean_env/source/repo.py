@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
+from itertools import chain
 from pathlib import Path
 
 from lean_env.errors import UserInputError
@@ -80,9 +81,9 @@ def extract_repo(repo_dir: Path, *, spec: RepoSpec, commit: str, lean_version: s
         backend=IngestBackend.SOURCE,
         lean_version=lean_version,
         files=tuple(e.file for e in extracts),
-        premises=tuple(p for e in extracts for p in e.premises),
-        theorems=tuple(t for e in extracts for t in e.theorems),
-        problems=tuple(problems) + tuple(p for e in extracts for p in e.problems),
+        premises=tuple(chain.from_iterable(e.premises for e in extracts)),
+        theorems=tuple(chain.from_iterable(e.theorems for e in extracts)),
+        problems=tuple(chain(problems, chain.from_iterable(e.problems for e in extracts))),
     )
 
 

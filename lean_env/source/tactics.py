@@ -22,11 +22,16 @@ import re
 
 from lean_env.source.lexer import rstrip_end
 
-# What the `;` splitter looks at.
+# Words after which the rest of the step is a nested tactic sequence.
+_NESTING_WORDS = "by try repeat all_goals any_goals focus first iterate on_goal case next".split()
+# What the `;` splitter looks at: brackets, `<;>`, `;`, `=>` and the nesting words. Every
+# alternative starts with a literal character (a word's "not inside a name" lookbehind
+# comes after its first letter), so that `re` skips to candidates in C instead of trying
+# the pattern at every offset.
 _SPLIT_TOKENS = re.compile(
-    r"[(\[{⟨⦃]|[)\]}⟩⦄]|<;>|;|=>"
-    r"|(?<![\w'!?.])(?:by|try|repeat|all_goals|any_goals|focus|first|iterate|on_goal|case|next)"
-    r"(?![\w'!?])"
+    "|".join(map(re.escape, [*"([{⟨⦃)]}⟩⦄", "<;>", ";", "=>"]))
+    + "|"
+    + "|".join(rf"{w[0]}(?<![\w'!?.]{w[0]}){w[1:]}(?![\w'!?])" for w in _NESTING_WORDS)
 )
 _OPEN = frozenset("([{⟨⦃")
 _CLOSE = frozenset(")]}⟩⦄")
@@ -50,19 +55,27 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     steps = [(s, rstrip_end(masked, s, e)) for s, e in zip(starts, ends, strict=True)]
     if masked.count(";", first, end) == masked.count("<;>", first, end):
         return steps  # no `;` but those of `<;>` (the common case): layout alone decides
-    return [piece for s, e in steps for piece in _split_semicolons(masked, s, e)]
+    pieces: list[tuple[int, int]] = []
+    for s, e in steps:
+        if masked.find(";", s, e) < 0:  # most steps of such a block have none: no call
+            pieces.append((s, e))
+        else:
+            pieces += _split_semicolons(masked, s, e)
+    return pieces
 
 
 @functools.lru_cache(maxsize=256)
 def _step_start(column: int) -> re.Pattern[str]:
     """Lines whose first character sits at ``column`` or left of it and does not continue
-    the step above (``|``, ``<;>``, a closing bracket); a match ends at that character."""
-    return re.compile(rf"\n[ \t]{{0,{column - 1}}}(?![\s|)\]}}⟩⦄]|<;>)")
+    the step above (``|``, ``<;>``, a closing bracket); a match ends at that character.
+    The literal newline lets `re` jump from line to line; the possessive indentation fails
+    a deeper line once instead of once per shorter indentation."""
+    return re.compile(rf"\n[ \t]{{0,{column - 1}}}+(?![\s|)\]}}⟩⦄]|<;>)")
 
 
 def _split_semicolons(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     """Split one layout step at its top-level ``;`` (see the module rules)."""
-    if masked.find(";", start, end) < 0 or masked.startswith(_BULLETS, start):
+    if masked.startswith(_BULLETS, start):
         return [(start, end)]
     pieces: list[tuple[int, int]] = []
     depth = 0
