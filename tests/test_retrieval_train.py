@@ -76,7 +76,7 @@ def test_ewc_penalises_moving_away_from_the_earlier_repository() -> None:
     first, second = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     distance = {}
     for strength in (1e-6, 1e4):
-        trainer = ProgressiveTrainer(tiny_encoder(0), _config(ewc_lambda=strength, epochs=5))
+        trainer = ProgressiveTrainer(tiny_encoder(0), _config(consolidation=Consolidation.EWC, ewc_lambda=strength, epochs=5))
         corpus = PremiseCorpus([first])
         first_step = trainer.step(corpus, corpus.examples(first))
         assert first_step.mean_penalty == 0.0 and trainer.fisher_distance().item() == 0.0  # anchored here

@@ -29,18 +29,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     train = commands.add_parser(
         "train",
         help="progressive training over the stored repositories, in curriculum order",
-        description="One training step per repository in curriculum order (EWC or replay against "
+        description="One training step per repository in curriculum order (replay or EWC against "
         "forgetting); after each step, recall@1, recall@10 and MRR on the held-out theorems of "
         "every repository seen so far (the metrics matrix). Saves the trained encoder. The state "
         "after each step is kept in DATA_DIR/checkpoints: an interrupted run resumes there when "
         "started again with the same options.",
     )
     _model_option(train)
-    train.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="ewc", help="against forgetting (default: ewc)")
+    train.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="replay", help="against forgetting (default: replay)")
     train.add_argument("--epochs", type=int, default=1, help="passes over each repository's examples (default: 1)")
     train.add_argument("--batch-size", type=int, default=16, help="examples per contrastive batch (default: 16)")
     train.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
-    train.add_argument("--ewc-lambda", type=float, default=100.0, help="weight of the EWC penalty (default: 100)")
+    train.add_argument("--ewc-lambda", type=float, default=1e8, help="weight of the EWC penalty (default: 1e8)")
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
     _split_options(train)
     _json_option(train)
