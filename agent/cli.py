@@ -28,6 +28,7 @@ from verify.errors import VerifyError, VerifyInputError
 COMMAND_MODULES = (
     "agent.commands.data",
     "agent.commands.lean",
+    "agent.commands.prove",
     "agent.commands.retrieval",
     "agent.commands.verify",
 )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
+from lean_env.records import Position
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import Encoder
 
@@ -105,3 +106,21 @@ def evaluate(
             reciprocal += next((1.0 / (rank + 1) for rank, i in enumerate(ranked) if i in used), 0.0)
     n = len(examples)
     return RecallScores(n, {k: totals[k] / n for k in ks}, reciprocal / n)
+
+
+class PremiseRetriever:
+    """The premises to give a tactic generator for a goal: the ``k`` accessible premises
+    nearest to it, as the texts the index embedded."""
+
+    def __init__(self, index: PremiseIndex, encoder: Encoder, *, k: int) -> None:
+        self.index, self.encoder, self.k = index, encoder, k
+
+    def for_theorem(self, repo: str, path: str, before: Position) -> Callable[[str], list[str]]:
+        """A goal -> premises function for a declaration of ``repo`` at ``path``:``before``."""
+        allowed = self.index.corpus.accessible(repo, path, before)
+
+        def premises(goal: str) -> list[str]:
+            (hits,) = self.index.search(self.encoder.encode([goal]), self.k, allowed=[allowed])
+            return [premise_text(self.index.corpus.premises[h.index]) for h in hits]
+
+        return premises

@@ -16,7 +16,7 @@ def test_help_lists_every_command_family():
         [sys.executable, "-m", "agent.cli", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    for command in ("ingest", "curriculum", "run", "check", "env", "retrieval", "verify"):
+    for command in ("ingest", "curriculum", "run", "check", "env", "prove", "retrieval", "verify"):
         assert command in done.stdout
 
 

@@ -172,7 +172,7 @@ def _replay(
     tactics = split_tactics(proof)
     if choice == "none" or not tactics:
         return []
-    backend = _interactive_backend(choice, repo, timeout=timeout, data_dir=data_dir)
+    backend = interactive_backend(choice, repo, timeout=timeout, data_dir=data_dir)
     steps: list[dict[str, Any]] = []
     try:
         with backend.open(repo, theorem) as session:
@@ -195,7 +195,7 @@ def _replay(
     return steps
 
 
-def _interactive_backend(
+def interactive_backend(
     choice: str, repo: Path, *, timeout: float, data_dir: Path
 ) -> ProofBackend:
     from lean_env.dojo_env import DojoBackend

@@ -1,0 +1,85 @@
+"""Proving one stored theorem: best-first search in a proof environment, premises from the
+retriever, then Lean's final check of the whole file; the outcome as a value.
+
+A proof counts only when the final check (:func:`lean_env.final_check.check_proof`)
+compiled the file with it and Lean reported no error and no ``sorry``; a search result
+alone never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.search import (
+    SearchConfig,
+    SearchResult,
+    SearchStatus,
+    TacticGenerator,
+    best_first_search,
+)
+from curriculum.db import AttemptOutcome
+from lean_env.errors import BackendError
+from lean_env.final_check import FinalCheckResult, Verdict, check_proof
+from lean_env.lean_runner import LeanRunner
+from lean_env.proof_env import ProofBackend
+from lean_env.proof_text import tactic_proof
+from lean_env.records import Theorem
+
+# For a theorem: goal text -> premises to condition the generator on.
+PremiseSource = Callable[[Theorem], Callable[[str], Sequence[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ProveConfig:
+    search: SearchConfig = SearchConfig()
+    check_timeout: float = 600.0  # seconds for the final check's Lean run
+
+
+@dataclass(frozen=True, slots=True)
+class ProofAttempt:
+    """How proving one theorem ended."""
+
+    outcome: AttemptOutcome
+    proof: str | None  # the checked proof text (PROVED), or the rejected candidate
+    search: SearchResult | None  # None when the theorem could not be opened
+    check: FinalCheckResult | None  # the final check of a found proof
+    detail: str  # one line for people: why it ended so
+
+    @property
+    def seconds(self) -> float:
+        return (self.search.seconds if self.search else 0.0) + (self.check.seconds if self.check else 0.0)
+
+
+def prove_theorem(
+    theorem: Theorem,
+    *,
+    repo_dir: Path,
+    backend: ProofBackend,
+    generator: TacticGenerator,
+    runner: LeanRunner,
+    premises: PremiseSource | None = None,
+    config: ProveConfig = ProveConfig(),
+) -> ProofAttempt:
+    """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) and
+    have Lean check the file with it."""
+    try:
+        with backend.open(repo_dir, theorem) as session:
+            result = best_first_search(session, generator, config.search, premises_for=premises(theorem) if premises else None)
+    except BackendError as error:
+        return ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
+    if result.status is not SearchStatus.PROVED:
+        timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= config.search.time_limit
+        outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
+        detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
+        return ProofAttempt(outcome, None, result, None, detail)
+    assert result.proof is not None
+    proof = tactic_proof(result.proof)
+    check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=config.check_timeout)
+    if check.accepted:
+        return ProofAttempt(AttemptOutcome.PROVED, proof, result, check, f"proved in {len(result.proof)} tactics; Lean accepted the file")
+    if check.verdict is Verdict.TIMEOUT:
+        return ProofAttempt(AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time")
+    reasons = "; ".join(check.reasons) or check.verdict
+    return ProofAttempt(AttemptOutcome.FAILED, proof, result, check, f"search found a proof, the final check rejected it: {reasons}")

@@ -1,0 +1,102 @@
+"""``leanagent prove`` end to end: the stored sorry theorems of a repository ingested by
+source extraction, a tiny generator taught two tactics, the file-check backend and the
+final check against the fake lean, attempts recorded in the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from fakes import fake_lean
+from fakes.tiny_generator import teach, tiny_t5
+
+from agent.cli import EXIT_USAGE, main
+from curriculum.store import Store
+from lean_env.records import TheoremStatus
+
+torch.set_num_threads(1)
+
+START, AFTER_INTRO = "p : Prop\n⊢ p → p", "p : Prop\nh : p\n⊢ p"
+SCRIPT = {
+    "theorems": {
+        "Demo.imp_self'": {
+            "goals": START,
+            "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": {"done": True}},
+        }
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def generator_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    generator = tiny_t5(0)
+    teach(generator, [(START, "intro h"), (AFTER_INTRO, "exact h")])
+    out = tmp_path_factory.mktemp("generator") / "model"
+    generator.save(out)
+    return out
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
+    (repo / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8")
+    (repo / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
+    return data
+
+
+def _prove(capsys: pytest.CaptureFixture[str], data: Path, generator: Path, *extra: str) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), "prove", "--generator", str(generator), "--backend", "file",
+                 "--candidates", "2", "--max-expansions", "6", "--tactic-timeout", "20", "--check-timeout", "20", "--json", *extra])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else {}), err
+
+
+def test_a_found_proof_is_checked_recorded_and_the_theorem_becomes_proved_by_us(data, generator_dir, capsys) -> None:
+    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.imp_self'")
+    assert code == 0
+    (attempt,) = payload["attempts"]
+    assert attempt["outcome"] == "proved" and attempt["proof"] == "by\n  intro h\n  exact h"
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+        (recorded,) = store.attempts(run_id=payload["run"])
+    assert statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US and statuses["Demo.two"] is TheoremStatus.SORRY
+    assert recorded.proof == attempt["proof"] and recorded.backend == "file"
+    # proved now, so no longer a target
+    code, _, err = _prove(capsys, data, generator_dir, "--theorem", "Demo.imp_self'")
+    assert code == EXIT_USAGE and "no stored sorry theorem" in err
+
+
+def test_a_theorem_the_generator_cannot_prove_is_recorded_as_failed(data, generator_dir, capsys) -> None:
+    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.two")
+    assert code == 0
+    (attempt,) = payload["attempts"]
+    assert attempt["outcome"] in ("failed", "error") and attempt["proof"] is None
+
+
+def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsys, tmp_path: Path) -> None:
+    (tmp_path / "repo" / "Extra.lean").write_text("theorem extra : True := trivial\n", encoding="utf-8")
+    code, _, err = _prove(capsys, data, generator_dir)
+    assert code == EXIT_USAGE and "changed since it was ingested" in err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        pytest.param(["--candidates", "0"], "--candidates", id="candidates"),
+        pytest.param(["--time-limit", "0"], "--time-limit", id="time-limit"),
+        pytest.param(["--theorem", "No.such"], "no stored sorry theorem", id="unknown-theorem"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(data, generator_dir, capsys, extra: list[str], message: str) -> None:
+    code, _, err = _prove(capsys, data, generator_dir, *extra)
+    assert code == EXIT_USAGE and message in err and "Traceback" not in err
+
+
+def test_a_missing_generator_is_a_user_error(data, capsys, tmp_path: Path) -> None:
+    code, _, err = _prove(capsys, data, tmp_path / "no-model")
+    assert code == EXIT_USAGE and "no such directory" in err
