@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agent.prove import ProofAttempt
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
+    from lean_env.proof_env import ProofBackend
     from lean_env.records import Theorem
 
 
@@ -77,18 +78,22 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         run = store.resume_run(run_config) or store.start_run(run_config)
         done = {a.theorem_id for a in store.attempts(run_id=run.id)}
         rows: list[dict[str, Any]] = []
+        # One proof environment per repository, kept for all its theorems (the REPL's
+        # processes, with their imports loaded, are reused), closed at the end.
+        backends: dict[str, ProofBackend] = {}
         try:
             for stored in tqdm([t for t in targets if t.id not in done], desc="proving", unit="theorem", disable=None):
                 repo_dir = checkouts[stored.location]
-                backend = interactive_backend(args.backend, repo_dir, timeout=args.tactic_timeout, data_dir=settings.data_dir)
-                try:
-                    attempt = prove_theorem(
-                        stored.theorem, repo_dir=repo_dir, backend=backend, generator=generator,
-                        runner=LeanRunner.for_project(repo_dir), config=config,
-                        premises=(lambda theorem, loc=stored.location: premises(loc, theorem)) if premises else None,
+                if stored.location not in backends:
+                    backends[stored.location] = interactive_backend(
+                        args.backend, repo_dir, timeout=args.tactic_timeout, data_dir=settings.data_dir
                     )
-                finally:
-                    backend.close()
+                backend = backends[stored.location]
+                attempt = prove_theorem(
+                    stored.theorem, repo_dir=repo_dir, backend=backend, generator=generator,
+                    runner=LeanRunner.for_project(repo_dir), config=config,
+                    premises=(lambda theorem, loc=stored.location: premises(loc, theorem)) if premises else None,
+                )
                 store.record_attempt(run_id=run.id, theorem_id=stored.id, outcome=attempt.outcome, seconds=attempt.seconds,
                                      nodes=attempt.search.expansions if attempt.search else 0, backend=backend.name,
                                      proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
@@ -96,6 +101,9 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         except BaseException:
             store.finish_run(run.id, status=RunStatus.INTERRUPTED)
             raise
+        finally:
+            for backend in backends.values():
+                backend.close()
         store.finish_run(run.id)
     proved = sum(r["outcome"] == "proved" for r in rows)
     skipped = len(targets) - len(rows)
