@@ -1,7 +1,9 @@
 """Tactic generation with a Hugging Face language model, conditioned on retrieved premises.
 
-The input is ReProver's: the retrieved premises, each wrapped as ``<a>premise</a>``, then
-the goal; the model's output is one tactic. Encoder-decoder models (ReProver's ByT5
+The input follows ReProver's idea, not its exact bytes: the retrieved premises, each
+wrapped as ``<a>premise</a>``, then the goal (ReProver's own generator marks only each
+premise's name and separates premises by blank lines; a pretrained ReProver generator may do
+better with that form). The model's output is one tactic. Encoder-decoder models (ReProver's ByT5
 generator ``kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small``, or any T5) read the
 input and write the tactic; decoder-only models (GPT-2 and the like) continue the input
 after a separator. Beam search returns ``n`` tactics with their log-probabilities (the sum
@@ -22,12 +24,13 @@ import torch
 from transformers import (
     AutoModelForCausalLM,
     AutoModelForSeq2SeqLM,
+    GenerationConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
 
 from agent.search import Candidate
-from retrieval.pretrained import load_pretrained, save_pretrained
+from retrieval.pretrained import ModelLoadError, load_pretrained, save_pretrained
 
 # Between the input and the tactic, for decoder-only models.
 SEPARATOR = "\n<tactic>"
@@ -58,6 +61,12 @@ class HFTacticGenerator:
         if self.decoder_only and tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer.truncation_side = "left"
+        # A decoder-only model's tactic ends at the end of its line: every token holding a
+        # newline ends a beam, so a beam's score is its tactic's (newline included) and beams
+        # differ in the tactic, not in text after it.
+        self._stop_ids = [tokenizer.eos_token_id]
+        if self.decoder_only:
+            self._stop_ids += [i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])]
 
     @classmethod
     def load(cls, name_or_path: str | Path, **options: int) -> HFTacticGenerator:
@@ -67,6 +76,9 @@ class HFTacticGenerator:
         )
         if loaded.max_positions:  # absolute positions: input and output share them in a decoder-only model
             limit = loaded.max_positions - (0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", 128))
+            if limit < 16:
+                raise ModelLoadError(f"the tactic generator {str(name_or_path)!r} has only {loaded.max_positions} positions: "
+                                     "too few for a goal and a tactic")
             options["max_input_tokens"] = min(options.get("max_input_tokens", 1024), limit)
         return cls(loaded.model, loaded.tokenizer, **options)
 
@@ -81,9 +93,10 @@ class HFTacticGenerator:
             text, truncation=True, max_length=self.max_input_tokens, return_tensors="pt", add_special_tokens=not self.decoder_only
         )
         with torch.inference_mode():
-            out = self.model.generate(
-                **inputs,
-                num_beams=n,
+            # A configuration of our own, so that no default of the model's (repetition
+            # penalties, forced tokens, minimum lengths) alters the scores.
+            config = GenerationConfig(
+                num_beams=max(n, 2),  # one beam would be greedy search, which reports no sequence scores
                 num_return_sequences=n,
                 max_new_tokens=self.max_tactic_tokens,
                 do_sample=False,
@@ -92,7 +105,10 @@ class HFTacticGenerator:
                 output_scores=True,
                 return_dict_in_generate=True,
                 pad_token_id=self.tokenizer.pad_token_id,
+                eos_token_id=self._stop_ids,
+                decoder_start_token_id=self.model.generation_config.decoder_start_token_id,
             )
+            out = self.model.generate(**inputs, generation_config=config)
         sequences = out.sequences[:, inputs["input_ids"].shape[1] :] if self.decoder_only else out.sequences
         tactics = self.tokenizer.batch_decode(sequences, skip_special_tokens=True)
         if self.decoder_only:  # a tactic ends at the end of its line

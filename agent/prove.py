@@ -20,7 +20,7 @@ from agent.search import (
     best_first_search,
 )
 from curriculum.db import AttemptOutcome
-from lean_env.errors import BackendError
+from lean_env.errors import BackendError, LeanAgentError
 from lean_env.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.lean_runner import LeanRunner
 from lean_env.proof_env import ProofBackend
@@ -76,7 +76,10 @@ def prove_theorem(
         return ProofAttempt(outcome, None, result, None, detail)
     assert result.proof is not None
     proof = tactic_proof(result.proof)
-    check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=config.check_timeout)
+    try:
+        check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=config.check_timeout)
+    except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
+        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}")
     if check.accepted:
         return ProofAttempt(AttemptOutcome.PROVED, proof, result, check, f"proved in {len(result.proof)} tactics; Lean accepted the file")
     if check.verdict is Verdict.TIMEOUT:

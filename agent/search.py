@@ -6,9 +6,9 @@ tactics on the path to a node, so the most likely partial proof is expanded firs
 a node asks the generator for ``num_candidates`` tactics and runs each in Lean:
 
 * a :class:`~lean_env.proof_env.ProofFinished` ends the search with the path as the proof;
-* a :class:`~lean_env.proof_env.TacticState` not seen before becomes a new node (a state
-  reached again by another path is not searched twice: the first path to reach it was at
-  least as likely, since nodes are expanded in order of likelihood);
+* a :class:`~lean_env.proof_env.TacticState` becomes a node; states compare by their goals,
+  so a state that several paths reach is one node, with the most likely of those paths
+  found before it is expanded (a later, likelier path re-queues it), and it is expanded once;
 * a :class:`~lean_env.proof_env.LeanError` or :class:`~lean_env.proof_env.TacticTimeout`
   is counted and dropped.
 
@@ -57,7 +57,7 @@ class SearchConfig:
     num_candidates: int = 8  # tactics asked of the generator per expansion
     max_expansions: int = 100
     time_limit: float = 600.0  # seconds of wall time for the whole search
-    max_depth: int = 50  # nodes deeper than this are not expanded
+    max_depth: int = 50  # the longest proof searched, in tactics
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,8 @@ def best_first_search(
     order = itertools.count()  # ties broken by insertion: deterministic
     root = _Node(session.initial_state, (), 0.0)
     frontier: list[tuple[float, int, _Node]] = [(0.0, next(order), root)]
-    seen = {root.state}
+    best = {root.state: 0.0}  # the best path score known for each state
+    expanded: set[TacticState] = set()
     expansions = tactics_run = errors = timeouts = 0
     cut = False  # some node was too deep to expand: an empty frontier then proves nothing
 
@@ -105,9 +106,12 @@ def best_first_search(
         if expansions >= config.max_expansions or clock() - start >= config.time_limit:
             return result(SearchStatus.OUT_OF_BUDGET)
         _, _, node = heapq.heappop(frontier)
+        if node.state in expanded or node.score < best[node.state]:
+            continue  # a stale entry: the state was re-queued with a likelier path
         if len(node.path) >= config.max_depth:
             cut = True
             continue
+        expanded.add(node.state)
         expansions += 1
         premises = premises_for(node.state.pp) if premises_for else ()
         for candidate in _distinct(generator.generate(node.state.pp, premises=premises, n=config.num_candidates)):
@@ -120,10 +124,11 @@ def best_first_search(
                 errors += 1
             elif isinstance(outcome, TacticTimeout):
                 timeouts += 1
-            elif outcome not in seen:
-                seen.add(outcome)
+            else:
                 score = node.score + candidate.logprob
-                heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
+                if outcome not in expanded and score > best.get(outcome, -math.inf):
+                    best[outcome] = score
+                    heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
             if clock() - start >= config.time_limit:
                 return result(SearchStatus.OUT_OF_BUDGET)
     return result(SearchStatus.OUT_OF_BUDGET if cut else SearchStatus.EXHAUSTED)

@@ -47,6 +47,8 @@ class TextEncoder:
         self.model = model
         self.tokenizer = tokenizer
         self.max_length = max_length
+        if tokenizer.pad_token is None:  # e.g. GPT-2's: batches need one, the mask hides it
+            tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
     def load(cls, name_or_path: str | Path | None = None, *, max_length: int = 256) -> TextEncoder:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from safetensors import SafetensorError
 from transformers import (
     AutoConfig,
     AutoTokenizer,
@@ -53,7 +54,7 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
         config = AutoConfig.from_pretrained(source)
         model = model_class(config).from_pretrained(source, config=config)
         tokenizer = AutoTokenizer.from_pretrained(source)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # missing, malformed or mismatched files
         where = "a local directory" if Path(text).exists() else "a local directory or a Hugging Face model reachable from here"
         raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {_first_line(error)}") from error
     log.info("loaded %s %s (%s)", what, text, type(model).__name__)

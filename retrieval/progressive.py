@@ -85,16 +85,19 @@ def run_progressive(
     test_fraction: float = 0.2,
     on_step: Callable[[ProgressRow], None] | None = None,
     checkpoint: Path | None = None,
+    model_id: str = "",
 ) -> ProgressiveReport:
     """Train ``encoder`` on ``traces`` in the given (curriculum) order; after every step,
     re-embed the corpus of every repository seen and score each one's held-out examples.
 
     With ``checkpoint`` (a file), the state after every step is written there (atomically),
-    and a run of the same question (repositories at their commits, config, split) that was
-    stopped resumes after its last finished step; the file is removed when the run ends.
+    and a run of the same question (repositories at their commits, config, split, and the
+    starting model named by ``model_id``) resumes after its last finished step; a finished
+    run's checkpoint returns its report without training again. The caller removes the
+    file once it has kept what it needs (e.g. saved the encoder).
     """
     trainer = ProgressiveTrainer(encoder, config)
-    key = _run_key(traces, config, ks, test_fraction)
+    key = _run_key(traces, config, ks, test_fraction, model_id)
     rows: list[ProgressRow] = _resume(checkpoint, key, encoder, trainer) if checkpoint else []
     for row in rows:
         if on_step:
@@ -115,14 +118,12 @@ def run_progressive(
             _save(checkpoint, {"key": key, "rows": rows, "encoder": encoder.model.state_dict(), "trainer": trainer.state_dict()})
         if on_step:
             on_step(rows[-1])
-    if checkpoint:
-        checkpoint.unlink(missing_ok=True)
     return ProgressiveReport(tuple(t.spec.location for t in traces), tuple(rows))
 
 
-def _run_key(traces: Sequence[RepoTrace], config: TrainConfig, ks: Sequence[int], test_fraction: float) -> str:
-    """What a checkpoint must match to be resumed: the same repositories, commits and options."""
-    return repr(([(t.spec.location, t.commit) for t in traces], dataclasses.astuple(config), tuple(ks), test_fraction))
+def _run_key(traces: Sequence[RepoTrace], config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> str:
+    """What a checkpoint must match to be resumed: the same repositories, commits, options and model."""
+    return repr(([(t.spec.location, t.commit) for t in traces], dataclasses.astuple(config), tuple(ks), test_fraction, model_id))
 
 
 def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
@@ -130,8 +131,10 @@ def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: Progressi
         return []
     # Our own file in the data directory; it holds pickled records besides tensors.
     state = torch.load(checkpoint, weights_only=False)
-    if state["key"] != key:
-        log.info("checkpoint %s belongs to another run; starting afresh", checkpoint)
+    own = encoder.model.state_dict()
+    fits = state["encoder"].keys() == own.keys() and all(v.shape == own[k].shape for k, v in state["encoder"].items())
+    if state["key"] != key or not fits:
+        log.info("checkpoint %s belongs to another run or model; starting afresh", checkpoint)
         return []
     encoder.model.load_state_dict(state["encoder"])
     trainer.load_state_dict(state["trainer"])

@@ -7,8 +7,8 @@ those the example also used. ``loss = CE(q . P^T / temperature, own column)``.
 
 Against forgetting (LeanAgent uses EWC; replay is the common baseline):
 
-* ``ewc``: after a repository, the diagonal empirical Fisher information ``F`` of the loss
-  on its examples is added to a running total (``F <- decay * F + F_new``) and the weights
+* ``ewc``: after a repository, a diagonal approximation ``F`` of the Fisher information
+  (squared batch-loss gradients on its examples, averaged) is added to a running total (``F <- decay * F + F_new``) and the weights
   are remembered as ``theta*``; later steps add ``lambda / 2 * sum F (theta - theta*)^2``.
 * ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
   examples is mixed into each later batch, one replayed example per new one.
@@ -157,8 +157,10 @@ class ProgressiveTrainer:
                         self._reservoir[slot] = example
 
     def _fisher_information(self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]) -> dict[str, torch.Tensor]:
-        """Diagonal empirical Fisher: the mean squared gradient of the batch loss."""
+        """A diagonal approximation of the Fisher information: the squared gradient of the
+        batch loss, averaged over batches (dropout off, so it measures the model itself)."""
         model = self.encoder.model
+        model.eval()
         params = {n: p for n, p in model.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}
         order = list(examples)

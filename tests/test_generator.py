@@ -10,7 +10,7 @@ import torch
 from fakes.proof_world import DONE, WorldSession
 from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
 
-from agent.generator import HFTacticGenerator, prompt
+from agent.generator import SEPARATOR, HFTacticGenerator, prompt
 from agent.search import SearchStatus, best_first_search
 from retrieval.pretrained import ModelLoadError
 
@@ -66,3 +66,40 @@ def test_search_with_a_taught_generator_finds_the_proof(taught: HFTacticGenerato
     session = WorldSession(first_goal, {first_goal: {first: second_goal}, second_goal: {second: DONE}})
     result = best_first_search(session, taught)
     assert result.status is SearchStatus.PROVED and result.proof == (first, second)
+
+
+def _logprob(generator: HFTacticGenerator, goal: str, tactic: str) -> float:
+    """The model's log-probability of ``tactic`` for ``goal``, summed over its tokens by hand."""
+    tok, model = generator.tokenizer, generator.model
+    with torch.no_grad():
+        if generator.decoder_only:
+            context = tok(prompt(goal, ()) + SEPARATOR, add_special_tokens=False)["input_ids"]
+            target = tok(tactic + "\n", add_special_tokens=False)["input_ids"]
+            logp = torch.log_softmax(model(torch.tensor([context + target])).logits[0], -1)
+            return sum(logp[len(context) + i - 1, t].item() for i, t in enumerate(target))
+        inputs = tok(prompt(goal, ()), return_tensors="pt")
+        labels = tok(tactic, return_tensors="pt")["input_ids"]  # ends with </s>
+        logp = torch.log_softmax(model(**inputs, labels=labels).logits[0], -1)
+        return sum(logp[i, t].item() for i, t in enumerate(labels[0]))
+
+
+def test_scores_are_the_tactics_summed_log_probabilities(taught: HFTacticGenerator) -> None:
+    for goal, tactic in PAIRS:
+        best = taught.generate(goal, n=3)[0]
+        assert best.tactic == tactic
+        assert best.logprob == pytest.approx(_logprob(taught, goal, tactic), abs=1e-4)
+
+
+def test_one_candidate_is_enough(taught: HFTacticGenerator) -> None:
+    (only,) = taught.generate(PAIRS[1][0], n=1)
+    assert only.tactic == PAIRS[1][1]
+
+
+def test_a_decoder_only_tactic_ends_at_its_line() -> None:
+    """Taught to go on after the tactic's line, the generator still scores the line alone."""
+    generator = tiny_gpt2(1)
+    goal = "⊢ p ∧ q → q ∧ p"
+    teach(generator, [(goal, "intro h\nexact ⟨h.2, h.1⟩")])
+    best = generator.generate(goal, n=4)[0]
+    assert best.tactic == "intro h"
+    assert best.logprob == pytest.approx(_logprob(generator, goal, "intro h"), abs=1e-4)

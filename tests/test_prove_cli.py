@@ -24,7 +24,8 @@ SCRIPT = {
         "Demo.imp_self'": {
             "goals": START,
             "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": {"done": True}},
-        }
+        },
+        "Demo.two": {"goals": "⊢ 1 + 1 = 2", "steps": {}},  # every tactic is an error here
     }
 }
 
@@ -57,7 +58,7 @@ def _prove(capsys: pytest.CaptureFixture[str], data: Path, generator: Path, *ext
 
 
 def test_a_found_proof_is_checked_recorded_and_the_theorem_becomes_proved_by_us(data, generator_dir, capsys) -> None:
-    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.imp_self'")
+    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.imp_self'", "--repo", str(data.parent / "repo"))
     assert code == 0
     (attempt,) = payload["attempts"]
     assert attempt["outcome"] == "proved" and attempt["proof"] == "by\n  intro h\n  exact h"
@@ -75,7 +76,8 @@ def test_a_theorem_the_generator_cannot_prove_is_recorded_as_failed(data, genera
     code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.two")
     assert code == 0
     (attempt,) = payload["attempts"]
-    assert attempt["outcome"] in ("failed", "error") and attempt["proof"] is None
+    assert attempt["outcome"] == "failed" and attempt["proof"] is None
+    assert attempt["expansions"] == 1 and "exhausted" in attempt["detail"]
 
 
 def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsys, tmp_path: Path) -> None:
@@ -90,6 +92,7 @@ def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsy
         pytest.param(["--candidates", "0"], "--candidates", id="candidates"),
         pytest.param(["--time-limit", "0"], "--time-limit", id="time-limit"),
         pytest.param(["--theorem", "No.such"], "no stored sorry theorem", id="unknown-theorem"),
+        pytest.param(["--repo", "/no/such/repo"], "no stored repository", id="unknown-repo"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(data, generator_dir, capsys, extra: list[str], message: str) -> None:

@@ -50,6 +50,7 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
     code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--json")
     assert code == 0 and set(json.loads(out)) == set(repos)
+    assert not list((data / "checkpoints").glob("*"))  # removed once the encoder was saved
 
 
 def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace, capsys) -> None:
@@ -80,12 +81,15 @@ def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace,
         pytest.param(["retrieval", "train", "--epochs", "0"], "--epochs", id="bad-epochs"),
         pytest.param(["retrieval", "eval", "--model", "/no/such/model"], "no such directory", id="missing-model"),
         pytest.param(["retrieval", "search", "goal", "-k", "0"], "-k", id="bad-k"),
+        pytest.param(["retrieval", "train", "--batch-size", "1"], "--batch-size", id="batch-of-one"),
+        pytest.param(["retrieval", "train", "--out", "{data}/leanagent.db"], "is a file", id="out-is-a-file"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(workspace, capsys, args: list[str], message: str) -> None:
     data, model = workspace
     if "--model" not in args:
         args = [*args, "--model", str(model)]
+    args = [a.replace("{data}", str(data)) for a in args]
     code, _, err = _run(capsys, data, *args)
     assert code == EXIT_USAGE and message in err and "Traceback" not in err
 
@@ -93,3 +97,14 @@ def test_bad_input_is_one_line_and_exit_2(workspace, capsys, args: list[str], me
 def test_an_empty_database_is_a_user_error(tmp_path: Path, capsys) -> None:
     code, _, err = _run(capsys, tmp_path / "empty", "retrieval", "eval")
     assert code == EXIT_USAGE and "holds no repositories" in err
+
+
+def test_a_corrupt_model_file_is_a_user_error(workspace, capsys, tmp_path: Path) -> None:
+    data, model = workspace
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for item in model.iterdir():
+        (broken / item.name).write_bytes(item.read_bytes())
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    code, _, err = _run(capsys, data, "retrieval", "eval", "--model", str(broken))
+    assert code == EXIT_USAGE and "cannot load the encoder" in err and "Traceback" not in err

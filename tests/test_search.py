@@ -50,6 +50,14 @@ def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> No
     assert [t for s, t in session.ran if s == "B"] == ["x"]  # B once, although two tactics reach it
 
 
+def test_a_state_reached_again_by_a_likelier_path_takes_that_path() -> None:
+    session = WorldSession("A", {"A": {"a": "B", "b": "C"}, "B": {"rare": "S"}, "C": {"sure": "S"}, "S": {"finish": DONE}})
+    generator = TableGenerator({"A": [("a", 0.6), ("b", 0.4)], "B": [("rare", 0.01)], "C": [("sure", 0.9)], "S": [("finish", 1.0)]})
+    result = best_first_search(session, generator)
+    assert result.proof == ("b", "sure", "finish")  # log .4 + log .9 beats log .6 + log .01
+    assert [s for s, _ in session.ran].count("S") == 1  # expanded once
+
+
 @pytest.mark.parametrize(
     "config, status",
     [

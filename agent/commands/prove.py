@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument("--backend", choices=("auto", "file", "repl", "dojo"), default="auto",
                        help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)")
     prove.add_argument("--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)")
+    prove.add_argument("--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)")
     prove.add_argument("--candidates", type=int, default=8, help="tactics asked per expanded goal (default: 8)")
     prove.add_argument("--max-expansions", type=int, default=100, help="goals expanded per theorem (default: 100)")
     prove.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
@@ -57,6 +58,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
 
     from agent.commands.data import open_store
     from agent.commands.lean import interactive_backend
+    from agent.commands.retrieval import model_key
     from agent.generator import HFTacticGenerator
     from agent.prove import ProveConfig, prove_theorem
     from agent.search import SearchConfig
@@ -68,10 +70,11 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit),
         check_timeout=args.check_timeout,
     )
-    run_config = {"command": "prove", "generator": args.generator, "retriever": args.retriever, "premises": args.premises,
-                  "backend": args.backend, "theorems": args.theorem, "search": [args.candidates, args.max_expansions, args.time_limit]}
+    run_config = {"command": "prove", "generator": model_key(args.generator), "retriever": model_key(args.retriever) if args.retriever else None,
+                  "premises": args.premises, "backend": args.backend, "theorems": args.theorem, "repo": args.repo,
+                  "search": [args.candidates, args.max_expansions, args.time_limit, args.tactic_timeout, args.check_timeout]}
     with open_store(settings) as store:
-        targets = _targets(store, args.theorem)
+        targets = _targets(store, args.theorem, args.repo)
         checkouts = {loc: _checkout(loc, commit, settings) for loc, commit in {(t.location, t.commit) for t in targets}}
         generator = HFTacticGenerator.load(args.generator)
         premises = _premise_source(store, args) if args.retriever else None
@@ -98,8 +101,8 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
                                      nodes=attempt.search.expansions if attempt.search else 0, backend=backend.name,
                                      proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
                 rows.append(_row(stored, attempt))
-        except BaseException:
-            store.finish_run(run.id, status=RunStatus.INTERRUPTED)
+        except BaseException as error:
+            store.finish_run(run.id, status=RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED)
             raise
         finally:
             for backend in backends.values():
@@ -126,17 +129,26 @@ def _check_options(args: argparse.Namespace) -> None:
             raise UserInputError(f"{option} must be a positive number of seconds, got {value:g}")
 
 
-def _targets(store: Store, names: list[str] | None) -> list[StoredTheorem]:
+def _targets(store: Store, names: list[str] | None, repo: str | None) -> list[StoredTheorem]:
     from lean_env.records import TheoremStatus
+    from lean_env.repos import parse_spec
 
-    sorries = store.theorems(status=TheoremStatus.SORRY)
+    location = parse_spec(repo).location if repo else None
+    sorries = store.theorems(status=TheoremStatus.SORRY, location=location)
+    if repo and not store.theorems(location=location):
+        raise UserInputError(f"no stored repository is {location}")
     if names is None:
         return sorries
-    by_name = {t.theorem.full_name: t for t in sorries}
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        raise UserInputError(f"no stored sorry theorem is called {', '.join(map(repr, missing))}")
-    return [by_name[n] for n in dict.fromkeys(names)]
+    chosen = []
+    for name in dict.fromkeys(names):
+        found = [t for t in sorries if t.theorem.full_name == name]
+        if not found:
+            raise UserInputError(f"no stored sorry theorem is called {name!r}")
+        if len(found) > 1:
+            raise UserInputError(f"{name!r} is a sorry theorem of several repositories "
+                                 f"({', '.join(t.location for t in found)}); choose one with --repo")
+        chosen += found
+    return chosen
 
 
 def _checkout(location: str, commit: str, settings: Settings) -> Path:

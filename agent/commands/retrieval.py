@@ -55,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search = commands.add_parser("search", help="the premises an encoder retrieves for a goal")
     search.add_argument("query", help="a goal or statement, e.g. '⊢ a + b = b + a'")
     search.add_argument("--theorem", default=None, metavar="NAME", help="only premises accessible from this stored theorem")
+    search.add_argument("--repo", default=None, metavar="LOCATION", help="the repository of --theorem, when several have one of that name")
     search.add_argument("-k", type=int, default=10, help="how many premises (default: 10)")
     _model_option(search)
     _json_option(search)
@@ -85,11 +86,15 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.train import Consolidation, TrainConfig
 
     _check_split(args)
-    for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size)):
-        if value < 1:
-            raise UserInputError(f"{option} must be at least 1, got {value}")
+    if args.epochs < 1:
+        raise UserInputError(f"--epochs must be at least 1, got {args.epochs}")
+    if args.batch_size < 2:
+        raise UserInputError(f"--batch-size must be at least 2 (a contrastive batch needs negatives), got {args.batch_size}")
     if args.lr <= 0 or args.ewc_lambda < 0:
         raise UserInputError("--lr must be positive and --ewc-lambda non-negative")
+    out = args.out or settings.data_dir / "retriever"
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"--out {out} is a file; the encoder is saved as a directory")
     traces = _ordered_traces(settings)
     encoder = TextEncoder.load(args.model)
     config = TrainConfig(
@@ -104,10 +109,14 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
     with tqdm(total=len(traces), desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(
-            traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(), checkpoint=checkpoint
+            traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(),
+            checkpoint=checkpoint, model_id=model_key(args.model),
         )
-    out = args.out or settings.data_dir / "retriever"
-    encoder.save(out)
+    try:
+        encoder.save(out)
+    except OSError as error:
+        raise UserInputError(f"cannot save the encoder to {out}: {error.strerror or error}; the training is kept in {checkpoint}") from error
+    checkpoint.unlink(missing_ok=True)  # kept until the encoder is safely saved
     repos = list(report.repos)
     matrices = {name: report.matrix(metric) for name, metric in _METRICS.items()}
     payload = {
@@ -162,9 +171,16 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     corpus = PremiseCorpus(traces)
     allowed = None
     if args.theorem is not None:
-        found = [(t.spec.location, th) for t in traces for th in t.theorems if th.full_name == args.theorem]
+        from lean_env.repos import parse_spec
+
+        repo = parse_spec(args.repo).location if args.repo else None
+        found = [(t.spec.location, th) for t in traces for th in t.theorems
+                 if th.full_name == args.theorem and repo in (None, t.spec.location)]
         if not found:
-            raise UserInputError(f"no stored theorem is called {args.theorem!r}")
+            raise UserInputError(f"no stored theorem is called {args.theorem!r}" + (f" in {args.repo}" if args.repo else ""))
+        if len({location for location, _ in found}) > 1:
+            raise UserInputError(f"{args.theorem!r} is a theorem of several repositories "
+                                 f"({', '.join(sorted({loc for loc, _ in found}))}); choose one with --repo")
         location, theorem = found[0]
         allowed = [corpus.accessible(location, theorem.path, theorem.start)]
     encoder = TextEncoder.load(args.model)
@@ -184,6 +200,14 @@ _METRICS = {
     "recall@10": lambda s: s.recall[10],
     "MRR": lambda s: s.mrr,
 }
+
+
+def model_key(model: str | None) -> str:
+    """The starting model, as a checkpoint records it: a directory by its absolute path."""
+    if model is None:
+        return "bundled MiniLM"
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
 
 
 def _check_split(args: argparse.Namespace) -> None:
