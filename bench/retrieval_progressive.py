@@ -9,7 +9,7 @@ text gives it away and it must be learned. Held-out theorems are other phrasings
 pairings. The repositories are trained in order, one step each (``retrieval.progressive``),
 and the table shows recall@1 on every repository after the last step, the mean forgetting
 (best earlier recall@1 minus the final one) and the time, for plain fine-tuning, replay and
-EWC at three penalty weights. Also the untrained encoder, as the floor. Default encoder: the bundled MiniLM; ``--quick`` uses two smaller repositories.
+EWC at three penalty weights (``--method`` runs a subset). Also the untrained encoder, as the floor. Default encoder: the bundled MiniLM; ``--quick`` uses two smaller repositories.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="OUT", type=Path)
     parser.add_argument("--model", default=None, help="encoder (default: the bundled MiniLM)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--method", action="append", default=None,
+                        help="run only this row (repeatable), e.g. --method replay --method 'ewc λ=1e+10'")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     repos, premises, epochs = (2, 12, 10) if args.quick else (3, 24, 10)
@@ -80,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [t.spec.location.split("/")[-1] for t in traces]
     rows, payload = [], []
     runs = [("untrained", Consolidation.NONE, 0.0), ("none", Consolidation.NONE, 0.0), ("replay", Consolidation.REPLAY, 0.0)]
-    runs += [(f"ewc λ={lam:g}", Consolidation.EWC, lam) for lam in (1e4, 1e6, 1e8)]
+    runs += [(f"ewc λ={lam:g}", Consolidation.EWC, lam) for lam in (1e6, 1e8, 1e10)]
+    if args.method:
+        runs = [r for r in runs if r[0] in args.method]
     for method, consolidation, lam in runs:
         torch.manual_seed(args.seed)
         encoder = TextEncoder.load(args.model)

@@ -55,7 +55,7 @@ class TrainConfig:
     batch_size: int = 16
     learning_rate: float = 2e-5
     temperature: float = 0.05
-    ewc_lambda: float = 1e8  # weight of the EWC penalty (MiniLM's Fisher values are tiny)
+    ewc_lambda: float = 1e10  # weight of the EWC penalty (MiniLM's Fisher values are tiny)
     ewc_decay: float = 1.0  # online EWC: how much of the older Fisher information is kept
     fisher_batches: int = 16  # batches used to estimate the Fisher information
     replay_size: int = 1024  # reservoir capacity (examples)

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     train.add_argument("--epochs", type=int, default=1, help="passes over each repository's examples (default: 1)")
     train.add_argument("--batch-size", type=int, default=16, help="examples per contrastive batch (default: 16)")
     train.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
-    train.add_argument("--ewc-lambda", type=float, default=1e8, help="weight of the EWC penalty (default: 1e8)")
+    train.add_argument("--ewc-lambda", type=float, default=1e10, help="weight of the EWC penalty (default: 1e10)")
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
     _split_options(train)
     _json_option(train)
