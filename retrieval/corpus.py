@@ -111,7 +111,7 @@ def _queries(theorem: Theorem) -> list[tuple[str, tuple[str, ...]]]:
     """(query text, premise names) pairs of a theorem: per tactic when goals were traced."""
     traced = [(t.state_before, t.premises) for t in theorem.tactics if t.state_before and t.premises]
     if traced:
-        return traced  # type: ignore[return-value]
+        return traced
     return [(theorem.statement, theorem.premises)] if theorem.premises else []
 
 
