@@ -50,7 +50,8 @@ are functions of the classes modulo it.
 With ``p = 1`` a short witness also *pads* to every longer length (repeat its first or last
 symbol: ``F`` and the readout are unchanged), so an exact length beyond ``B`` is answered
 from ``1..B``. With ``p > 1`` padding may need classes the word lacks, so exact lengths
-beyond ``B`` are solved as asked.
+beyond ``B`` are answered at the asked length (by :mod:`verify.signatures` when its words are
+few, else by the solver).
 
 Where it fails: average hardmax and table softmax output means weighted by how *often*
 each symbol occurs; a causal mask makes position ``i`` see only the classes of its prefix;
