@@ -59,7 +59,7 @@ from curriculum.results import (
     VersionInfo,
 )
 from lean_env.closing import ClosesOnExit
-from lean_env.errors import BackendError, LeanAgentError, UserInputError
+from lean_env.errors import BackendError, LeanAgentError, UserInputError, first_line
 from lean_env.records import RepoTrace, TheoremStatus
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Store(ClosesOnExit):
             )
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
             raise DatabaseUnavailableError(
-                f"{_hide_password(url)!r} is not a usable database URL: {_first_line(e)}"
+                f"{_hide_password(url)!r} is not a usable database URL: {first_line(e)}"
             ) from e
         if engine.dialect.name == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
@@ -495,12 +495,7 @@ def _hide_password(url: str) -> str:
 
 def _reason(error: SQLAlchemyError) -> str:
     """The first line of the driver's message (DBAPI errors carry it in ``orig``)."""
-    return _first_line(getattr(error, "orig", None) or error)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    return first_line(getattr(error, "orig", None) or error)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

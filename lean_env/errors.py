@@ -45,3 +45,10 @@ class LeanNotFoundError(LeanAgentError, RuntimeError):
 
 class BackendError(LeanAgentError, RuntimeError):
     """An external process or library failed in a way that is not a proof outcome."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none): what goes
+    into our one-sentence messages when a library's error is the cause."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -21,7 +21,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from lean_env.errors import UserInputError
+from lean_env.errors import UserInputError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # missing, malformed or mismatched files
         where = "a local directory" if Path(text).exists() else "a local directory or a Hugging Face model reachable from here"
-        raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {_first_line(error)}") from error
+        raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {first_line(error)}") from error
     log.info("loaded %s %s (%s)", what, text, type(model).__name__)
     return Loaded(config, model, tokenizer)
 
@@ -66,8 +66,3 @@ def save_pretrained(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, 
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

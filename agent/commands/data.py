@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read a LeanDojo Benchmark 4 directory instead of tracing",
     )
     _backend_option(ingest)
-    _json_option(ingest)
+    json_option(ingest)
     ingest.set_defaults(handler=_ingest)
 
     db = subparsers.add_parser("db", help="inspect the database")
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "stored version of every repository (the merged view the other commands use). The "
         "database is --db, else $LEANAGENT_DB, else leanagent.db in the data directory.",
     )
-    _json_option(stats)
+    json_option(stats)
     stats.set_defaults(handler=_stats)
 
     curriculum = subparsers.add_parser(
@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "theorems; `sorry` theorems are 'hard (no proof)' and stay out of the percentiles. "
         "Repositories are ordered by easy theorems, most first; ties by location, then commit.",
     )
-    _json_option(curriculum)
+    json_option(curriculum)
     curriculum.set_defaults(handler=_curriculum)
 
     export = subparsers.add_parser(
@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.add_argument(
         "--seed", type=int, default=3407, help="seed of the train/val/test splits (default: 3407)"
     )
-    _json_option(export)
+    json_option(export)
     export.set_defaults(handler=_export)
 
     run = subparsers.add_parser(
@@ -105,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
     )
     _backend_option(run)
-    _json_option(run)
+    json_option(run)
     run.set_defaults(handler=_run)
 
 
@@ -119,7 +119,7 @@ def _backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _json_option(parser: argparse.ArgumentParser) -> None:
+def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 

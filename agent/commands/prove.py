@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.commands.data import json_option, open_store
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
@@ -49,14 +50,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
     prove.add_argument("--tactic-timeout", type=float, default=60.0, metavar="S", help="seconds per tactic (default: 60)")
     prove.add_argument("--check-timeout", type=float, default=600.0, metavar="S", help="seconds for the final check's Lean run (default: 600)")
-    prove.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    json_option(prove)
     prove.set_defaults(handler=_prove)
 
 
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
-    from agent.commands.data import open_store
     from agent.commands.lean import interactive_backend
     from agent.commands.retrieval import model_key
     from agent.generator import HFTacticGenerator

@@ -8,9 +8,11 @@ imported inside the handlers.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.commands.data import json_option, open_store
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
@@ -43,13 +45,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     train.add_argument("--ewc-lambda", type=float, default=1e10, help="weight of the EWC penalty (default: 1e10)")
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
     _split_options(train)
-    _json_option(train)
+    json_option(train)
     train.set_defaults(handler=_train)
 
     evaluate = commands.add_parser("eval", help="recall@k and MRR of an encoder on every stored repository's held-out theorems")
     _model_option(evaluate)
     _split_options(evaluate)
-    _json_option(evaluate)
+    json_option(evaluate)
     evaluate.set_defaults(handler=_eval)
 
     search = commands.add_parser("search", help="the premises an encoder retrieves for a goal")
@@ -58,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.add_argument("--repo", default=None, metavar="LOCATION", help="the repository of --theorem, when several have one of that name")
     search.add_argument("-k", type=int, default=10, help="how many premises (default: 10)")
     _model_option(search)
-    _json_option(search)
+    json_option(search)
     search.set_defaults(handler=_search)
 
 
@@ -69,10 +71,6 @@ def _model_option(parser: argparse.ArgumentParser) -> None:
 def _split_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test-fraction", type=float, default=0.2, help="share of each repository's theorems held out (default: 0.2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
-
-
-def _json_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 # ---- handlers ------------------------------------------------------------------------
@@ -121,8 +119,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     matrices = {name: report.matrix(metric) for name, metric in _METRICS.items()}
     payload = {
         "model": str(out),
-        "config": {"consolidation": config.consolidation.value, "epochs": config.epochs, "batch_size": config.batch_size,
-                   "learning_rate": config.learning_rate, "ewc_lambda": config.ewc_lambda, "seed": config.seed},
+        "config": dataclasses.asdict(config),
         "repositories": repos,
         "steps": [{"repo": r.repo, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
                    "mean_penalty": r.step.mean_penalty} for r in report.rows],
@@ -217,7 +214,6 @@ def _check_split(args: argparse.Namespace) -> None:
 
 def _ordered_traces(settings: Settings) -> list[RepoTrace]:
     """The newest version of every stored repository, in curriculum order."""
-    from agent.commands.data import open_store
     from curriculum.ordering import curriculum_of
 
     with open_store(settings) as store:
