@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "agent.commands.lean",
     "agent.commands.prove",
     "agent.commands.retrieval",
+    "agent.commands.run",
     "agent.commands.verify",
 )
 

@@ -41,9 +41,11 @@ def split(examples: Sequence[RetrievalExample], *, test_fraction: float, seed: i
 
 @dataclass(frozen=True, slots=True)
 class ProgressRow:
-    """One step of the loop: the repository trained on, and the scores on every one seen."""
+    """One step of the loop: the repository (at a commit) trained on, and the scores on every
+    repository seen so far."""
 
     repo: str
+    commit: str
     train_examples: int
     step: StepReport
     scores: dict[str, RecallScores]  # repository -> scores on its held-out examples
@@ -51,8 +53,9 @@ class ProgressRow:
 
 @dataclass(frozen=True, slots=True)
 class ProgressiveReport:
-    repos: tuple[str, ...]
+    repos: tuple[str, ...]  # in the order they were first learned
     rows: tuple[ProgressRow, ...]
+    picked_up: int = 0  # how many of the rows a checkpoint gave (steps taken before this call)
 
     def matrix(self, metric: Callable[[RecallScores], float]) -> list[list[float | None]]:
         """``matrix[i][j]``: the metric on repository ``j`` after step ``i`` (None before ``j``
@@ -87,24 +90,34 @@ def run_progressive(
     checkpoint: Path | None = None,
     model_id: str = "",
 ) -> ProgressiveReport:
-    """Train ``encoder`` on ``traces`` in the given (curriculum) order; after every step,
-    re-embed the corpus of every repository seen and score each one's held-out examples.
+    """Train ``encoder`` one step per repository of ``traces``, in the given (curriculum)
+    order; after every step, re-embed the corpus of every repository seen and score each
+    one's held-out examples.
 
-    With ``checkpoint`` (a file), the state after every step is written there (atomically),
-    and a run of the same question (repositories at their commits, config, split, and the
-    starting model named by ``model_id``) resumes after its last finished step; a finished
-    run's checkpoint returns its report without training again. The caller removes the
-    file once it has kept what it needs (e.g. saved the encoder).
+    With ``checkpoint`` (a file), the learner (encoder, trainer and the steps taken) is
+    written there atomically after every step. A checkpoint of the same learner (config,
+    split, metrics and the starting model named by ``model_id``) is picked up: a repository
+    already learned at the same commit is not trained again. So a killed run resumes after
+    its last finished step, a finished run returns its report without training, and a later
+    run over more repositories, or a newer commit of one, takes only the new steps (the
+    lifelong learner of ``leanagent run``; its report holds the earlier steps too).
+    ``on_step`` sees every row, the picked-up ones first.
     """
     trainer = ProgressiveTrainer(encoder, config)
-    key = _run_key(traces, config, ks, test_fraction, model_id)
+    key = _learner_key(config, ks, test_fraction, model_id)
     rows: list[ProgressRow] = _resume(checkpoint, key, encoder, trainer) if checkpoint else []
+    picked_up = len(rows)
     for row in rows:
         if on_step:
             on_step(row)
-    for i in range(len(rows), len(traces)):
-        trace = traces[i]
-        seen = list(traces[: i + 1])
+    latest = {t.spec.location: t for t in traces}
+    learned = {(row.repo, row.commit) for row in rows}
+    for trace in traces:
+        location = trace.spec.location
+        if (location, trace.commit) in learned:
+            continue
+        # Every repository learned so far, at its newest version, and this one.
+        seen = [latest[loc] for loc in dict.fromkeys([*(row.repo for row in rows), location]) if loc in latest]
         corpus = PremiseCorpus(seen)
         train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
         step = trainer.step(corpus, train)
@@ -113,17 +126,17 @@ def run_progressive(
         for earlier in seen:
             _, test = split(corpus.examples(earlier), test_fraction=test_fraction, seed=config.seed)
             scores[earlier.spec.location] = evaluate(index, encoder, test, ks=ks)
-        rows.append(ProgressRow(trace.spec.location, len(train), step, scores))
+        rows.append(ProgressRow(location, trace.commit, len(train), step, scores))
         if checkpoint:
             _save(checkpoint, {"key": key, "rows": rows, "encoder": encoder.model.state_dict(), "trainer": trainer.state_dict()})
         if on_step:
             on_step(rows[-1])
-    return ProgressiveReport(tuple(t.spec.location for t in traces), tuple(rows))
+    return ProgressiveReport(tuple(dict.fromkeys(row.repo for row in rows)), tuple(rows), picked_up)
 
 
-def _run_key(traces: Sequence[RepoTrace], config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> str:
-    """What a checkpoint must match to be resumed: the same repositories, commits, options and model."""
-    return repr(([(t.spec.location, t.commit) for t in traces], dataclasses.astuple(config), tuple(ks), test_fraction, model_id))
+def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> str:
+    """What a checkpoint must match to be picked up: the same options and starting model."""
+    return repr((dataclasses.astuple(config), tuple(ks), test_fraction, model_id))
 
 
 def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
@@ -134,7 +147,7 @@ def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: Progressi
     own = encoder.model.state_dict()
     fits = state["encoder"].keys() == own.keys() and all(v.shape == own[k].shape for k, v in state["encoder"].items())
     if state["key"] != key or not fits:
-        log.info("checkpoint %s belongs to another run or model; starting afresh", checkpoint)
+        log.info("checkpoint %s belongs to another learner (options or model); starting afresh", checkpoint)
         return []
     encoder.model.load_state_dict(state["encoder"])
     trainer.load_state_dict(state["trainer"])

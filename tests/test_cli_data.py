@@ -61,7 +61,7 @@ def json_out(capsys: pytest.CaptureFixture[str]) -> object:
 def test_run_ingests_and_prints_the_curriculum_order(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert [o["status"] for o in payload["ingest"]] == ["added", "added"]
@@ -72,7 +72,7 @@ def test_run_ingests_and_prints_the_curriculum_order(
         ("logic", 1, 1),
     ]
 
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train") == 0
     human = capsys.readouterr().out
     assert "0 added, 2 unchanged" in human and "curriculum order" in human
 
@@ -87,11 +87,11 @@ def test_a_failed_run_is_resumed_under_its_own_id(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repos_file.write_text("logic\nmissing\n", encoding="utf-8")
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source") == 2
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train") == 2
     assert "does not exist" in capsys.readouterr().err
 
     repos_file.write_text("logic\narith\n", encoding="utf-8")
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert (payload["run"], payload["resumed"]) == (1, True)
@@ -99,7 +99,7 @@ def test_a_failed_run_is_resumed_under_its_own_id(
     assert [o["status"] for o in payload["ingest"]] == ["unchanged", "added"]
 
     # A finished run is not resumed: the next one is new.
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert (payload["run"], payload["resumed"]) == (2, False)
@@ -254,7 +254,7 @@ def test_the_example_repos_file(
     tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repos = examples_dir / "repos.txt"
-    assert cli(tmp_path, "run", str(repos), "--backend", "source", "--json") == 0
+    assert cli(tmp_path, "run", str(repos), "--backend", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     order = payload["curriculum"]["order"]

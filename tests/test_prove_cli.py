@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from fakes import fake_lean
-from fakes.tiny_generator import teach, tiny_t5
+from prove_cases import demo_lake_repo, taught_generator
 
 from agent.cli import EXIT_USAGE, main
 from curriculum.store import Store
@@ -18,32 +17,14 @@ from lean_env.records import TheoremStatus
 
 torch.set_num_threads(1)
 
-START, AFTER_INTRO = "p : Prop\n⊢ p → p", "p : Prop\nh : p\n⊢ p"
-SCRIPT = {
-    "theorems": {
-        "Demo.imp_self'": {
-            "goals": START,
-            "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": {"done": True}},
-        },
-        "Demo.two": {"goals": "⊢ 1 + 1 = 2", "steps": {}},  # every tactic is an error here
-    }
-}
-
-
 @pytest.fixture(scope="module")
 def generator_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    generator = tiny_t5(0)
-    teach(generator, [(START, "intro h"), (AFTER_INTRO, "exact h")])
-    out = tmp_path_factory.mktemp("generator") / "model"
-    generator.save(out)
-    return out
+    return taught_generator(tmp_path_factory.mktemp("generator") / "model")
 
 
 @pytest.fixture
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
-    (repo / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8")
-    (repo / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
+    repo = demo_lake_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
     assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
     return data

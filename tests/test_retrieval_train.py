@@ -3,6 +3,7 @@ earlier repositories needed, replay keeps a fair reservoir, and the lifelong loo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -127,9 +128,9 @@ def test_forgetting_is_the_mean_drop_from_the_best_earlier_value() -> None:
     report = ProgressiveReport(
         ("a", "b", "c"),
         (
-            ProgressRow("a", 1, step, {"a": scores(0.8)}),
-            ProgressRow("b", 1, step, {"a": scores(0.6), "b": scores(0.9)}),
-            ProgressRow("c", 1, step, {"a": scores(0.5), "b": scores(0.7), "c": scores(0.4)}),
+            ProgressRow("a", "c0", 1, step, {"a": scores(0.8)}),
+            ProgressRow("b", "c0", 1, step, {"a": scores(0.6), "b": scores(0.9)}),
+            ProgressRow("c", "c0", 1, step, {"a": scores(0.5), "b": scores(0.7), "c": scores(0.4)}),
         ),
     )
     assert report.forgetting(lambda s: s.recall[1]) == pytest.approx(((0.8 - 0.5) + (0.9 - 0.7)) / 2)
@@ -160,6 +161,25 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupte
     # a finished run's checkpoint gives its report back without training again
     again = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
     assert again.rows == resumed.rows
+
+
+def test_a_later_run_learns_only_new_repositories_and_new_commits(tmp_path) -> None:
+    a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
+    config = _config(epochs=1)
+    checkpoint = tmp_path / "learner.pt"
+    first = run_progressive([a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    assert [(r.repo, r.commit) for r in first.rows] == [("/r/a", "c0")]
+
+    # The curriculum may now put b first: a is learned already and keeps its place.
+    later = run_progressive([b, a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    assert [(r.repo, r.commit) for r in later.rows] == [("/r/a", "c0"), ("/r/b", "c0")]
+    assert later.rows[0] == first.rows[0] and later.repos == ("/r/a", "/r/b") and later.picked_up == 1
+    assert set(later.rows[1].scores) == {"/r/a", "/r/b"}  # the new step is scored on both
+
+    newer_a = dataclasses.replace(a, commit="c1")
+    newest = run_progressive([b, newer_a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    assert [(r.repo, r.commit) for r in newest.rows] == [("/r/a", "c0"), ("/r/b", "c0"), ("/r/a", "c1")]
+    assert newest.repos == ("/r/a", "/r/b") and len(newest.matrix(lambda s: s.mrr)) == 3
 
 
 def test_a_checkpoint_of_another_question_or_model_is_not_resumed(tmp_path, caplog) -> None:

@@ -1,4 +1,4 @@
-"""Data commands: ``ingest``, ``db stats``, ``curriculum``, ``export`` and ``run``.
+"""Data commands: ``ingest``, ``db stats``, ``curriculum`` and ``export``.
 
 They parse, call :mod:`curriculum` and :mod:`lean_env`, and print through
 :mod:`agent.output`; heavy imports (SQLAlchemy, tqdm, the tracers) happen inside handlers.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from lean_env.errors import LeanAgentError, UserInputError
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
+    from curriculum.results import RunRecord
     from curriculum.store import Store
     from lean_env.records import RepoSpec
 
@@ -48,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="read a LeanDojo Benchmark 4 directory instead of tracing",
     )
-    _backend_option(ingest)
+    backend_option(ingest)
     json_option(ingest)
     ingest.set_defaults(handler=_ingest)
 
@@ -94,22 +95,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     json_option(export)
     export.set_defaults(handler=_export)
 
-    run = subparsers.add_parser(
-        "run",
-        help="the lifelong job over a repos file (for now: ingest, then the curriculum order)",
-        description="Ingest every repository of FILE (stored commits are not traced again), "
-        "then print the curriculum order. A run that was killed, interrupted or failed is "
-        "resumed under its own id when started again with the same file and backend.",
-    )
-    run.add_argument(
-        "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
-    )
-    _backend_option(run)
-    json_option(run)
-    run.set_defaults(handler=_run)
 
-
-def _backend_option(parser: argparse.ArgumentParser) -> None:
+def backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -139,8 +126,8 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
             outcomes = ingest_traces(store, read_benchmark(args.benchmark), progress=True)
         else:
-            outcomes = _ingest_specs(store, args, settings, _specs_of(args))
-    emit([_jsonable(o) for o in outcomes], _outcomes_text(outcomes), as_json=args.json)
+            outcomes = ingest_with_progress(store, args, settings, _specs_of(args))
+    emit([jsonable(o) for o in outcomes], outcomes_text(outcomes), as_json=args.json)
     return 0
 
 
@@ -184,7 +171,7 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
             else "no repositories ingested yet",
         ]
     )
-    emit(_jsonable(stats), human, as_json=args.json)
+    emit(jsonable(stats), human, as_json=args.json)
     return 0
 
 
@@ -193,7 +180,7 @@ def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
 
     with open_store(settings) as store:
         order = curriculum_of(store)
-    emit(order.as_dict(), _curriculum_text(order), as_json=args.json)
+    emit(order.as_dict(), curriculum_text(order), as_json=args.json)
     return 0
 
 
@@ -223,40 +210,27 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from curriculum.db import RunStatus
-    from curriculum.ordering import curriculum_of
-    from lean_env.repos import parse_repos_file
-
-    specs = parse_repos_file(args.repos)
-    config = {"command": "run", "repos": str(args.repos.resolve()), "backend": args.backend}
-    with open_store(settings) as store:
-        # A run that was killed, interrupted or failed is picked up again under its own id.
-        resumed = store.resume_run(config)
-        run = resumed or store.start_run(config)
-        try:
-            outcomes = _ingest_specs(store, args, settings, specs)
-            order = curriculum_of(store)
-        except BaseException as e:
-            status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
-            # If the database itself failed, marking the run fails too: report the first error.
-            with contextlib.suppress(LeanAgentError):
-                store.finish_run(run.id, status=status)
-            raise
-        store.finish_run(run.id)
-    payload = {
-        "run": run.id,
-        "resumed": resumed is not None,
-        "ingest": [_jsonable(o) for o in outcomes],
-        "curriculum": order.as_dict(),
-    }
-    header = f"run {run.id}" + (" (resumed)" if resumed else "")
-    human = "\n\n".join([header, _outcomes_text(outcomes), _curriculum_text(order)])
-    emit(payload, human, as_json=args.json)
-    return 0
-
-
 # ---- helpers -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tracked_run(store: Store, config: Mapping[str, Any]) -> Iterator[tuple[RunRecord, bool]]:
+    """A run recorded in ``store`` for the block: an unfinished one of the same ``config`` is
+    resumed under its own id (so its finished work is not repeated), else a new one starts.
+    Yields the run and whether it was resumed; marks it finished, failed or interrupted."""
+    from curriculum.db import RunStatus
+
+    resumed = store.resume_run(config)
+    run = resumed or store.start_run(config)
+    try:
+        yield run, resumed is not None
+    except BaseException as e:
+        status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
+        # If the database itself failed, marking the run fails too: report the first error.
+        with contextlib.suppress(LeanAgentError):
+            store.finish_run(run.id, status=status)
+        raise
+    store.finish_run(run.id)
 
 
 def open_store(settings: Settings) -> Store:
@@ -279,7 +253,7 @@ def _specs_of(args: argparse.Namespace) -> list[RepoSpec]:
     return [parse_spec(text) for text in args.specs]
 
 
-def _ingest_specs(
+def ingest_with_progress(
     store: Store, args: argparse.Namespace, settings: Settings, specs: Sequence[RepoSpec]
 ) -> list[IngestOutcome]:
     from curriculum.ingest import BackendChoice, ingest_specs, make_tracer
@@ -289,7 +263,7 @@ def _ingest_specs(
     return ingest_specs(store, specs, cache_dir=cache_dir, tracer=tracer, progress=True)
 
 
-def _outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
+def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
     rows = [
         [
             o.location,
@@ -325,7 +299,7 @@ def _outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
     )
 
 
-def _curriculum_text(order: Curriculum) -> str:
+def curriculum_text(order: Curriculum) -> str:
     if not order.repos:
         return "no repositories ingested yet"
     if order.thresholds is None:
@@ -376,5 +350,5 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _jsonable(record: Any) -> Any:
+def jsonable(record: Any) -> Any:
     return dataclasses.asdict(record)

@@ -11,22 +11,29 @@ had not attempted yet.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.commands.data import json_option, open_store
+from agent.commands.data import json_option, open_store, tracked_run
+from agent.commands.retrieval import model_key
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
+from lean_env.records import Theorem
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from agent.prove import ProofAttempt
+    from agent.prove import ProofAttempt, ProveConfig
+    from agent.search import TacticGenerator
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from lean_env.proof_env import ProofBackend
-    from lean_env.records import Theorem
+    from lean_env.records import RepoTrace
+    from retrieval.encoder import TextEncoder
+
+# (repository, theorem) -> (goal -> premises to condition the generator on)
+PremisesByRepo = Callable[[str, Theorem], Callable[[str], Sequence[str]]]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,84 +42,79 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="search proofs for the stored sorry theorems, check them with Lean, record them",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    prove.add_argument("--generator", required=True, metavar="NAME|DIR",
-                       help="tactic generator: a local directory or a Hugging Face name "
-                       "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
+    add_prove_options(prove, backend_flag="--backend", generator_required=True)
     prove.add_argument("--retriever", default=None, metavar="NAME|DIR",
                        help="premise encoder to condition the generator on (default: no premises)")
-    prove.add_argument("--premises", type=int, default=10, metavar="K", help="premises per goal with --retriever (default: 10)")
-    prove.add_argument("--backend", choices=("auto", "file", "repl", "dojo"), default="auto",
-                       help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)")
     prove.add_argument("--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)")
     prove.add_argument("--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)")
-    prove.add_argument("--candidates", type=int, default=8, help="tactics asked per expanded goal (default: 8)")
-    prove.add_argument("--max-expansions", type=int, default=100, help="goals expanded per theorem (default: 100)")
-    prove.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
-    prove.add_argument("--tactic-timeout", type=float, default=60.0, metavar="S", help="seconds per tactic (default: 60)")
-    prove.add_argument("--check-timeout", type=float, default=600.0, metavar="S", help="seconds for the final check's Lean run (default: 600)")
     json_option(prove)
     prove.set_defaults(handler=_prove)
 
 
-def _prove(args: argparse.Namespace, settings: Settings) -> int:
-    from tqdm import tqdm
+def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, generator_required: bool) -> None:
+    """The generator, proof environment and search budgets (``prove`` and ``run`` share them)."""
+    parser.add_argument("--generator", required=generator_required, default=None, metavar="NAME|DIR",
+                        help="tactic generator: a local directory or a Hugging Face name "
+                        "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
+    parser.add_argument("--premises", type=int, default=10, metavar="K", help="premises per goal from the retriever (default: 10)")
+    parser.add_argument(backend_flag, dest="proof_backend", choices=("auto", "file", "repl", "dojo"), default="auto",
+                        help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)")
+    parser.add_argument("--candidates", type=int, default=8, help="tactics asked per expanded goal (default: 8)")
+    parser.add_argument("--max-expansions", type=int, default=100, help="goals expanded per theorem (default: 100)")
+    parser.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
+    parser.add_argument("--tactic-timeout", type=float, default=60.0, metavar="S", help="seconds per tactic (default: 60)")
+    parser.add_argument("--check-timeout", type=float, default=600.0, metavar="S", help="seconds for the final check's Lean run (default: 600)")
 
-    from agent.commands.lean import interactive_backend
-    from agent.commands.retrieval import model_key
-    from agent.generator import HFTacticGenerator
-    from agent.prove import ProveConfig, prove_theorem
+
+@dataclass(frozen=True, slots=True)
+class ProveOptions:
+    """How to prove, read from the command line by :func:`prove_options`."""
+
+    config: ProveConfig
+    backend: str  # auto | file | repl | dojo
+    tactic_timeout: float
+    premises: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """For a run's config, so that a run is resumed only with the same options."""
+        search = self.config.search
+        return {"backend": self.backend, "premises": self.premises, "candidates": search.num_candidates,
+                "max_expansions": search.max_expansions, "time_limit": search.time_limit,
+                "tactic_timeout": self.tactic_timeout, "check_timeout": self.config.check_timeout}
+
+
+def prove_options(args: argparse.Namespace) -> ProveOptions:
+    """The options of :func:`add_prove_options`, checked."""
+    from agent.prove import ProveConfig
     from agent.search import SearchConfig
-    from curriculum.db import AttemptOutcome, RunStatus
-    from lean_env.lean_runner import LeanRunner
 
-    _check_options(args)
-    config = ProveConfig(
-        SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit),
-        check_timeout=args.check_timeout,
-    )
+    for option, value in (("--candidates", args.candidates), ("--max-expansions", args.max_expansions), ("--premises", args.premises)):
+        if value < 1:
+            raise UserInputError(f"{option} must be at least 1, got {value}")
+    for option, value in (("--time-limit", args.time_limit), ("--tactic-timeout", args.tactic_timeout), ("--check-timeout", args.check_timeout)):
+        if not value > 0:
+            raise UserInputError(f"{option} must be a positive number of seconds, got {value:g}")
+    search = SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit)
+    return ProveOptions(ProveConfig(search, check_timeout=args.check_timeout), args.proof_backend, args.tactic_timeout, args.premises)
+
+
+def _prove(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.generator import HFTacticGenerator
+    options = prove_options(args)
     run_config = {"command": "prove", "generator": model_key(args.generator), "retriever": model_key(args.retriever) if args.retriever else None,
-                  "premises": args.premises, "backend": args.backend, "theorems": args.theorem, "repo": args.repo,
-                  "search": [args.candidates, args.max_expansions, args.time_limit, args.tactic_timeout, args.check_timeout]}
+                  **options.as_dict(), "theorems": args.theorem, "repo": args.repo}
     with open_store(settings) as store:
         targets = _targets(store, args.theorem, args.repo)
-        checkouts = {loc: _checkout(loc, commit, settings) for loc, commit in {(t.location, t.commit) for t in targets}}
+        checkouts = checkout_all(targets, settings)
         generator = HFTacticGenerator.load(args.generator)
         premises = _premise_source(store, args) if args.retriever else None
-        run = store.resume_run(run_config) or store.start_run(run_config)
-        done = {a.theorem_id for a in store.attempts(run_id=run.id)}
-        rows: list[dict[str, Any]] = []
-        # One proof environment per repository, kept for all its theorems (the REPL's
-        # processes, with their imports loaded, are reused), closed at the end.
-        backends: dict[str, ProofBackend] = {}
-        try:
-            for stored in tqdm([t for t in targets if t.id not in done], desc="proving", unit="theorem", disable=None):
-                repo_dir = checkouts[stored.location]
-                if stored.location not in backends:
-                    backends[stored.location] = interactive_backend(
-                        args.backend, repo_dir, timeout=args.tactic_timeout, data_dir=settings.data_dir
-                    )
-                backend = backends[stored.location]
-                attempt = prove_theorem(
-                    stored.theorem, repo_dir=repo_dir, backend=backend, generator=generator,
-                    runner=LeanRunner.for_project(repo_dir), config=config,
-                    premises=(lambda theorem, loc=stored.location: premises(loc, theorem)) if premises else None,
-                )
-                store.record_attempt(run_id=run.id, theorem_id=stored.id, outcome=attempt.outcome, seconds=attempt.seconds,
-                                     nodes=attempt.search.expansions if attempt.search else 0, backend=backend.name,
-                                     proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
-                rows.append(_row(stored, attempt))
-        except BaseException as error:
-            store.finish_run(run.id, status=RunStatus.INTERRUPTED if isinstance(error, KeyboardInterrupt) else RunStatus.FAILED)
-            raise
-        finally:
-            for backend in backends.values():
-                backend.close()
-        store.finish_run(run.id)
+        with tracked_run(store, run_config) as (run, _):
+            rows = prove_targets(store, run.id, targets, checkouts=checkouts, generator=generator, premises=premises,
+                                 options=options, settings=settings)
     proved = sum(r["outcome"] == "proved" for r in rows)
     skipped = len(targets) - len(rows)
     human = "\n".join([
-        table(["theorem", "outcome", "tactics", "seconds", "detail"],
-              [[r["theorem"], r["outcome"], r["tactics"], round(r["seconds"], 1), r["detail"]] for r in rows]) if rows else "nothing to prove",
+        attempts_table(rows) if rows else "nothing to prove",
         f"run {run.id}: {proved} of {len(rows)} proved and checked by Lean"
         + (f"; {skipped} attempted before this run resumed" if skipped else ""),
     ])
@@ -120,13 +122,57 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    for option, value in (("--candidates", args.candidates), ("--max-expansions", args.max_expansions), ("--premises", args.premises)):
-        if value < 1:
-            raise UserInputError(f"{option} must be at least 1, got {value}")
-    for option, value in (("--time-limit", args.time_limit), ("--tactic-timeout", args.tactic_timeout), ("--check-timeout", args.check_timeout)):
-        if not value > 0:
-            raise UserInputError(f"{option} must be a positive number of seconds, got {value:g}")
+def prove_targets(
+    store: Store,
+    run_id: int,
+    targets: Sequence[StoredTheorem],
+    *,
+    checkouts: Mapping[str, Path],
+    generator: TacticGenerator,
+    premises: PremisesByRepo | None,
+    options: ProveOptions,
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """Prove every target that run ``run_id`` has not attempted yet, record each attempt, and
+    return one row per attempt made now. ``checkouts`` maps repositories to their directories."""
+    from tqdm import tqdm
+
+    from agent.commands.lean import interactive_backend
+    from agent.prove import prove_theorem
+    from curriculum.db import AttemptOutcome
+    from lean_env.lean_runner import LeanRunner
+
+    done = {a.theorem_id for a in store.attempts(run_id=run_id)}
+    rows: list[dict[str, Any]] = []
+    # One proof environment per repository, kept for all its theorems (the REPL's
+    # processes, with their imports loaded, are reused), closed at the end.
+    backends: dict[str, ProofBackend] = {}
+    try:
+        for stored in tqdm([t for t in targets if t.id not in done], desc="proving", unit="theorem", disable=None):
+            repo_dir = checkouts[stored.location]
+            if stored.location not in backends:
+                backends[stored.location] = interactive_backend(
+                    options.backend, repo_dir, timeout=options.tactic_timeout, data_dir=settings.data_dir
+                )
+            backend = backends[stored.location]
+            attempt = prove_theorem(
+                stored.theorem, repo_dir=repo_dir, backend=backend, generator=generator,
+                runner=LeanRunner.for_project(repo_dir), config=options.config,
+                premises=(lambda theorem, loc=stored.location: premises(loc, theorem)) if premises else None,
+            )
+            store.record_attempt(run_id=run_id, theorem_id=stored.id, outcome=attempt.outcome, seconds=attempt.seconds,
+                                 nodes=attempt.search.expansions if attempt.search else 0, backend=backend.name,
+                                 proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
+            rows.append(_row(stored, attempt))
+    finally:
+        for backend in backends.values():
+            backend.close()
+    return rows
+
+
+def attempts_table(rows: Sequence[dict[str, Any]]) -> str:
+    return table(["theorem", "outcome", "tactics", "seconds", "detail"],
+                 [[r["theorem"], r["outcome"], r["tactics"], round(r["seconds"], 1), r["detail"]] for r in rows])
 
 
 def _targets(store: Store, names: list[str] | None, repo: str | None) -> list[StoredTheorem]:
@@ -151,6 +197,11 @@ def _targets(store: Store, names: list[str] | None, repo: str | None) -> list[St
     return chosen
 
 
+def checkout_all(targets: Sequence[StoredTheorem], settings: Settings) -> dict[str, Path]:
+    """The directory of every repository of ``targets``, at its stored commit."""
+    return {loc: _checkout(loc, commit, settings) for loc, commit in {(t.location, t.commit) for t in targets}}
+
+
 def _checkout(location: str, commit: str, settings: Settings) -> Path:
     """The directory holding ``location`` at the stored ``commit``."""
     from lean_env.records import RepoSpec
@@ -165,14 +216,19 @@ def _checkout(location: str, commit: str, settings: Settings) -> Path:
     return checkout.path
 
 
-def _premise_source(store: Store, args: argparse.Namespace) -> Callable[[str, Theorem], Callable[[str], list[str]]]:
-    """(repository, theorem) -> (goal -> the premises the retriever picks among those accessible)."""
-    from retrieval.corpus import PremiseCorpus
+def _premise_source(store: Store, args: argparse.Namespace) -> PremisesByRepo:
     from retrieval.encoder import TextEncoder
+
+    return premise_source(store.latest_traces(), TextEncoder.load(args.retriever), k=args.premises)
+
+
+def premise_source(traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int) -> PremisesByRepo:
+    """(repository, theorem) -> (goal -> the ``k`` premises ``encoder`` ranks first among
+    those accessible from the theorem), over the premises of ``traces``."""
+    from retrieval.corpus import PremiseCorpus
     from retrieval.index import PremiseIndex, PremiseRetriever
 
-    encoder = TextEncoder.load(args.retriever)
-    retriever = PremiseRetriever(PremiseIndex.build(PremiseCorpus(store.latest_traces()), encoder), encoder, k=args.premises)
+    retriever = PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder), encoder, k=k)
     return lambda location, theorem: retriever.for_theorem(location, theorem.path, theorem.start)
 
 

@@ -19,7 +19,10 @@ from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
     from lean_env.records import RepoTrace
+    from retrieval.encoder import TextEncoder
     from retrieval.index import RecallScores
+    from retrieval.progressive import ProgressiveReport
+    from retrieval.train import TrainConfig
 
 MODEL_HELP = "encoder: a local directory or a Hugging Face name (default: the bundled MiniLM, offline)"
 
@@ -37,14 +40,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "after each step is kept in DATA_DIR/checkpoints: an interrupted run resumes there when "
         "started again with the same options.",
     )
-    _model_option(train)
-    train.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="replay", help="against forgetting (default: replay)")
-    train.add_argument("--epochs", type=int, default=1, help="passes over each repository's examples (default: 1)")
-    train.add_argument("--batch-size", type=int, default=16, help="examples per contrastive batch (default: 16)")
-    train.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
-    train.add_argument("--ewc-lambda", type=float, default=1e10, help="weight of the EWC penalty (default: 1e10)")
+    add_train_options(train)
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
-    _split_options(train)
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -64,6 +61,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.set_defaults(handler=_search)
 
 
+def add_train_options(parser: argparse.ArgumentParser) -> None:
+    """The starting model and the training options (``retrieval train`` and ``run`` share them)."""
+    _model_option(parser)
+    parser.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="replay", help="against forgetting (default: replay)")
+    parser.add_argument("--epochs", type=int, default=1, help="passes over each repository's examples (default: 1)")
+    parser.add_argument("--batch-size", type=int, default=16, help="examples per contrastive batch (default: 16)")
+    parser.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
+    parser.add_argument("--ewc-lambda", type=float, default=1e10, help="weight of the EWC penalty (default: 1e10)")
+    _split_options(parser)
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The options of :func:`add_train_options`, checked."""
+    from retrieval.train import Consolidation, TrainConfig
+
+    _check_split(args)
+    if args.epochs < 1:
+        raise UserInputError(f"--epochs must be at least 1, got {args.epochs}")
+    if args.batch_size < 2:
+        raise UserInputError(f"--batch-size must be at least 2 (a contrastive batch needs negatives), got {args.batch_size}")
+    if args.lr <= 0 or args.ewc_lambda < 0:
+        raise UserInputError("--lr must be positive and --ewc-lambda non-negative")
+    return TrainConfig(
+        consolidation=Consolidation(args.consolidation),
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        ewc_lambda=args.ewc_lambda,
+        seed=args.seed,
+    )
+
+
 def _model_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, metavar="NAME|DIR", help=MODEL_HELP)
 
@@ -81,28 +110,13 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
 
     from retrieval.encoder import TextEncoder
     from retrieval.progressive import run_progressive
-    from retrieval.train import Consolidation, TrainConfig
 
-    _check_split(args)
-    if args.epochs < 1:
-        raise UserInputError(f"--epochs must be at least 1, got {args.epochs}")
-    if args.batch_size < 2:
-        raise UserInputError(f"--batch-size must be at least 2 (a contrastive batch needs negatives), got {args.batch_size}")
-    if args.lr <= 0 or args.ewc_lambda < 0:
-        raise UserInputError("--lr must be positive and --ewc-lambda non-negative")
+    config = train_config(args)
     out = args.out or settings.data_dir / "retriever"
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out {out} is a file; the encoder is saved as a directory")
-    traces = _ordered_traces(settings)
+    traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model)
-    config = TrainConfig(
-        consolidation=Consolidation(args.consolidation),
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        ewc_lambda=args.ewc_lambda,
-        seed=args.seed,
-    )
     # After every step the state goes here; an interrupted run of the same question resumes.
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
     with tqdm(total=len(traces), desc="training", unit="repo", disable=None) as bar:
@@ -110,28 +124,10 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(),
             checkpoint=checkpoint, model_id=model_key(args.model),
         )
-    try:
-        encoder.save(out)
-    except OSError as error:
-        raise UserInputError(f"cannot save the encoder to {out}: {error.strerror or error}; the training is kept in {checkpoint}") from error
+    save_encoder(encoder, out, checkpoint)
     checkpoint.unlink(missing_ok=True)  # kept until the encoder is safely saved
-    repos = list(report.repos)
-    matrices = {name: report.matrix(metric) for name, metric in _METRICS.items()}
-    payload = {
-        "model": str(out),
-        "config": dataclasses.asdict(config),
-        "repositories": repos,
-        "steps": [{"repo": r.repo, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
-                   "mean_penalty": r.step.mean_penalty} for r in report.rows],
-        "matrices": matrices,
-        "forgetting": {name: report.forgetting(metric) for name, metric in _METRICS.items()},
-    }
-    rows = [[f"after {r.repo}", r.train_examples, *(_cell(v) for v in values)] for r, values in zip(report.rows, matrices["recall@10"], strict=True)]
-    human = "\n".join([
-        "recall@10 on each repository's held-out theorems after each step:",
-        table(["step", "trained on", *repos], rows),
-        f"forgetting (recall@10): {payload['forgetting']['recall@10']:.3f}; encoder saved to {out}",
-    ])
+    payload = {"model": str(out), "config": dataclasses.asdict(config), **training_payload(report)}
+    human = "\n".join([training_text(report), f"encoder saved to {out}"])
     emit(payload, human, as_json=args.json)
     return 0
 
@@ -143,7 +139,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.progressive import split
 
     _check_split(args)
-    traces = _ordered_traces(settings)
+    traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model)
     corpus = PremiseCorpus(traces)
     index = PremiseIndex.build(corpus, encoder)
@@ -164,7 +160,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.k < 1:
         raise UserInputError(f"-k must be at least 1, got {args.k}")
-    traces = _ordered_traces(settings)
+    traces = ordered_traces(settings)
     corpus = PremiseCorpus(traces)
     allowed = None
     if args.theorem is not None:
@@ -212,7 +208,7 @@ def _check_split(args: argparse.Namespace) -> None:
         raise UserInputError(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
 
 
-def _ordered_traces(settings: Settings) -> list[RepoTrace]:
+def ordered_traces(settings: Settings) -> list[RepoTrace]:
     """The newest version of every stored repository, in curriculum order."""
     from curriculum.ordering import curriculum_of
 
@@ -223,6 +219,37 @@ def _ordered_traces(settings: Settings) -> list[RepoTrace]:
         raise UserInputError("the database holds no repositories: run 'leanagent ingest' or 'leanagent run' first")
     ordered = [by_location[r.location] for r in order.repos if r.location in by_location]
     return ordered + [t for loc, t in by_location.items() if loc not in {r.location for r in order.repos}]
+
+
+def save_encoder(encoder: TextEncoder, out: Path, checkpoint: Path) -> None:
+    try:
+        encoder.save(out)
+    except OSError as error:
+        raise UserInputError(f"cannot save the encoder to {out}: {error.strerror or error}; the training is kept in {checkpoint}") from error
+
+
+def training_payload(report: ProgressiveReport) -> dict[str, Any]:
+    """The steps, metrics matrices and forgetting of a progressive run, for JSON."""
+    return {
+        "repositories": list(report.repos),
+        "steps_before_this_run": report.picked_up,
+        "steps": [{"repo": r.repo, "commit": r.commit, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
+                   "mean_penalty": r.step.mean_penalty} for r in report.rows],
+        "matrices": {name: report.matrix(metric) for name, metric in _METRICS.items()},
+        "forgetting": {name: report.forgetting(metric) for name, metric in _METRICS.items()},
+    }
+
+
+def training_text(report: ProgressiveReport) -> str:
+    """The recall@10 matrix and forgetting of a progressive run, for people."""
+    rows = [[f"after {r.repo}", r.train_examples, *(_cell(v) for v in values)]
+            for r, values in zip(report.rows, report.matrix(_METRICS["recall@10"]), strict=True)]
+    return "\n".join([
+        "recall@10 on each repository's held-out theorems after each step:",
+        table(["step", "trained on", *report.repos], rows),
+        f"forgetting (recall@10): {report.forgetting(_METRICS['recall@10']):.3f}; "
+        f"{len(report.rows) - report.picked_up} step(s) taken now, {report.picked_up} before",
+    ])
 
 
 def _scores_dict(scores: RecallScores) -> dict[str, Any]:

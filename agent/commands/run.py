@@ -1,0 +1,212 @@
+"""``leanagent run``: the lifelong job over a repos file.
+
+Ingest every repository of the file (stored commits are not traced again), order the
+database by the curriculum, take one retriever training step for every repository (at its
+newest commit) the learner has not learned yet, scoring every repository seen after each
+step, and, with ``--generator``, search proofs for the ``sorry`` theorems of the file's
+repositories, each right after its repository's step, with premises from the retriever as
+trained so far. Found proofs count only after Lean's final check. A report (JSON and
+Markdown) goes to DATA_DIR/reports. Everything is resumable: the learner is kept in
+DATA_DIR/learner after every step, attempts are recorded per run, and a run that was killed,
+interrupted or failed is resumed under its own id when started again with the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.commands.data import (
+    backend_option,
+    curriculum_text,
+    ingest_with_progress,
+    json_option,
+    jsonable,
+    open_store,
+    outcomes_text,
+    tracked_run,
+)
+from agent.commands.prove import (
+    ProveOptions,
+    add_prove_options,
+    attempts_table,
+    checkout_all,
+    premise_source,
+    prove_options,
+    prove_targets,
+)
+from agent.commands.retrieval import (
+    add_train_options,
+    model_key,
+    save_encoder,
+    train_config,
+    training_payload,
+    training_text,
+)
+from agent.output import emit
+from agent.report import write_report
+from agent.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.commands.prove import PremisesByRepo
+    from agent.search import TacticGenerator
+    from curriculum.results import StoredTheorem
+    from curriculum.store import Store
+    from lean_env.records import RepoTrace
+    from retrieval.progressive import ProgressiveReport, ProgressRow
+    from retrieval.train import TrainConfig
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="the lifelong job over a repos file: ingest, order, train the retriever, prove sorries, report",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    run.add_argument("repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
+    backend_option(run)
+    run.add_argument("--no-train", action="store_true",
+                     help="ingest and order only, no retriever training (with --generator: prove without premises)")
+    add_train_options(run)
+    add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    json_option(run)
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from curriculum.ordering import curriculum_of
+    from lean_env.repos import parse_repos_file
+
+    specs = parse_repos_file(args.repos)
+    train = None if args.no_train else train_config(args)
+    prove = prove_options(args) if args.generator else None
+    config = {
+        "command": "run",
+        "repos": str(args.repos.resolve()),
+        "backend": args.backend,
+        "train": None if train is None else {**dataclasses.asdict(train), "model": model_key(args.model), "test_fraction": args.test_fraction},
+        "prove": None if prove is None else {"generator": model_key(args.generator), **prove.as_dict()},
+    }
+    with open_store(settings) as store, tracked_run(store, config) as (run, resumed):
+        outcomes = ingest_with_progress(store, args, settings, specs)
+        order = curriculum_of(store)
+        latest = {t.spec.location: t for t in store.latest_traces()}
+        ordered = [latest[r.location] for r in order.repos if r.location in latest]
+        # The file's repositories are the proving targets, in curriculum order.
+        mine = {o.location for o in outcomes}
+        prover = _Prover.start(store, run.id, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
+        training: ProgressiveReport | None = None
+        if train is not None:
+            training = _train(ordered, args, train, settings, prover)
+        elif prover is not None:
+            for location in prover.locations:
+                prover.prove(location, premises=None)
+    payload: dict[str, Any] = {
+        "run": run.id,
+        "resumed": resumed,
+        "ingest": [jsonable(o) for o in outcomes],
+        "curriculum": order.as_dict(),
+        "training": None if training is None else {"model": str(settings.data_dir / "retriever"), **training_payload(training)},
+        "proving": None if prover is None else {"attempts": prover.rows, "targets": prover.target_count},
+    }
+    sections = [
+        ("Ingest", outcomes_text(outcomes)),
+        ("Curriculum", curriculum_text(order)),
+        ("Retriever training", _training_section(training, settings)),
+        ("Proving", _proving_section(prover, latest, mine)),
+    ]
+    paths = write_report(settings.data_dir / "reports", f"run-{run.id}", payload, title=f"leanagent run {run.id}", sections=sections)
+    payload["report"] = [str(p) for p in paths]
+    header = f"run {run.id}" + (" (resumed)" if resumed else "")
+    human = "\n\n".join([header, *(text for _, text in sections), f"report: {', '.join(map(str, paths))}"])
+    emit(payload, human, as_json=args.json)
+    return 0
+
+
+def _train(
+    ordered: list[RepoTrace], args: argparse.Namespace, config: TrainConfig, settings: Settings, prover: _Prover | None
+) -> ProgressiveReport:
+    """One step per repository the learner has not learned at its newest commit; with a
+    prover, each file repository's sorries are attempted after its step."""
+    from tqdm import tqdm
+
+    from retrieval.encoder import TextEncoder
+    from retrieval.progressive import run_progressive
+
+    encoder = TextEncoder.load(args.model)
+    model_id = model_key(args.model)
+    # One learner per starting model and options, kept across runs: it is the lifelong state.
+    digest = hashlib.blake2b(repr((dataclasses.astuple(config), model_id, args.test_fraction)).encode(), digest_size=6).hexdigest()
+    learner = settings.data_dir / "learner" / f"{digest}.pt"
+
+    def after_step(row: ProgressRow) -> None:
+        bar.update()
+        if prover is not None and row.repo in prover.locations:
+            prover.prove(row.repo, premises=premise_source(ordered, encoder, k=prover.options.premises))
+
+    with tqdm(desc="training", unit="repo", disable=None) as bar:
+        report = run_progressive(ordered, encoder, config, test_fraction=args.test_fraction, on_step=after_step,
+                                 checkpoint=learner, model_id=model_id)
+    save_encoder(encoder, settings.data_dir / "retriever", learner)
+    return report
+
+
+@dataclasses.dataclass(slots=True)
+class _Prover:
+    """Proves the sorries of the file's repositories, each at most once per run."""
+
+    store: Store
+    run_id: int
+    locations: list[str]  # in curriculum order
+    targets: dict[str, list[StoredTheorem]]
+    checkouts: dict[str, Path]
+    generator: TacticGenerator
+    options: ProveOptions
+    settings: Settings
+    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    _proved: set[str] = dataclasses.field(default_factory=set)
+
+    @classmethod
+    def start(cls, store: Store, run_id: int, locations: list[str], args: argparse.Namespace, options: ProveOptions,
+              settings: Settings) -> _Prover:
+        """Check out the repositories, make sure Lean is there and load the generator, before
+        any training: a missing toolchain is reported before hours of work, not after."""
+        from agent.generator import HFTacticGenerator
+        from lean_env.lean_runner import LeanRunner
+        from lean_env.records import TheoremStatus
+
+        targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
+        checkouts = checkout_all([t for found in targets.values() for t in found], settings)
+        for directory in checkouts.values():
+            LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
+        generator = HFTacticGenerator.load(args.generator)
+        return cls(store, run_id, locations, targets, checkouts, generator, options, settings)
+
+    @property
+    def target_count(self) -> int:
+        return sum(len(found) for found in self.targets.values())
+
+    def prove(self, location: str, *, premises: PremisesByRepo | None) -> None:
+        if location in self._proved:
+            return  # a repository learned twice (a newer commit) is proved once per run
+        self._proved.add(location)
+        self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
+                                   generator=self.generator, premises=premises, options=self.options, settings=self.settings)
+
+
+def _training_section(training: ProgressiveReport | None, settings: Settings) -> str:
+    if training is None:
+        return "not asked (--no-train)"
+    return f"{training_text(training)}\nretriever saved to {settings.data_dir / 'retriever'}"
+
+
+def _proving_section(prover: _Prover | None, latest: dict[str, RepoTrace], mine: set[str]) -> str:
+    if prover is None:
+        sorries = sum(t.status.value == "sorry" for loc in mine if loc in latest for t in latest[loc].theorems)
+        return f"not asked: give --generator NAME|DIR to search proofs of the {sorries} sorry theorem(s)"
+    proved = sum(r["outcome"] == "proved" for r in prover.rows)
+    summary = f"{proved} of {len(prover.rows)} attempted now proved and checked by Lean ({prover.target_count} sorry theorem(s) in all)"
+    return "\n".join([attempts_table(prover.rows), summary] if prover.rows else [summary])

@@ -1,0 +1,167 @@
+"""``leanagent run`` as the lifelong job: ingest, curriculum, one retriever step per new
+repository (a tiny encoder), proving each file repository's sorries after its step (a tiny
+generator taught two tactics, the fake lean), a report on disk, and resumption."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from db_cases import lean_project
+from fakes.tiny_encoder import tiny_encoder
+from prove_cases import demo_lake_repo, taught_generator
+
+import agent.commands.run as run_command
+from agent.cli import EXIT_INTERRUPTED, EXIT_USAGE, main
+from curriculum.store import Store
+from lean_env.records import TheoremStatus
+
+torch.set_num_threads(1)
+
+# Premises used by name, so that source extraction yields retrieval examples.
+LOGIC = """\
+theorem swap_and (p q : Prop) (h : p ∧ q) : q ∧ p := ⟨h.2, h.1⟩
+
+theorem use_swap (p q : Prop) (h : p ∧ q) : q ∧ p := by
+  exact swap_and p q h
+
+theorem use_swap_again (a b : Prop) (h : a ∧ b) : b ∧ a := by
+  apply swap_and
+  exact h
+
+theorem use_swap_term (a b : Prop) (h : a ∧ b) : b ∧ a := swap_and a b h
+
+theorem use_swap_twice (a b : Prop) (h : a ∧ b) : a ∧ b := by
+  exact swap_and b a (swap_and a b h)
+"""
+ARITH = """\
+theorem add_zero_eq (n : Nat) : n + 0 = n := rfl
+
+theorem use_add_zero (m : Nat) : m + 0 = m := by
+  exact add_zero_eq m
+
+theorem use_add_zero_twice (m : Nat) : m + 0 + 0 = m := by
+  rw [add_zero_eq, add_zero_eq]
+
+theorem use_add_zero_term (k : Nat) : k + 0 = k := add_zero_eq k
+
+theorem use_add_zero_simp (k : Nat) : k + 0 = k := by
+  simp [add_zero_eq]
+"""
+SEARCH = ["--candidates", "2", "--max-expansions", "6", "--tactic-timeout", "20", "--check-timeout", "20"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("models")
+    tiny_encoder(0).save(root / "encoder")
+    return root / "encoder", taught_generator(root / "generator")
+
+
+def _run(capsys: pytest.CaptureFixture[str], data: Path, repos: Path, *extra: str) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), "run", str(repos), "--backend", "source", "--epochs", "2", "--batch-size", "2",
+                 "--test-fraction", "0.5", "--json", *extra])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else {}), err
+
+
+def test_later_runs_learn_only_new_repositories_and_report_every_step(tmp_path, models, capsys) -> None:
+    encoder, _ = models
+    lean_project(tmp_path / "logic", source=LOGIC)
+    lean_project(tmp_path / "arith", source=ARITH)
+    repos = tmp_path / "repos.txt"
+    repos.write_text("logic\n", encoding="utf-8")
+    data = tmp_path / "data"
+
+    code, first, _ = _run(capsys, data, repos, "--model", str(encoder))
+    assert code == 0
+    (step,) = first["training"]["steps"]
+    assert step["repo"] == str(tmp_path / "logic")
+    assert first["training"]["steps_before_this_run"] == 0 and first["proving"] is None
+
+    repos.write_text("logic\narith\n", encoding="utf-8")
+    code, second, _ = _run(capsys, data, repos, "--model", str(encoder))
+    assert code == 0
+    training = second["training"]
+    assert [s["repo"] for s in training["steps"]] == [str(tmp_path / "logic"), str(tmp_path / "arith")]
+    assert training["steps_before_this_run"] == 1 and training["steps"][0] == first["training"]["steps"][0]
+    # after the new step, both repositories are scored (a row per step, a column per repository)
+    # a row per step, a column per repository; arith is not scored before it is seen (which
+    # theorems are held out depends on the repository's path, so the values are not asserted)
+    mrr = training["matrices"]["MRR"]
+    assert len(mrr) == 2 and all(len(row) == 2 for row in mrr) and mrr[0][1] is None
+    assert (data / "retriever").is_dir()
+
+    json_report, markdown = (Path(p) for p in second["report"])
+    assert json.loads(json_report.read_text(encoding="utf-8"))["training"] == training
+    text = markdown.read_text(encoding="utf-8")
+    assert text.startswith(f"# leanagent run {second['run']}") and "## Retriever training" in text and "arith" in text
+
+    # nothing new: no step is taken again
+    code, third, _ = _run(capsys, data, repos, "--model", str(encoder))
+    assert code == 0 and third["training"]["steps_before_this_run"] == 2 and len(third["training"]["steps"]) == 2
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fake lean's demo repository (two sorries) as a Lake project, in a repos file."""
+    demo_lake_repo(tmp_path, monkeypatch)
+    repos = tmp_path / "repos.txt"
+    repos.write_text("repo\n", encoding="utf-8")
+    return repos
+
+
+def test_sorries_are_proved_after_their_repository_is_learned(demo, models, capsys, tmp_path) -> None:
+    encoder, generator = models
+    data = tmp_path / "data"
+    code, payload, _ = _run(capsys, data, demo, "--model", str(encoder), "--generator", str(generator),
+                            "--proof-backend", "file", *SEARCH)
+    assert code == 0
+    outcomes = {a["theorem"]: a["outcome"] for a in payload["proving"]["attempts"]}
+    assert outcomes == {"Demo.imp_self'": "proved", "Demo.two": "failed"}
+    assert [s["repo"] for s in payload["training"]["steps"]] == [str(tmp_path / "repo")]
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+        attempts = store.attempts(run_id=payload["run"])
+    assert statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US and len(attempts) == 2
+    assert "proved and checked by Lean" in Path(payload["report"][1]).read_text(encoding="utf-8")
+
+
+def test_an_interrupted_run_resumes_without_repeating_finished_work(demo, models, capsys, tmp_path, monkeypatch) -> None:
+    encoder, generator = models
+    data = tmp_path / "data"
+    args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
+    real = run_command.prove_targets
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "prove_targets", interrupted)
+    code, _, _ = _run(capsys, data, demo, *args)
+    assert code == EXIT_INTERRUPTED
+
+    monkeypatch.setattr(run_command, "prove_targets", real)
+    code, payload, _ = _run(capsys, data, demo, *args)
+    assert code == 0 and payload["resumed"] is True
+    # the step finished before the interruption is picked up, not taken again
+    assert payload["training"]["steps_before_this_run"] == 1 and len(payload["training"]["steps"]) == 1
+    assert {a["outcome"] for a in payload["proving"]["attempts"]} == {"proved", "failed"}
+
+
+def test_a_missing_lean_is_reported_before_any_training(tmp_path, models, capsys, monkeypatch) -> None:
+    encoder, generator = models
+    lean_project(tmp_path / "logic", source=LOGIC + "\ntheorem open_goal : True := by\n  sorry\n")
+    (tmp_path / "repos.txt").write_text("logic\n", encoding="utf-8")
+    bin_dir = tmp_path / "bin"  # git, but no lean or lake
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    data = tmp_path / "data"
+    code, _, err = _run(capsys, data, tmp_path / "repos.txt", "--model", str(encoder), "--generator", str(generator))
+    assert code == EXIT_USAGE and len(err.splitlines()) == 1 and "elan" in err, err
+    assert not (data / "learner").exists()  # no training was started
