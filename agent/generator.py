@@ -101,7 +101,11 @@ class HFTacticGenerator:
                 max_new_tokens=self.max_tactic_tokens,
                 do_sample=False,
                 length_penalty=0.0,  # beam scores are then plain sums of token log-probabilities
-                early_stopping=True,
+                # Not True: that ends the search once n beams have finished, even junk that
+                # finished early while a likelier tactic was still being written. With plain
+                # sums, a running beam's score only falls, so False stops exactly when no
+                # running beam can beat the finished ones.
+                early_stopping=False,
                 output_scores=True,
                 return_dict_in_generate=True,
                 pad_token_id=self.tokenizer.pad_token_id,

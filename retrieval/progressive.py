@@ -16,11 +16,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import torch
 
 from lean_env.records import RepoTrace
-from retrieval.corpus import PremiseCorpus, RetrievalExample
+from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
@@ -28,8 +29,19 @@ from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
 log = logging.getLogger(__name__)
 
 
-def split(examples: Sequence[RetrievalExample], *, test_fraction: float, seed: int) -> tuple[list[RetrievalExample], list[RetrievalExample]]:
-    """(train, test) with every theorem's examples on one side."""
+class _OfTheorem(Protocol):
+    @property
+    def repo(self) -> str: ...
+    @property
+    def theorem(self) -> str: ...
+
+
+Example = TypeVar("Example", bound=_OfTheorem)
+
+
+def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """(train, test) with every theorem's examples on one side (retrieval and tactic
+    examples alike: anything with a ``repo`` and a ``theorem``)."""
     train, test = [], []
     for example in examples:
         # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform

@@ -18,6 +18,7 @@ from agent.settings import Settings
 from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
+    from agent.generator import HFTacticGenerator
     from lean_env.records import RepoTrace
     from retrieval.encoder import TextEncoder
     from retrieval.index import RecallScores
@@ -76,7 +77,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     """The options of :func:`add_train_options`, checked."""
     from retrieval.train import Consolidation, TrainConfig
 
-    _check_split(args)
+    check_split(args)
     if args.epochs < 1:
         raise UserInputError(f"--epochs must be at least 1, got {args.epochs}")
     if args.batch_size < 2:
@@ -124,7 +125,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(),
             checkpoint=checkpoint, model_id=model_key(args.model),
         )
-    save_encoder(encoder, out, checkpoint)
+    save_model(encoder, out, kept_in=checkpoint)
     checkpoint.unlink(missing_ok=True)  # kept until the encoder is safely saved
     payload = {"model": str(out), "config": dataclasses.asdict(config), **training_payload(report)}
     human = "\n".join([training_text(report), f"encoder saved to {out}"])
@@ -138,7 +139,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.index import PremiseIndex, evaluate
     from retrieval.progressive import split
 
-    _check_split(args)
+    check_split(args)
     traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model)
     corpus = PremiseCorpus(traces)
@@ -203,7 +204,7 @@ def model_key(model: str | None) -> str:
     return str(path.resolve()) if path.exists() else model
 
 
-def _check_split(args: argparse.Namespace) -> None:
+def check_split(args: argparse.Namespace) -> None:
     if not 0 < args.test_fraction < 1:
         raise UserInputError(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
 
@@ -221,11 +222,16 @@ def ordered_traces(settings: Settings) -> list[RepoTrace]:
     return ordered + [t for loc, t in by_location.items() if loc not in {r.location for r in order.repos}]
 
 
-def save_encoder(encoder: TextEncoder, out: Path, checkpoint: Path) -> None:
+def save_model(model: TextEncoder | HFTacticGenerator, out: Path, *, kept_in: Path | None = None) -> None:
+    """Save a trained model to the directory ``out``; a failure is the user's to fix (and
+    says where the training is kept, when it is)."""
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"cannot save to {out}: it is a file, and a model is saved as a directory")
     try:
-        encoder.save(out)
+        model.save(out)
     except OSError as error:
-        raise UserInputError(f"cannot save the encoder to {out}: {error.strerror or error}; the training is kept in {checkpoint}") from error
+        kept = f"; the training is kept in {kept_in}" if kept_in else ""
+        raise UserInputError(f"cannot save to {out}: {error.strerror or error}{kept}") from error
 
 
 def training_payload(report: ProgressiveReport) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from agent.commands.prove import (
 from agent.commands.retrieval import (
     add_train_options,
     model_key,
-    save_encoder,
+    save_model,
     train_config,
     training_payload,
     training_text,
@@ -150,7 +150,7 @@ def _train(
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(ordered, encoder, config, test_fraction=args.test_fraction, on_step=after_step,
                                  checkpoint=learner, model_id=model_id)
-    save_encoder(encoder, settings.data_dir / "retriever", learner)
+    save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
     return report
 
 

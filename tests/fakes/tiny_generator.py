@@ -13,7 +13,8 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+from agent.generator import HFTacticGenerator
+from agent.generator_training import GeneratorTrainConfig, TacticExample, train_generator
 
 
 def tiny_t5(seed: int = 0) -> HFTacticGenerator:
@@ -34,25 +35,7 @@ def tiny_gpt2(seed: int = 0) -> HFTacticGenerator:
 
 
 def teach(generator: HFTacticGenerator, pairs: list[tuple[str, str]], *, steps: int = 80, lr: float = 5e-3) -> None:
-    """Fit (goal, tactic) pairs by teacher forcing: enough for the model to say them back."""
-    model, tokenizer = generator.model, generator.tokenizer
-    model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    goals = [prompt(goal, ()) for goal, _ in pairs]
-    tactics = [tactic for _, tactic in pairs]
-    for _ in range(steps):
-        if generator.decoder_only:
-            texts = [f"{g}{SEPARATOR}{t}\n" for g, t in zip(goals, tactics, strict=True)]
-            batch = tokenizer(texts, padding=True, return_tensors="pt")  # ends in </s>: the tactic's end
-            labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-            for row, g in enumerate(goals):  # learn the tactic, not the goal
-                labels[row, : len(tokenizer(g + SEPARATOR, add_special_tokens=False)["input_ids"])] = -100
-            loss = model(**batch, labels=labels).loss
-        else:
-            batch = tokenizer(goals, padding=True, return_tensors="pt")
-            labels = tokenizer(tactics, padding=True, return_tensors="pt")["input_ids"]
-            loss = model(**batch, labels=labels.masked_fill(labels == tokenizer.pad_token_id, -100)).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
+    """Fit (goal, tactic) pairs by teacher forcing, all in one batch: enough for the model
+    to say them back."""
+    examples = [TacticExample("", "", goal, tactic) for goal, tactic in pairs]
+    train_generator(generator, examples, GeneratorTrainConfig(epochs=steps, batch_size=len(examples), learning_rate=lr))

@@ -1,0 +1,96 @@
+"""``leanagent generator train``: fine-tune a tactic generator on the stored traced tactics.
+
+Every traced tactic with a goal state in the database (the newest version of each
+repository) is an example: goal -> tactic, with ``--retriever`` the premises it retrieves
+for the goal shown before it, as proving does. Theorems are split into train and held-out
+as the retriever's are; after training, the held-out mean token loss and how often the
+first generated tactic is exactly the traced one are reported, and the generator is saved
+for ``prove --generator`` / ``run --generator``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from agent.commands.data import json_option
+from agent.commands.prove import premise_source
+from agent.commands.retrieval import check_split, ordered_traces, save_model
+from agent.output import emit, table
+from agent.settings import Settings
+from lean_env.errors import UserInputError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    generator = subparsers.add_parser("generator", help="train the tactic generator")
+    commands = generator.add_subparsers(dest="generator_command", metavar="COMMAND", required=True)
+    train = commands.add_parser(
+        "train", help="fine-tune a tactic generator on the stored traced tactics",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    train.add_argument("--model", required=True, metavar="NAME|DIR",
+                       help="the generator to start from: a local directory or a Hugging Face name (e.g. google/byt5-small, "
+                       "kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
+    train.add_argument("--out", type=Path, default=None, help="where to save the generator (default: DATA_DIR/generator)")
+    train.add_argument("--retriever", default=None, metavar="NAME|DIR", help="premise encoder whose retrieved premises are shown (default: none)")
+    train.add_argument("--premises", type=int, default=10, metavar="K", help="premises per goal with --retriever (default: 10)")
+    train.add_argument("--epochs", type=int, default=1, help="passes over the examples (default: 1)")
+    train.add_argument("--batch-size", type=int, default=8, help="examples per batch (default: 8)")
+    train.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default: 5e-4)")
+    train.add_argument("--test-fraction", type=float, default=0.1, help="share of theorems held out (default: 0.1)")
+    train.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
+    train.add_argument("--max-eval", type=int, default=200, metavar="N", help="held-out examples generated for exact match (default: 200)")
+    json_option(train)
+    train.set_defaults(handler=_train)
+
+
+def _train(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from agent.generator import HFTacticGenerator
+    from agent.generator_training import (
+        GeneratorTrainConfig,
+        evaluate_generator,
+        tactic_examples,
+        train_generator,
+    )
+    from retrieval.encoder import TextEncoder
+    from retrieval.progressive import split
+
+    check_split(args)
+    for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size), ("--premises", args.premises), ("--max-eval", args.max_eval)):
+        if value < 1:
+            raise UserInputError(f"{option} must be at least 1, got {value}")
+    if args.lr <= 0:
+        raise UserInputError(f"--lr must be positive, got {args.lr:g}")
+    out = args.out or settings.data_dir / "generator"
+    traces = ordered_traces(settings)
+    premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
+    examples = tactic_examples(traces, premises_for=premises)
+    if not examples:
+        raise UserInputError("the database holds no traced tactics with goal states (source extraction sees no goals): "
+                             "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark")
+    train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
+    generator = HFTacticGenerator.load(args.model)
+    config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
+    with tqdm(total=len(train) * args.epochs, desc="training", unit="example", disable=None) as bar:
+        report = train_generator(generator, train, config, progress=bar.update)
+    scores = evaluate_generator(generator, held_out[: args.max_eval], batch_size=args.batch_size)
+    save_model(generator, out)
+    payload: dict[str, Any] = {
+        "model": str(out),
+        "config": dataclasses.asdict(config),
+        "train": dataclasses.asdict(report),
+        "held_out": dataclasses.asdict(scores),
+    }
+    rows = [["train", report.examples, round(report.mean_loss, 4), "-"],
+            ["held out", scores.examples, round(scores.mean_loss, 4), round(scores.exact_top1, 3)]]
+    human = "\n".join([
+        table(["examples", "count", "mean loss", "exact top-1"], rows),
+        *([f"{report.too_long} example(s) left out: their tactic is longer than the generator may write"] if report.too_long else []),
+        f"generator saved to {out}",
+    ])
+    emit(payload, human, as_json=args.json)
+    return 0

@@ -1,0 +1,170 @@
+"""Training a tactic generator on traced tactics: (goal, premises) -> tactic.
+
+As ReProver trains its tactic generator: every traced tactic with a goal state is an example
+(LeanDojo traces and LeanDojo Benchmark 4 data have goals; source extraction sees none, so
+its tactics teach nothing here). With a retriever, the input carries the premises it
+retrieves for that goal among those accessible from the theorem, as at proving time (ReProver
+conditions its generator on retrieved premises too, so that training sees what search will
+give). Training is teacher forcing with the tactic's token cross-entropy; the input is built
+and cut exactly as :meth:`agent.generator.HFTacticGenerator.generate` builds it, so the
+model learns on the inputs it will be asked with.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+from lean_env.records import RepoTrace, Theorem, TheoremStatus
+
+# (repository, theorem) -> (goal -> premise texts, most relevant first)
+PremisesFor = Callable[[str, Theorem], Callable[[str], Sequence[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class TacticExample:
+    """One traced tactic: the goal before it, the premises shown with it, the tactic."""
+
+    repo: str  # the repository's location
+    theorem: str  # the theorem's full name (the split keeps a theorem's steps together)
+    state: str
+    tactic: str
+    premises: tuple[str, ...] = ()
+
+
+def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesFor | None = None) -> list[TacticExample]:
+    """Every traced tactic with a goal state of the proven theorems of ``traces`` (a ``sorry``
+    proof teaches nothing worth saying), in trace order."""
+    out: list[TacticExample] = []
+    for trace in traces:
+        repo = trace.spec.location
+        for theorem in trace.theorems:
+            if theorem.status is not TheoremStatus.PROVEN:
+                continue
+            steps = [t for t in theorem.tactics if t.state_before and t.tactic.strip()]
+            if not steps:
+                continue
+            retrieve = premises_for(repo, theorem) if premises_for else None
+            for step in steps:
+                assert step.state_before is not None
+                shown = tuple(retrieve(step.state_before)) if retrieve else ()
+                out.append(TacticExample(repo, theorem.full_name, step.state_before, step.tactic.strip(), shown))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorTrainConfig:
+    epochs: int = 1
+    batch_size: int = 8
+    learning_rate: float = 5e-4
+    weight_decay: float = 0.0
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorReport:
+    """What training did: examples seen, those left out, batches, and the mean loss."""
+
+    examples: int
+    too_long: int  # tactics longer than the generator may write: they cannot be learned whole
+    batches: int
+    mean_loss: float
+
+
+def train_generator(
+    generator: HFTacticGenerator,
+    examples: Sequence[TacticExample],
+    config: GeneratorTrainConfig = GeneratorTrainConfig(),
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> GeneratorReport:
+    """Fine-tune ``generator`` on ``examples``; it is left in eval mode. The example order and
+    torch's global generator (dropout) are seeded from ``config.seed``."""
+    usable = [e for e in examples if _fits(generator, e)]
+    model = generator.model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    rng = random.Random(config.seed)
+    torch.manual_seed(config.seed)
+    losses: list[float] = []
+    model.train()
+    try:
+        for _ in range(config.epochs):
+            order = list(usable)
+            rng.shuffle(order)
+            for start in range(0, len(order), config.batch_size):
+                batch = order[start : start + config.batch_size]
+                loss = tactic_loss(generator, batch)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+                if progress:
+                    progress(len(batch))
+    finally:
+        model.eval()
+    return GeneratorReport(len(usable), len(examples) - len(usable), len(losses), sum(losses) / max(len(losses), 1))
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorScores:
+    """Held-out quality: mean token loss, and how often the first tactic generated is the
+    traced one, exactly (whitespace-trimmed)."""
+
+    examples: int
+    mean_loss: float
+    exact_top1: float
+
+
+def evaluate_generator(generator: HFTacticGenerator, examples: Sequence[TacticExample], *, batch_size: int = 8) -> GeneratorScores:
+    usable = [e for e in examples if _fits(generator, e)]
+    if not usable:
+        return GeneratorScores(0, 0.0, 0.0)
+    with torch.inference_mode():
+        losses = [tactic_loss(generator, usable[i : i + batch_size]).item() * len(usable[i : i + batch_size])
+                  for i in range(0, len(usable), batch_size)]
+    hits = sum(generator.generate(e.state, premises=e.premises, n=1)[0].tactic == e.tactic for e in usable)
+    return GeneratorScores(len(usable), sum(losses) / len(usable), hits / len(usable))
+
+
+def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) -> torch.Tensor:
+    """Mean cross-entropy of the tactics' tokens given their inputs (teacher forcing)."""
+    tokenizer, model = generator.tokenizer, generator.model
+    prompts = [prompt(e.state, e.premises) for e in batch]
+    if not generator.decoder_only:
+        inputs = tokenizer(prompts, truncation=True, max_length=generator.max_input_tokens, padding=True, return_tensors="pt")
+        targets = [_tactic_ids(generator, e.tactic) for e in batch]
+        labels = _padded(targets, -100)
+        return model(**inputs, labels=labels).loss
+    # Decoder-only: the input (cut from the left, as generate() does) then the tactic's line;
+    # only the tactic's tokens are learned.
+    rows, label_rows = [], []
+    for text, example in zip(prompts, batch, strict=True):
+        context = tokenizer(text + SEPARATOR, add_special_tokens=False)["input_ids"][-generator.max_input_tokens :]
+        tactic = _tactic_ids(generator, example.tactic)
+        rows.append(context + tactic)
+        label_rows.append([-100] * len(context) + tactic)
+    input_ids = _padded(rows, tokenizer.pad_token_id)
+    attention = _padded([[1] * len(r) for r in rows], 0)
+    return model(input_ids=input_ids, attention_mask=attention, labels=_padded(label_rows, -100)).loss
+
+
+def _tactic_ids(generator: HFTacticGenerator, tactic: str) -> list[int]:
+    """The tokens the generator should write for ``tactic``, its end marker included: the
+    end-of-sequence token for an encoder-decoder, the line's end for a decoder-only model
+    (where generation stops)."""
+    if generator.decoder_only:
+        return generator.tokenizer(tactic + "\n", add_special_tokens=False)["input_ids"]
+    return generator.tokenizer(tactic)["input_ids"]  # ends in </s>
+
+
+def _fits(generator: HFTacticGenerator, example: TacticExample) -> bool:
+    return len(_tactic_ids(generator, example.tactic)) <= generator.max_tactic_tokens
+
+
+def _padded(rows: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
