@@ -186,6 +186,14 @@ def test_constructors_fields_and_where_items(source: str, expected: list[tuple[s
             id="binders-left-out",
         ),
         pytest.param(
+            # Long class names in binders once made the binder regex backtrack exponentially
+            # (seconds for this one, minutes for longer Mathlib names).
+            "instance {C : Type} [PreservesLimitsOfShape C] [HasFiniteCoproductsAndMono C] : "
+            "Inhabited (List C) := ⟨[]⟩",
+            "instInhabitedList",
+            id="long-class-binders",
+        ),
+        pytest.param(
             "instance (priority := low) myInst : Add Nat := ⟨f⟩", "myInst", id="named-with-priority"
         ),
         pytest.param(

@@ -68,7 +68,7 @@ _FIRST_HEADER = re.compile(_HEADER_AT_LINE_START)
 _HEADER = re.compile("\n" + _HEADER_AT_LINE_START)
 _IDENT_AT = re.compile(rf"\s*({IDENT})")
 # `import` anywhere (a literal prefix is fast to search for); only line starts count.
-_IMPORT = re.compile(rf"import[ \t]+((?:{IDENT}[ \t]*)+)")
+_IMPORT = re.compile(rf"import[ \t]+((?:(?>{IDENT})[ \t]+)*(?>{IDENT}))")
 _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 # What a header scan stops at. `|` counts only first on its line (the absolute value `|x|`
 # may appear in a statement) except for inductive types, whose constructors use it inline.
@@ -101,7 +101,10 @@ _FIELD_NAMES = re.compile(
     rf"(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*[(\[{{⦃]?\s*((?:{IDENT}[ \t]+)*{IDENT})\s*(?::(?!=)|[(\[{{⦃])"
 )
 _CTOR_PREFIX = re.compile(rf"\s*({IDENT})\s*::")
-_BINDER_NAMES = re.compile(rf"[(\[{{⦃]\s*((?:{IDENT}\s*)+)(?=[:)}}⦄])")
+# Names are separated by whitespace and each is matched whole (atomic): with `\s*` between
+# them, `(?:{IDENT}\s*)+` could split one long name in exponentially many ways before
+# failing on a `[Class x]` binder (seconds for a 22-letter class name in Mathlib).
+_BINDER_NAMES = re.compile(rf"[(\[{{⦃]\s*((?:(?>{IDENT})\s+)*(?>{IDENT}))\s*(?=[:)}}⦄])")
 _OPEN_EXPLICIT = re.compile(rf"({IDENT})\s*\(([^)]*)\)")
 _OPEN_RENAMING = re.compile(rf"({IDENT})\s+renaming\s+(.*)", re.DOTALL)
 _RENAME_PAIR = re.compile(rf"({IDENT})\s*(?:→|->)\s*({IDENT})")
