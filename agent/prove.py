@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.search import (
     SearchConfig,
@@ -25,10 +26,15 @@ from lean_env.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.lean_runner import LeanRunner
 from lean_env.proof_env import ProofBackend
 from lean_env.proof_text import tactic_proof
-from lean_env.records import Theorem
+from lean_env.records import RepoTrace, Theorem
+
+if TYPE_CHECKING:
+    from retrieval.encoder import TextEncoder
 
 # For a theorem: goal text -> premises to condition the generator on.
 PremiseSource = Callable[[Theorem], Callable[[str], Sequence[str]]]
+# The same for a theorem of any repository, by its location.
+PremisesByRepo = Callable[[str, Theorem], Callable[[str], Sequence[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +92,52 @@ def prove_theorem(
         return ProofAttempt(AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time")
     reasons = "; ".join(check.reasons) or check.verdict
     return ProofAttempt(AttemptOutcome.FAILED, proof, result, check, f"search found a proof, the final check rejected it: {reasons}")
+
+
+class TheoremProver:
+    """Proves theorems one after another with one generator, keeping one proof environment
+    per repository open (the REPL's processes, with their imports loaded, are reused) until
+    :meth:`close`. ``premises`` may be replaced between theorems (a retriever trained further)."""
+
+    def __init__(
+        self,
+        generator: TacticGenerator,
+        *,
+        open_backend: Callable[[Path], ProofBackend],
+        premises: PremisesByRepo | None = None,
+        config: ProveConfig = ProveConfig(),
+    ) -> None:
+        self.generator = generator
+        self.premises = premises
+        self.config = config
+        self._open_backend = open_backend
+        self._backends: dict[Path, ProofBackend] = {}
+
+    def prove(self, location: str, repo_dir: Path, theorem: Theorem) -> tuple[ProofAttempt, str]:
+        """The attempt at ``theorem`` of the repository ``location`` checked out at
+        ``repo_dir``, and the name of the proof environment that made it."""
+        backend = self._backends.get(repo_dir)
+        if backend is None:
+            backend = self._backends[repo_dir] = self._open_backend(repo_dir)
+        premises = self.premises
+        attempt = prove_theorem(
+            theorem, repo_dir=repo_dir, backend=backend, generator=self.generator,
+            runner=LeanRunner.for_project(repo_dir), config=self.config,
+            premises=(lambda t: premises(location, t)) if premises else None,
+        )
+        return attempt, backend.name
+
+    def close(self) -> None:
+        backends, self._backends = self._backends, {}
+        for backend in backends.values():
+            backend.close()
+
+
+def premise_source(traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int) -> PremisesByRepo:
+    """(repository, theorem) -> (goal -> the ``k`` premises ``encoder`` ranks first among
+    those accessible from the theorem), over the premises of ``traces``."""
+    from retrieval.corpus import PremiseCorpus
+    from retrieval.index import PremiseIndex, PremiseRetriever
+
+    retriever = PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder), encoder, k=k)
+    return lambda location, theorem: retriever.for_theorem(location, theorem.path, theorem.start)

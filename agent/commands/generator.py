@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agent.commands.data import json_option
-from agent.commands.prove import premise_source
 from agent.commands.retrieval import check_split, ordered_traces, save_model
 from agent.output import emit, table
 from agent.settings import Settings
@@ -56,6 +55,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         tactic_examples,
         train_generator,
     )
+    from agent.prove import premise_source
     from retrieval.encoder import TextEncoder
     from retrieval.progressive import split
 

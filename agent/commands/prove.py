@@ -11,7 +11,8 @@ had not attempted yet.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,19 +22,13 @@ from agent.commands.retrieval import model_key
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
-from lean_env.records import Theorem
 
 if TYPE_CHECKING:
     from agent.prove import ProofAttempt, ProveConfig
-    from agent.search import TacticGenerator
+    from agent.scale import ProofDone, ProofJob
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from lean_env.proof_env import ProofBackend
-    from lean_env.records import RepoTrace
-    from retrieval.encoder import TextEncoder
-
-# (repository, theorem) -> (goal -> premises to condition the generator on)
-PremisesByRepo = Callable[[str, Theorem], Callable[[str], Sequence[str]]]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="premise encoder to condition the generator on (default: no premises)")
     prove.add_argument("--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)")
     prove.add_argument("--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)")
+    prove.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; default: 1, in this process)")
     json_option(prove)
     prove.set_defaults(handler=_prove)
 
@@ -99,18 +96,31 @@ def prove_options(args: argparse.Namespace) -> ProveOptions:
 
 
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.generator import HFTacticGenerator
+    from agent.scale import ProverRecipe, prove_here, prove_on_ray
+
     options = prove_options(args)
+    if args.workers < 1:
+        raise UserInputError(f"--workers must be at least 1, got {args.workers}")
     run_config = {"command": "prove", "generator": model_key(args.generator), "retriever": model_key(args.retriever) if args.retriever else None,
                   **options.as_dict(), "theorems": args.theorem, "repo": args.repo}
     with open_store(settings) as store:
         targets = _targets(store, args.theorem, args.repo)
         checkouts = checkout_all(targets, settings)
-        generator = HFTacticGenerator.load(args.generator)
-        premises = _premise_source(store, args) if args.retriever else None
-        with tracked_run(store, run_config) as (run, _):
-            rows = prove_targets(store, run.id, targets, checkouts=checkouts, generator=generator, premises=premises,
-                                 options=options, settings=settings)
+        recipe = ProverRecipe(
+            args.generator, backend_opener(options, settings), options.config, retriever=args.retriever,
+            premises=options.premises, corpus=tuple(store.latest_traces()) if args.retriever else (),
+        )
+        # Models load before the run starts: a bad name is the user's error, not a failed run.
+        prover = recipe.build() if args.workers == 1 else None
+        try:
+            with tracked_run(store, run_config) as (run, _):
+                rows = prove_targets(
+                    store, run.id, targets, checkouts=checkouts,
+                    prove=(lambda jobs: prove_here(jobs, prover)) if prover else (lambda jobs: prove_on_ray(jobs, recipe, workers=args.workers)),
+                )
+        finally:
+            if prover:
+                prover.close()
     proved = sum(r["outcome"] == "proved" for r in rows)
     skipped = len(targets) - len(rows)
     human = "\n".join([
@@ -128,46 +138,36 @@ def prove_targets(
     targets: Sequence[StoredTheorem],
     *,
     checkouts: Mapping[str, Path],
-    generator: TacticGenerator,
-    premises: PremisesByRepo | None,
-    options: ProveOptions,
-    settings: Settings,
+    prove: Callable[[list[ProofJob]], Iterator[ProofDone]],
 ) -> list[dict[str, Any]]:
-    """Prove every target that run ``run_id`` has not attempted yet, record each attempt, and
-    return one row per attempt made now. ``checkouts`` maps repositories to their directories."""
+    """Prove every target that run ``run_id`` has not attempted yet with ``prove`` (in this
+    process or on Ray workers, see :mod:`agent.scale`), record each attempt as it finishes,
+    and return one row per attempt made now, in target order. ``checkouts`` maps
+    repositories to their directories."""
     from tqdm import tqdm
 
-    from agent.commands.lean import interactive_backend
-    from agent.prove import prove_theorem
+    from agent.scale import ProofJob
     from curriculum.db import AttemptOutcome
-    from lean_env.lean_runner import LeanRunner
 
     done = {a.theorem_id for a in store.attempts(run_id=run_id)}
-    rows: list[dict[str, Any]] = []
-    # One proof environment per repository, kept for all its theorems (the REPL's
-    # processes, with their imports loaded, are reused), closed at the end.
-    backends: dict[str, ProofBackend] = {}
-    try:
-        for stored in tqdm([t for t in targets if t.id not in done], desc="proving", unit="theorem", disable=None):
-            repo_dir = checkouts[stored.location]
-            if stored.location not in backends:
-                backends[stored.location] = interactive_backend(
-                    options.backend, repo_dir, timeout=options.tactic_timeout, data_dir=settings.data_dir
-                )
-            backend = backends[stored.location]
-            attempt = prove_theorem(
-                stored.theorem, repo_dir=repo_dir, backend=backend, generator=generator,
-                runner=LeanRunner.for_project(repo_dir), config=options.config,
-                premises=(lambda theorem, loc=stored.location: premises(loc, theorem)) if premises else None,
-            )
-            store.record_attempt(run_id=run_id, theorem_id=stored.id, outcome=attempt.outcome, seconds=attempt.seconds,
-                                 nodes=attempt.search.expansions if attempt.search else 0, backend=backend.name,
-                                 proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
-            rows.append(_row(stored, attempt))
-    finally:
-        for backend in backends.values():
-            backend.close()
-    return rows
+    jobs = [ProofJob(t.id, t.location, checkouts[t.location], t.theorem) for t in targets if t.id not in done]
+    rows: dict[int, dict[str, Any]] = {}
+    stored = {t.id: t for t in targets}
+    for finished in tqdm(prove(jobs), total=len(jobs), desc="proving", unit="theorem", disable=None):
+        attempt = finished.attempt
+        store.record_attempt(run_id=run_id, theorem_id=finished.job.key, outcome=attempt.outcome, seconds=attempt.seconds,
+                             nodes=attempt.search.expansions if attempt.search else 0, backend=finished.backend,
+                             proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
+        rows[finished.job.key] = _row(stored[finished.job.key], attempt)
+    return [rows[job.key] for job in jobs if job.key in rows]
+
+
+def backend_opener(options: ProveOptions, settings: Settings) -> Callable[[Path], ProofBackend]:
+    """Opens the proof environment ``options`` choose for a repository directory; picklable,
+    so that Ray workers can open their own."""
+    from agent.commands.lean import interactive_backend
+
+    return functools.partial(interactive_backend, options.backend, timeout=options.tactic_timeout, data_dir=settings.data_dir)
 
 
 def attempts_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -214,22 +214,6 @@ def _checkout(location: str, commit: str, settings: Settings) -> Path:
         raise UserInputError(f"{location} changed since it was ingested (now {checkout.commit[:16]}, stored {commit[:16]}); "
                              "run 'leanagent ingest' on it again first")
     return checkout.path
-
-
-def _premise_source(store: Store, args: argparse.Namespace) -> PremisesByRepo:
-    from retrieval.encoder import TextEncoder
-
-    return premise_source(store.latest_traces(), TextEncoder.load(args.retriever), k=args.premises)
-
-
-def premise_source(traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int) -> PremisesByRepo:
-    """(repository, theorem) -> (goal -> the ``k`` premises ``encoder`` ranks first among
-    those accessible from the theorem), over the premises of ``traces``."""
-    from retrieval.corpus import PremiseCorpus
-    from retrieval.index import PremiseIndex, PremiseRetriever
-
-    retriever = PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder), encoder, k=k)
-    return lambda location, theorem: retriever.for_theorem(location, theorem.path, theorem.start)
 
 
 def _row(stored: StoredTheorem, attempt: ProofAttempt) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from agent.commands.prove import (
     ProveOptions,
     add_prove_options,
     attempts_table,
+    backend_opener,
     checkout_all,
-    premise_source,
     prove_options,
     prove_targets,
 )
@@ -51,8 +51,7 @@ from agent.report import write_report
 from agent.settings import Settings
 
 if TYPE_CHECKING:
-    from agent.commands.prove import PremisesByRepo
-    from agent.search import TacticGenerator
+    from agent.prove import PremisesByRepo, TheoremProver
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from lean_env.records import RepoTrace
@@ -99,11 +98,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         mine = {o.location for o in outcomes}
         prover = _Prover.start(store, run.id, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
         training: ProgressiveReport | None = None
-        if train is not None:
-            training = _train(ordered, args, train, settings, prover)
-        elif prover is not None:
-            for location in prover.locations:
-                prover.prove(location, premises=None)
+        try:
+            if train is not None:
+                training = _train(ordered, args, train, settings, prover)
+            elif prover is not None:
+                for location in prover.locations:
+                    prover.prove(location, premises=None)
+        finally:
+            if prover is not None:
+                prover.close()
     payload: dict[str, Any] = {
         "run": run.id,
         "resumed": resumed,
@@ -133,6 +136,7 @@ def _train(
     prover, each file repository's sorries are attempted after its step."""
     from tqdm import tqdm
 
+    from agent.prove import premise_source
     from retrieval.encoder import TextEncoder
     from retrieval.progressive import run_progressive
 
@@ -145,7 +149,7 @@ def _train(
     def after_step(row: ProgressRow) -> None:
         bar.update()
         if prover is not None and row.repo in prover.locations:
-            prover.prove(row.repo, premises=premise_source(ordered, encoder, k=prover.options.premises))
+            prover.prove(row.repo, premises=premise_source(ordered, encoder, k=prover.premises_per_goal))
 
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(ordered, encoder, config, test_fraction=args.test_fraction, on_step=after_step,
@@ -156,16 +160,16 @@ def _train(
 
 @dataclasses.dataclass(slots=True)
 class _Prover:
-    """Proves the sorries of the file's repositories, each at most once per run."""
+    """Proves the sorries of the file's repositories in this process, each repository at
+    most once per run, with the premises of the retriever as trained so far."""
 
     store: Store
     run_id: int
     locations: list[str]  # in curriculum order
     targets: dict[str, list[StoredTheorem]]
     checkouts: dict[str, Path]
-    generator: TacticGenerator
-    options: ProveOptions
-    settings: Settings
+    prover: TheoremProver
+    premises_per_goal: int
     rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     _proved: set[str] = dataclasses.field(default_factory=set)
 
@@ -175,6 +179,7 @@ class _Prover:
         """Check out the repositories, make sure Lean is there and load the generator, before
         any training: a missing toolchain is reported before hours of work, not after."""
         from agent.generator import HFTacticGenerator
+        from agent.prove import TheoremProver
         from lean_env.lean_runner import LeanRunner
         from lean_env.records import TheoremStatus
 
@@ -182,19 +187,25 @@ class _Prover:
         checkouts = checkout_all([t for found in targets.values() for t in found], settings)
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
-        generator = HFTacticGenerator.load(args.generator)
-        return cls(store, run_id, locations, targets, checkouts, generator, options, settings)
+        prover = TheoremProver(HFTacticGenerator.load(args.generator), open_backend=backend_opener(options, settings), config=options.config)
+        return cls(store, run_id, locations, targets, checkouts, prover, options.premises)
 
     @property
     def target_count(self) -> int:
         return sum(len(found) for found in self.targets.values())
 
     def prove(self, location: str, *, premises: PremisesByRepo | None) -> None:
+        from agent.scale import prove_here
+
         if location in self._proved:
             return  # a repository learned twice (a newer commit) is proved once per run
         self._proved.add(location)
+        self.prover.premises = premises
         self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
-                                   generator=self.generator, premises=premises, options=self.options, settings=self.settings)
+                                   prove=lambda jobs: prove_here(jobs, self.prover))
+
+    def close(self) -> None:
+        self.prover.close()
 
 
 def _training_section(training: ProgressiveReport | None, settings: Settings) -> str:
