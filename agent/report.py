@@ -11,6 +11,15 @@ from typing import Any
 from lean_env.errors import UserInputError
 
 
+def check_directory(directory: Path, what: str) -> None:
+    """Create ``directory`` if needed; one that cannot be is the user's to fix (``what`` names
+    it in the message)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserInputError(f"cannot keep {what} in {directory}: {error.strerror or error}") from error
+
+
 def write_report(
     directory: Path, name: str, payload: Any, *, title: str, sections: Sequence[tuple[str, str]]
 ) -> tuple[Path, Path]:

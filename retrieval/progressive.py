@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 import torch
 
+from lean_env.errors import UserInputError
 from lean_env.records import RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
@@ -75,11 +76,18 @@ class ProgressiveReport:
         return [[_value(row.scores.get(r), metric) for r in self.repos] for row in self.rows]
 
     def forgetting(self, metric: Callable[[RecallScores], float]) -> float:
-        """Mean over earlier repositories of (best earlier value - final value): how much of
-        what was learned on them the last steps lost (0 with one repository)."""
+        """Mean over the repositories other than the one trained last of (best earlier value -
+        final value): how much of what was learned on them the later steps lost (0 with one
+        repository). The one trained last is the last row's, which is not the last column
+        when a newer commit of an earlier repository was learned."""
+        if not self.rows:
+            return 0.0
         matrix = self.matrix(metric)
+        last = self.repos.index(self.rows[-1].repo)
         drops = []
-        for j in range(len(self.repos) - 1):
+        for j in range(len(self.repos)):
+            if j == last:
+                continue
             earlier = [row[j] for row in matrix[:-1] if row[j] is not None]
             final = matrix[-1][j]
             if earlier and final is not None:
@@ -151,6 +159,13 @@ def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, m
     return repr((dataclasses.astuple(config), tuple(ks), test_fraction, model_id))
 
 
+def learner_id(config: TrainConfig, *, test_fraction: float, model_id: str, ks: Sequence[int] = (1, 10), place: str = "") -> str:
+    """A short name for a learner (a file name): the hash of what :func:`run_progressive`
+    requires of a checkpoint to pick it up, and of ``place`` (e.g. the database it learns from)."""
+    key = _learner_key(config, ks, test_fraction, model_id) + place
+    return hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
+
+
 def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
     if not checkpoint.exists():
         return []
@@ -167,8 +182,23 @@ def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: Progressi
     return list(state["rows"])
 
 
+class CheckpointError(UserInputError):
+    """The checkpoint cannot be written where it was asked to go."""
+
+
+def prepare_checkpoint(checkpoint: Path) -> None:
+    """Make sure the checkpoint's directory exists, before any training is spent."""
+    try:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CheckpointError(f"cannot keep the learner in {checkpoint.parent}: {error.strerror or error}") from error
+
+
 def _save(checkpoint: Path, state: dict[str, object]) -> None:
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    prepare_checkpoint(checkpoint)
     partial = checkpoint.with_name(checkpoint.name + ".partial")
-    torch.save(state, partial)
-    os.replace(partial, checkpoint)  # a kill mid-write leaves the previous checkpoint whole
+    try:
+        torch.save(state, partial)
+        os.replace(partial, checkpoint)  # a kill mid-write leaves the previous checkpoint whole
+    except OSError as error:
+        raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error

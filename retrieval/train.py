@@ -13,20 +13,22 @@ Against forgetting (LeanAgent uses EWC; replay is the common baseline):
 * ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
   examples is mixed into each later batch, one replayed example per new one.
 
-The corpus passed to each step must extend the previous one by appending repositories (as
-:func:`retrieval.progressive.run_progressive` does): earlier examples keep their premise
-indices, so replayed examples are read against the newest corpus.
 * ``none``: plain fine-tuning (the baseline that forgets).
+
+The reservoir keeps each example with the names of its premises, and every step reads them
+against that step's corpus: a repository's newer commit may drop, add or move premises, so
+corpus indices from an earlier step would point at the wrong premise, or past the end.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -34,6 +36,13 @@ from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import TextEncoder
 
 log = logging.getLogger(__name__)
+
+
+class _Kept(NamedTuple):
+    """A reservoir example and the full names of its premises (see the module notes)."""
+
+    example: RetrievalExample
+    names: tuple[str, ...]
 
 
 class Consolidation(enum.StrEnum):
@@ -82,7 +91,7 @@ class ProgressiveTrainer:
         self._optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=config.learning_rate)
         self._fisher: dict[str, torch.Tensor] = {}
         self._anchor: dict[str, torch.Tensor] = {}
-        self._reservoir: list[RetrievalExample] = []
+        self._reservoir: list[_Kept] = []
         self._seen = 0  # examples offered to the reservoir so far
 
     def step(
@@ -93,13 +102,14 @@ class ProgressiveTrainer:
         model = self.encoder.model
         model.train()
         losses, penalties = [], []
+        replay = self._replay_against(corpus)
         for _ in range(config.epochs):
             order = list(examples)
             self._rng.shuffle(order)
             for start in range(0, len(order), config.batch_size):
                 batch = order[start : start + config.batch_size]
-                if config.consolidation is Consolidation.REPLAY and self._reservoir:
-                    batch = batch + self._rng.sample(self._reservoir, min(len(batch), len(self._reservoir)))
+                if replay:
+                    batch = batch + self._rng.sample(replay, min(len(batch), len(replay)))
                 if len(batch) < 2:
                     continue  # a contrastive batch needs a negative
                 loss = self.loss(corpus, batch)
@@ -149,12 +159,13 @@ class ProgressiveTrainer:
         elif config.consolidation is Consolidation.REPLAY:
             for example in examples:  # reservoir sampling: every example seen is kept with equal chance
                 self._seen += 1
+                kept = _Kept(example, tuple(corpus.premises[i].full_name for i in example.positives))
                 if len(self._reservoir) < config.replay_size:
-                    self._reservoir.append(example)
+                    self._reservoir.append(kept)
                 else:
                     slot = self._rng.randrange(self._seen)
                     if slot < config.replay_size:
-                        self._reservoir[slot] = example
+                        self._reservoir[slot] = kept
 
     def _fisher_information(self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]) -> dict[str, torch.Tensor]:
         """A diagonal approximation of the Fisher information: the squared gradient of the
@@ -176,6 +187,18 @@ class ProgressiveTrainer:
                     fisher[name] += p.grad.detach() ** 2 / len(batches)
         model.zero_grad()
         return fisher
+
+    def _replay_against(self, corpus: PremiseCorpus) -> list[RetrievalExample]:
+        """The reservoir's examples with their premises found by name in ``corpus``; those
+        whose premises are all gone (or whose repository is not in it) are left out."""
+        if self.config.consolidation is not Consolidation.REPLAY:
+            return []
+        replay = []
+        for example, names in self._reservoir:
+            positives = tuple(i for i in (corpus.index_of(example.repo, n) for n in names) if i is not None)
+            if positives:
+                replay.append(example if positives == example.positives else dataclasses.replace(example, positives=positives))
+        return replay
 
     @property
     def reservoir_size(self) -> int:

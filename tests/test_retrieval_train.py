@@ -203,3 +203,40 @@ def test_a_checkpoint_of_another_question_or_model_is_not_resumed(tmp_path, capl
             run_progressive(traces, other.get("encoder", tiny_encoder(0)), other.get("config", _config(epochs=1)),
                             checkpoint=checkpoint, model_id=other.get("model_id", ""))
         assert "starting afresh" in caplog.text and "resuming" not in caplog.text
+
+
+def test_replay_survives_a_newer_commit_of_a_learned_repository_with_fewer_premises(tmp_path) -> None:
+    """A newer commit of the first repository with one premise fewer shifts every later
+    repository's premises down: replayed examples find their premises by name, not by
+    their old corpus index (which would point past the end, or at another premise)."""
+    a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
+    config = _config(epochs=3, consolidation=Consolidation.REPLAY)
+    checkpoint = tmp_path / "learner.pt"
+    run_progressive([a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+
+    newer_a = dataclasses.replace(a, commit="c1", premises=a.premises[1:],
+                                  theorems=tuple(t for t in a.theorems if t.premises != ("p0",)))
+    report = run_progressive([newer_a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    assert [(r.repo, r.commit) for r in report.rows] == [("/r/a", "c0"), ("/r/b", "c0"), ("/r/a", "c1")]
+
+
+def _scores(value: float) -> RecallScores:
+    return RecallScores(examples=1, recall={1: value, 10: value}, mrr=value)
+
+
+def test_forgetting_after_relearning_an_earlier_repository_counts_the_others() -> None:
+    """The last step re-learns a (a newer commit): b, learned before it, dropped from 0.9 to
+    0.3 and counts; a, the repository just trained, does not."""
+    step = StepReport(1, 1, 0.0, 0.0)
+    report = ProgressiveReport(
+        ("a", "b"),
+        (
+            ProgressRow("a", "c0", 1, step, {"a": _scores(0.8)}),
+            ProgressRow("b", "c0", 1, step, {"a": _scores(0.6), "b": _scores(0.9)}),
+            ProgressRow("a", "c1", 1, step, {"a": _scores(0.9), "b": _scores(0.3)}),
+        ),
+    )
+    assert report.forgetting(lambda s: s.mrr) == pytest.approx(0.9 - 0.3)
+
+
+# ---- leanagent run -------------------------------------------------------------------------

@@ -15,9 +15,11 @@ from fakes.tiny_encoder import tiny_encoder
 from prove_cases import demo_lake_repo, taught_generator
 
 import agent.commands.run as run_command
+import agent.prove
 from agent.cli import EXIT_INTERRUPTED, EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
+from retrieval.train import ProgressiveTrainer
 
 torch.set_num_threads(1)
 
@@ -165,3 +167,93 @@ def test_a_missing_lean_is_reported_before_any_training(tmp_path, models, capsys
     code, _, err = _run(capsys, data, tmp_path / "repos.txt", "--model", str(encoder), "--generator", str(generator))
     assert code == EXIT_USAGE and len(err.splitlines()) == 1 and "elan" in err, err
     assert not (data / "learner").exists()  # no training was started
+
+
+def test_a_resumed_run_reports_the_attempts_made_before_the_interruption(demo, models, capsys, tmp_path, monkeypatch) -> None:
+    """Interrupted at its second proof attempt, the resumed run's report (which replaces
+    run-N.json/.md) lists the attempt made before the interruption too."""
+    encoder, generator = models
+    data = tmp_path / "data"
+    args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
+    real = agent.prove.prove_theorem
+    calls = []
+
+    def interrupt_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(agent.prove, "prove_theorem", interrupt_second)
+    code, _, _ = _run(capsys, data, demo, *args)
+    assert code == EXIT_INTERRUPTED
+    monkeypatch.setattr(agent.prove, "prove_theorem", real)
+
+    code, payload, _ = _run(capsys, data, demo, *args)
+    assert code == 0 and payload["resumed"] is True
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        recorded = len(store.attempts(run_id=payload["run"]))
+    assert recorded == 2
+    reported = json.loads(Path(payload["report"][0]).read_text(encoding="utf-8"))["proving"]["attempts"]
+    assert {a["theorem"] for a in reported} == {"Demo.imp_self'", "Demo.two"}
+
+
+def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_path, monkeypatch) -> None:
+    """The learner knows repo@c0; repo changed (c1) and gets a step in this run: its sorries
+    are searched after that step, not at the picked-up c0 row before it."""
+    encoder, generator = models
+    data = tmp_path / "data"
+    code, first, _ = _run(capsys, data, demo, "--model", str(encoder))
+    assert code == 0 and len(first["training"]["steps"]) == 1
+    source = tmp_path / "repo" / "Demo.lean"
+    source.write_text(source.read_text(encoding="utf-8") + "\n-- a newer version\n", encoding="utf-8")
+
+    events: list[str] = []
+    real_step, real_prove = ProgressiveTrainer.step, run_command.prove_targets
+
+    def step(self, *a, **k):
+        events.append("step")
+        return real_step(self, *a, **k)
+
+    def prove(*a, **k):
+        events.append("prove")
+        return real_prove(*a, **k)
+
+    monkeypatch.setattr(ProgressiveTrainer, "step", step)
+    monkeypatch.setattr(run_command, "prove_targets", prove)
+    code, second, _ = _run(capsys, data, demo, "--model", str(encoder), "--generator", str(generator),
+                        "--proof-backend", "file", *SEARCH)
+    assert code == 0 and [s["commit"] == first["training"]["steps"][0]["commit"] for s in second["training"]["steps"]] == [True, False]
+    assert events == ["step", "prove"]
+
+
+def test_a_report_that_cannot_be_written_does_not_end_the_run_as_finished(demo, models, capsys, tmp_path) -> None:
+    """The report directory is a file: exit 2 before any work, and the next run repeats no
+    proof attempt."""
+    encoder, generator = models
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "reports").write_text("not a directory", encoding="utf-8")
+    args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
+    code, _, _ = _run(capsys, data, demo, *args)
+    assert code == EXIT_USAGE
+    (data / "reports").unlink()
+
+    code, payload, _ = _run(capsys, data, demo, *args)
+    assert code == 0
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        attempts = store.attempts()
+    assert len(attempts) == 2, [(a.run_id, a.theorem_id, a.outcome) for a in attempts]
+
+
+def test_a_learner_directory_that_cannot_be_written_is_a_one_line_error(demo, models, capsys, tmp_path) -> None:
+    """DATA_DIR/learner is a file: one line and exit 2, before any training."""
+    encoder, _ = models
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "learner").write_text("not a directory", encoding="utf-8")
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), "run", str(demo), "--backend", "source", "--epochs", "1", "--batch-size", "2",
+                 "--test-fraction", "0.5", "--model", str(encoder)])
+    _, err = capsys.readouterr()
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "learner" in err, err

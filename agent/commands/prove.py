@@ -172,7 +172,7 @@ def backend_opener(options: ProveOptions, settings: Settings) -> Callable[[Path]
 
 def attempts_table(rows: Sequence[dict[str, Any]]) -> str:
     return table(["theorem", "outcome", "tactics", "seconds", "detail"],
-                 [[r["theorem"], r["outcome"], r["tactics"], round(r["seconds"], 1), r["detail"]] for r in rows])
+                 [[r["theorem"], r["outcome"], "-" if r["tactics"] is None else r["tactics"], round(r["seconds"], 1), r["detail"]] for r in rows])
 
 
 def _targets(store: Store, names: list[str] | None, repo: str | None) -> list[StoredTheorem]:
@@ -214,6 +214,18 @@ def _checkout(location: str, commit: str, settings: Settings) -> Path:
         raise UserInputError(f"{location} changed since it was ingested (now {checkout.commit[:16]}, stored {commit[:16]}); "
                              "run 'leanagent ingest' on it again first")
     return checkout.path
+
+
+def attempted_rows(store: Store, run_id: int, targets: Sequence[StoredTheorem]) -> list[dict[str, Any]]:
+    """Rows, as :func:`prove_targets` gives them, for the attempts run ``run_id`` recorded at
+    ``targets`` before now (a resumed run); what only the search knew is not stored."""
+    by_id = {t.id: t for t in targets}
+    return [
+        {"theorem": by_id[a.theorem_id].theorem.full_name, "repository": by_id[a.theorem_id].location,
+         "outcome": a.outcome.value, "proof": a.proof, "tactics": None, "expansions": a.nodes, "seconds": a.seconds,
+         "detail": "attempted before the run resumed"}
+        for a in store.attempts(run_id=run_id) if a.theorem_id in by_id
+    ]
 
 
 def _row(stored: StoredTheorem, attempt: ProofAttempt) -> dict[str, Any]:

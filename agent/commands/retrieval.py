@@ -19,6 +19,7 @@ from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
     from agent.generator import HFTacticGenerator
+    from curriculum.store import Store
     from lean_env.records import RepoTrace
     from retrieval.encoder import TextEncoder
     from retrieval.index import RecallScores
@@ -120,7 +121,8 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     encoder = TextEncoder.load(args.model)
     # After every step the state goes here; an interrupted run of the same question resumes.
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
-    with tqdm(total=len(traces), desc="training", unit="repo", disable=None) as bar:
+    # No total: a learner picked up may hold steps of older commits besides these repositories.
+    with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(
             traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(),
             checkpoint=checkpoint, model_id=model_key(args.model),
@@ -211,15 +213,20 @@ def check_split(args: argparse.Namespace) -> None:
 
 def ordered_traces(settings: Settings) -> list[RepoTrace]:
     """The newest version of every stored repository, in curriculum order."""
+    with open_store(settings) as store:
+        traces = traces_in_curriculum_order(store)
+    if not traces:
+        raise UserInputError("the database holds no repositories: run 'leanagent ingest' or 'leanagent run' first")
+    return traces
+
+
+def traces_in_curriculum_order(store: Store) -> list[RepoTrace]:
+    """The newest version of every repository in ``store``, in curriculum order."""
     from curriculum.ordering import curriculum_of
 
-    with open_store(settings) as store:
-        by_location = {t.spec.location: t for t in store.latest_traces()}
-        order = curriculum_of(store)
-    if not by_location:
-        raise UserInputError("the database holds no repositories: run 'leanagent ingest' or 'leanagent run' first")
-    ordered = [by_location[r.location] for r in order.repos if r.location in by_location]
-    return ordered + [t for loc, t in by_location.items() if loc not in {r.location for r in order.repos}]
+    by_location = {t.spec.location: t for t in store.latest_traces()}
+    order = [r.location for r in curriculum_of(store).repos if r.location in by_location]
+    return [by_location[loc] for loc in order] + [t for loc, t in by_location.items() if loc not in set(order)]
 
 
 def save_model(model: TextEncoder | HFTacticGenerator, out: Path, *, kept_in: Path | None = None) -> None:
@@ -248,7 +255,7 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
 
 def training_text(report: ProgressiveReport) -> str:
     """The recall@10 matrix and forgetting of a progressive run, for people."""
-    rows = [[f"after {r.repo}", r.train_examples, *(_cell(v) for v in values)]
+    rows = [[f"after {r.repo} @ {r.commit[:12]}", r.train_examples, *(_cell(v) for v in values)]
             for r, values in zip(report.rows, report.matrix(_METRICS["recall@10"]), strict=True)]
     return "\n".join([
         "recall@10 on each repository's held-out theorems after each step:",

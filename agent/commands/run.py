@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from agent.commands.data import (
 from agent.commands.prove import (
     ProveOptions,
     add_prove_options,
+    attempted_rows,
     attempts_table,
     backend_opener,
     checkout_all,
@@ -42,13 +42,15 @@ from agent.commands.retrieval import (
     add_train_options,
     model_key,
     save_model,
+    traces_in_curriculum_order,
     train_config,
     training_payload,
     training_text,
 )
 from agent.output import emit
-from agent.report import write_report
+from agent.report import check_directory, write_report
 from agent.settings import Settings
+from lean_env.records import TheoremStatus
 
 if TYPE_CHECKING:
     from agent.prove import PremisesByRepo, TheoremProver
@@ -89,11 +91,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         "train": None if train is None else {**dataclasses.asdict(train), "model": model_key(args.model), "test_fraction": args.test_fraction},
         "prove": None if prove is None else {"generator": model_key(args.generator), **prove.as_dict()},
     }
+    reports = settings.data_dir / "reports"
+    check_directory(reports, "the reports")  # before hours of work, not after
     with open_store(settings) as store, tracked_run(store, config) as (run, resumed):
         outcomes = ingest_with_progress(store, args, settings, specs)
         order = curriculum_of(store)
-        latest = {t.spec.location: t for t in store.latest_traces()}
-        ordered = [latest[r.location] for r in order.repos if r.location in latest]
+        ordered = traces_in_curriculum_order(store)
         # The file's repositories are the proving targets, in curriculum order.
         mine = {o.location for o in outcomes}
         prover = _Prover.start(store, run.id, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
@@ -107,21 +110,23 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             if prover is not None:
                 prover.close()
-    payload: dict[str, Any] = {
-        "run": run.id,
-        "resumed": resumed,
-        "ingest": [jsonable(o) for o in outcomes],
-        "curriculum": order.as_dict(),
-        "training": None if training is None else {"model": str(settings.data_dir / "retriever"), **training_payload(training)},
-        "proving": None if prover is None else {"attempts": prover.rows, "targets": prover.target_count},
-    }
-    sections = [
-        ("Ingest", outcomes_text(outcomes)),
-        ("Curriculum", curriculum_text(order)),
-        ("Retriever training", _training_section(training, settings)),
-        ("Proving", _proving_section(prover, latest, mine)),
-    ]
-    paths = write_report(settings.data_dir / "reports", f"run-{run.id}", payload, title=f"leanagent run {run.id}", sections=sections)
+        payload: dict[str, Any] = {
+            "run": run.id,
+            "resumed": resumed,
+            "ingest": [jsonable(o) for o in outcomes],
+            "curriculum": order.as_dict(),
+            "training": None if training is None else {"model": str(settings.data_dir / "retriever"), **training_payload(training)},
+            "proving": None if prover is None else {"attempts": prover.rows, "targets": prover.target_count},
+        }
+        sections = [
+            ("Ingest", outcomes_text(outcomes)),
+            ("Curriculum", curriculum_text(order)),
+            ("Retriever training", _training_section(training, settings)),
+            ("Proving", _proving_section(prover, ordered, mine)),
+        ]
+        # Inside the run: a report that cannot be written fails the run, which is then
+        # resumed (its work kept) rather than left finished without a report.
+        paths = write_report(reports, f"run-{run.id}", payload, title=f"leanagent run {run.id}", sections=sections)
     payload["report"] = [str(p) for p in paths]
     header = f"run {run.id}" + (" (resumed)" if resumed else "")
     human = "\n\n".join([header, *(text for _, text in sections), f"report: {', '.join(map(str, paths))}"])
@@ -138,17 +143,22 @@ def _train(
 
     from agent.prove import premise_source
     from retrieval.encoder import TextEncoder
-    from retrieval.progressive import run_progressive
+    from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
 
-    encoder = TextEncoder.load(args.model)
     model_id = model_key(args.model)
-    # One learner per starting model and options, kept across runs: it is the lifelong state.
-    digest = hashlib.blake2b(repr((dataclasses.astuple(config), model_id, args.test_fraction)).encode(), digest_size=6).hexdigest()
-    learner = settings.data_dir / "learner" / f"{digest}.pt"
+    # One learner per database, starting model and options, kept across runs: it is the
+    # lifelong state (another database or model starts another learner, it never mixes).
+    name = learner_id(config, test_fraction=args.test_fraction, model_id=model_id, place=settings.db_url)
+    learner = settings.data_dir / "learner" / f"{name}.pt"
+    prepare_checkpoint(learner)
+    encoder = TextEncoder.load(args.model)
+    newest = {t.spec.location: t.commit for t in ordered}
 
     def after_step(row: ProgressRow) -> None:
         bar.update()
-        if prover is not None and row.repo in prover.locations:
+        # A repository is proved after the step of its newest commit (a row of an older
+        # commit picked up from the learner is history), if it has sorries left to try.
+        if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
             prover.prove(row.repo, premises=premise_source(ordered, encoder, k=prover.premises_per_goal))
 
     with tqdm(desc="training", unit="repo", disable=None) as bar:
@@ -170,7 +180,7 @@ class _Prover:
     checkouts: dict[str, Path]
     prover: TheoremProver
     premises_per_goal: int
-    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # every attempt of the run
     _proved: set[str] = dataclasses.field(default_factory=set)
 
     @classmethod
@@ -188,7 +198,13 @@ class _Prover:
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
         prover = TheoremProver(HFTacticGenerator.load(args.generator), open_backend=backend_opener(options, settings), config=options.config)
-        return cls(store, run_id, locations, targets, checkouts, prover, options.premises)
+        # A resumed run reports the attempts it made before the interruption too.
+        # (by then proved_by_us, those it proved are no sorry targets any more).
+        earlier = attempted_rows(store, run_id, [t for loc in locations for t in store.theorems(location=loc)])
+        return cls(store, run_id, locations, targets, checkouts, prover, options.premises, rows=earlier)
+
+    def has_work(self, location: str) -> bool:
+        return location not in self._proved and bool(self.targets.get(location))
 
     @property
     def target_count(self) -> int:
@@ -198,7 +214,7 @@ class _Prover:
         from agent.scale import prove_here
 
         if location in self._proved:
-            return  # a repository learned twice (a newer commit) is proved once per run
+            return  # once per run
         self._proved.add(location)
         self.prover.premises = premises
         self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
@@ -214,10 +230,10 @@ def _training_section(training: ProgressiveReport | None, settings: Settings) ->
     return f"{training_text(training)}\nretriever saved to {settings.data_dir / 'retriever'}"
 
 
-def _proving_section(prover: _Prover | None, latest: dict[str, RepoTrace], mine: set[str]) -> str:
+def _proving_section(prover: _Prover | None, ordered: list[RepoTrace], mine: set[str]) -> str:
     if prover is None:
-        sorries = sum(t.status.value == "sorry" for loc in mine if loc in latest for t in latest[loc].theorems)
+        sorries = sum(t.status is TheoremStatus.SORRY for trace in ordered if trace.spec.location in mine for t in trace.theorems)
         return f"not asked: give --generator NAME|DIR to search proofs of the {sorries} sorry theorem(s)"
     proved = sum(r["outcome"] == "proved" for r in prover.rows)
-    summary = f"{proved} of {len(prover.rows)} attempted now proved and checked by Lean ({prover.target_count} sorry theorem(s) in all)"
+    summary = f"{proved} of {len(prover.rows)} attempted proved and checked by Lean ({prover.target_count} sorry theorem(s) in all)"
     return "\n".join([attempts_table(prover.rows), summary] if prover.rows else [summary])
