@@ -1,4 +1,5 @@
-"""Run reports on disk: the JSON payload for machines and a Markdown page for people."""
+"""Run reports on disk: the JSON payload for machines, a Markdown page for people, and plots
+of the metrics matrix (with matplotlib, the ``plots`` extra)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,20 @@ def check_directory(directory: Path, what: str) -> None:
 
 
 def write_report(
-    directory: Path, name: str, payload: Any, *, title: str, sections: Sequence[tuple[str, str]]
+    directory: Path,
+    name: str,
+    payload: Any,
+    *,
+    title: str,
+    sections: Sequence[tuple[str, str]],
+    images: Sequence[tuple[str, Path]] = (),
 ) -> tuple[Path, Path]:
-    """Write ``name.json`` (``payload``) and ``name.md`` (``title``, then each section's
-    plain-text body under its heading) into ``directory``; each file appears whole or not at all."""
-    markdown = "\n\n".join([f"# {title}", *(f"## {heading}\n\n```\n{body}\n```" for heading, body in sections)]) + "\n"
+    """Write ``name.json`` (``payload``) and ``name.md`` (``title``, each section's plain-text
+    body under its heading, then the ``images``, each under its heading, by a path relative
+    to ``directory``) into ``directory``; each file appears whole or not at all."""
+    parts = [f"# {title}", *(f"## {heading}\n\n```\n{body}\n```" for heading, body in sections)]
+    parts += [f"## {heading}\n\n![{heading}]({image.relative_to(directory).as_posix()})" for heading, image in images]
+    markdown = "\n\n".join(parts) + "\n"
     written = []
     for suffix, text in ((".json", json.dumps(payload, indent=2, default=str) + "\n"), (".md", markdown)):
         path = directory / f"{name}{suffix}"
@@ -38,3 +48,33 @@ def write_report(
             raise UserInputError(f"cannot write the report {path}: {error.strerror or error}") from error
         written.append(path)
     return written[0], written[1]
+
+
+def plot_matrix(
+    path: Path, *, steps: Sequence[str], repos: Sequence[str], matrix: Sequence[Sequence[float | None]], metric: str
+) -> Path | None:
+    """A line per repository: ``metric`` after each step (``matrix[step][repo]``, None where
+    not scored), saved as a PNG at ``path``; None when matplotlib is not installed."""
+    try:
+        from matplotlib.figure import Figure  # the object API: no global pyplot state, no display
+    except ImportError:
+        return None
+    figure = Figure(figsize=(max(4.0, 1.1 * len(steps) + 2), 3.6))
+    axes = figure.subplots()
+    for j, repo in enumerate(repos):
+        scored = [i for i, row in enumerate(matrix) if row[j] is not None]
+        axes.plot(scored, [matrix[i][j] for i in scored], marker="o", label=Path(repo).name or repo)
+    axes.set_xticks(range(len(steps)), steps, rotation=25, ha="right", fontsize=8)
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_xlabel("after the step on")
+    axes.set_ylabel(metric)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    partial = path.with_name(path.name + ".partial.png")
+    try:
+        figure.savefig(partial, dpi=100)
+        os.replace(partial, path)
+    except OSError as error:
+        raise UserInputError(f"cannot write the plot {path}: {error.strerror or error}") from error
+    return path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,10 +103,22 @@ def test_later_runs_learn_only_new_repositories_and_report_every_step(tmp_path, 
     assert json.loads(json_report.read_text(encoding="utf-8"))["training"] == training
     text = markdown.read_text(encoding="utf-8")
     assert text.startswith(f"# leanagent run {second['run']}") and "## Retriever training" in text and "arith" in text
+    plot = markdown.parent / f"run-{second['run']}-recall10.png"
+    assert f"]({plot.name})" in text and plot.read_bytes().startswith(b"\x89PNG")
 
     # nothing new: no step is taken again
     code, third, _ = _run(capsys, data, repos, "--model", str(encoder))
     assert code == 0 and third["training"]["steps_before_this_run"] == 2 and len(third["training"]["steps"]) == 2
+
+
+def test_without_matplotlib_the_report_says_why_it_has_no_plots(tmp_path, models, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # importing it now fails
+    lean_project(tmp_path / "logic", source=LOGIC)
+    (tmp_path / "repos.txt").write_text("logic\n", encoding="utf-8")
+    code, payload, _ = _run(capsys, tmp_path / "data", tmp_path / "repos.txt", "--model", str(models[0]))
+    assert code == 0
+    text = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert "pip install 'leanagent[plots]'" in text and ".png" not in text
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
         *([f"latest theorems: {k}", v] for k, v in stats.latest_by_status.items()),
     ]
     latest = [
-        [v.location, _short(v.commit), v.backend, v.files, v.premises, v.theorems, v.sorries]
+        [v.location, short_commit(v.commit), v.backend, v.files, v.premises, v.theorems, v.sorries]
         for v in stats.latest
     ]
     human = "\n".join(
@@ -267,7 +267,7 @@ def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
     rows = [
         [
             o.location,
-            _short(o.commit),
+            short_commit(o.commit),
             o.status,
             o.backend,
             o.files,
@@ -314,7 +314,7 @@ def curriculum_text(order: Curriculum) -> str:
         [
             rank,
             r.location,
-            _short(r.commit),
+            short_commit(r.commit),
             r.easy,
             r.medium,
             r.hard,
@@ -338,7 +338,7 @@ def curriculum_text(order: Curriculum) -> str:
     return "\n".join([f"curriculum order ({bounds})", table(headers, rows)])
 
 
-def _short(commit: str) -> str:
+def short_commit(commit: str) -> str:
     """A commit for tables: 12 hex digits of a SHA, the tag and 8 digits of a content hash."""
     if commit.startswith("content-"):
         return commit[:16]

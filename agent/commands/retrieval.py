@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.commands.data import json_option, open_store
+from agent.commands.data import json_option, open_store, short_commit
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
@@ -255,7 +255,7 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
 
 def training_text(report: ProgressiveReport) -> str:
     """The recall@10 matrix and forgetting of a progressive run, for people."""
-    rows = [[f"after {r.repo} @ {r.commit[:12]}", r.train_examples, *(_cell(v) for v in values)]
+    rows = [[f"after {r.repo} @ {short_commit(r.commit)}", r.train_examples, *(_cell(v) for v in values)]
             for r, values in zip(report.rows, report.matrix(_METRICS["recall@10"]), strict=True)]
     return "\n".join([
         "recall@10 on each repository's held-out theorems after each step:",

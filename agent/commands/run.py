@@ -26,6 +26,7 @@ from agent.commands.data import (
     jsonable,
     open_store,
     outcomes_text,
+    short_commit,
     tracked_run,
 )
 from agent.commands.prove import (
@@ -48,7 +49,7 @@ from agent.commands.retrieval import (
     training_text,
 )
 from agent.output import emit
-from agent.report import check_directory, write_report
+from agent.report import check_directory, plot_matrix, write_report
 from agent.settings import Settings
 from lean_env.records import TheoremStatus
 
@@ -124,9 +125,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             ("Retriever training", _training_section(training, settings)),
             ("Proving", _proving_section(prover, ordered, mine)),
         ]
+        images = _plots(training, reports, f"run-{run.id}")
+        if training is not None and not images:
+            sections.append(("Plots", "not drawn: they need matplotlib (pip install 'leanagent[plots]')"))
         # Inside the run: a report that cannot be written fails the run, which is then
         # resumed (its work kept) rather than left finished without a report.
-        paths = write_report(reports, f"run-{run.id}", payload, title=f"leanagent run {run.id}", sections=sections)
+        paths = write_report(reports, f"run-{run.id}", payload, title=f"leanagent run {run.id}", sections=sections, images=images)
     payload["report"] = [str(p) for p in paths]
     header = f"run {run.id}" + (" (resumed)" if resumed else "")
     human = "\n\n".join([header, *(text for _, text in sections), f"report: {', '.join(map(str, paths))}"])
@@ -222,6 +226,20 @@ class _Prover:
 
     def close(self) -> None:
         self.prover.close()
+
+
+def _plots(training: ProgressiveReport | None, directory: Path, name: str) -> list[tuple[str, Path]]:
+    """The recall@10 and MRR matrices as line plots, one line per repository."""
+    if training is None or not training.rows:
+        return []
+    steps = [f"{Path(r.repo).name or r.repo} @ {short_commit(r.commit)}" for r in training.rows]
+    images = []
+    for metric, pick in (("recall@10", lambda s: s.recall[10]), ("MRR", lambda s: s.mrr)):
+        path = plot_matrix(directory / f"{name}-{metric.replace('@', '')}.png", steps=steps, repos=training.repos,
+                           matrix=training.matrix(pick), metric=metric)
+        if path is not None:
+            images.append((f"{metric} on each repository after each step", path))
+    return images
 
 
 def _training_section(training: ProgressiveReport | None, settings: Settings) -> str:
