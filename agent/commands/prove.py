@@ -42,8 +42,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="premise encoder to condition the generator on (default: no premises)")
     prove.add_argument("--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)")
     prove.add_argument("--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)")
-    prove.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; default: 1, in this process)")
     json_option(prove)
     prove.set_defaults(handler=_prove)
 
@@ -61,6 +59,8 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, gen
     parser.add_argument("--time-limit", type=float, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
     parser.add_argument("--tactic-timeout", type=float, default=60.0, metavar="S", help="seconds per tactic (default: 60)")
     parser.add_argument("--check-timeout", type=float, default=600.0, metavar="S", help="seconds for the final check's Lean run (default: 600)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; default: 1, in this process)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +71,11 @@ class ProveOptions:
     backend: str  # auto | file | repl | dojo
     tactic_timeout: float
     premises: int
+    workers: int  # 1: in this process; more: Ray workers
 
     def as_dict(self) -> dict[str, Any]:
-        """For a run's config, so that a run is resumed only with the same options."""
+        """For a run's config, so that a run is resumed only with the same options (not the
+        number of workers: it does not change the results)."""
         search = self.config.search
         return {"backend": self.backend, "premises": self.premises, "candidates": search.num_candidates,
                 "max_expansions": search.max_expansions, "time_limit": search.time_limit,
@@ -91,16 +93,17 @@ def prove_options(args: argparse.Namespace) -> ProveOptions:
     for option, value in (("--time-limit", args.time_limit), ("--tactic-timeout", args.tactic_timeout), ("--check-timeout", args.check_timeout)):
         if not value > 0:
             raise UserInputError(f"{option} must be a positive number of seconds, got {value:g}")
+    if args.workers < 1:
+        raise UserInputError(f"--workers must be at least 1, got {args.workers}")
     search = SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit)
-    return ProveOptions(ProveConfig(search, check_timeout=args.check_timeout), args.proof_backend, args.tactic_timeout, args.premises)
+    return ProveOptions(ProveConfig(search, check_timeout=args.check_timeout), args.proof_backend, args.tactic_timeout, args.premises,
+                        args.workers)
 
 
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.scale import ProverRecipe, prove_here, prove_on_ray
 
     options = prove_options(args)
-    if args.workers < 1:
-        raise UserInputError(f"--workers must be at least 1, got {args.workers}")
     run_config = {"command": "prove", "generator": model_key(args.generator), "retriever": model_key(args.retriever) if args.retriever else None,
                   **options.as_dict(), "theorems": args.theorem, "repo": args.repo}
     with open_store(settings) as store:
@@ -111,12 +114,12 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             premises=options.premises, corpus=tuple(store.latest_traces()) if args.retriever else (),
         )
         # Models load before the run starts: a bad name is the user's error, not a failed run.
-        prover = recipe.build() if args.workers == 1 else None
+        prover = recipe.build() if options.workers == 1 else None
         try:
             with tracked_run(store, run_config) as (run, _):
                 rows = prove_targets(
                     store, run.id, targets, checkouts=checkouts,
-                    prove=(lambda jobs: prove_here(jobs, prover)) if prover else (lambda jobs: prove_on_ray(jobs, recipe, workers=args.workers)),
+                    prove=(lambda jobs: prove_here(jobs, prover)) if prover else (lambda jobs: prove_on_ray(jobs, recipe, workers=options.workers)),
                 )
         finally:
             if prover:

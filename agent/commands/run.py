@@ -54,10 +54,12 @@ from agent.settings import Settings
 from lean_env.records import TheoremStatus
 
 if TYPE_CHECKING:
-    from agent.prove import PremisesByRepo, TheoremProver
+    from agent.prove import TheoremProver
+    from agent.scale import ProverRecipe
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from lean_env.records import RepoTrace
+    from retrieval.encoder import TextEncoder
     from retrieval.progressive import ProgressiveReport, ProgressRow
     from retrieval.train import TrainConfig
 
@@ -100,14 +102,14 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         ordered = traces_in_curriculum_order(store)
         # The file's repositories are the proving targets, in curriculum order.
         mine = {o.location for o in outcomes}
-        prover = _Prover.start(store, run.id, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
+        prover = _Prover.start(store, run.id, ordered, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
         training: ProgressiveReport | None = None
         try:
             if train is not None:
                 training = _train(ordered, args, train, settings, prover)
             elif prover is not None:
                 for location in prover.locations:
-                    prover.prove(location, premises=None)
+                    prover.prove(location, retriever=None)
         finally:
             if prover is not None:
                 prover.close()
@@ -145,7 +147,6 @@ def _train(
     prover, each file repository's sorries are attempted after its step."""
     from tqdm import tqdm
 
-    from agent.prove import premise_source
     from retrieval.encoder import TextEncoder
     from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
 
@@ -163,7 +164,7 @@ def _train(
         # A repository is proved after the step of its newest commit (a row of an older
         # commit picked up from the learner is history), if it has sorries left to try.
         if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
-            prover.prove(row.repo, premises=premise_source(ordered, encoder, k=prover.premises_per_goal))
+            prover.prove(row.repo, retriever=encoder)
 
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(ordered, encoder, config, test_fraction=args.test_fraction, on_step=after_step,
@@ -174,38 +175,46 @@ def _train(
 
 @dataclasses.dataclass(slots=True)
 class _Prover:
-    """Proves the sorries of the file's repositories in this process, each repository at
-    most once per run, with the premises of the retriever as trained so far."""
+    """Proves the sorries of the file's repositories, each repository at most once per run,
+    with the premises of the retriever as trained so far: in this process, or on Ray workers
+    (which load the retriever as saved after the step)."""
 
     store: Store
     run_id: int
     locations: list[str]  # in curriculum order
     targets: dict[str, list[StoredTheorem]]
     checkouts: dict[str, Path]
-    prover: TheoremProver
-    premises_per_goal: int
+    corpus: tuple[RepoTrace, ...]  # the premises to retrieve from
+    recipe: ProverRecipe  # how a Ray worker builds its prover (without a retriever)
+    workers: int
+    snapshot: Path  # where the retriever is saved for Ray workers
+    here: TheoremProver | None  # the in-process prover (one worker)
     rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # every attempt of the run
     _proved: set[str] = dataclasses.field(default_factory=set)
 
     @classmethod
-    def start(cls, store: Store, run_id: int, locations: list[str], args: argparse.Namespace, options: ProveOptions,
-              settings: Settings) -> _Prover:
+    def start(cls, store: Store, run_id: int, corpus: list[RepoTrace], locations: list[str], args: argparse.Namespace,
+              options: ProveOptions, settings: Settings) -> _Prover:
         """Check out the repositories, make sure Lean is there and load the generator, before
-        any training: a missing toolchain is reported before hours of work, not after."""
+        any training: a missing toolchain or a bad generator is reported before hours of
+        work, not after."""
         from agent.generator import HFTacticGenerator
         from agent.prove import TheoremProver
+        from agent.scale import ProverRecipe
         from lean_env.lean_runner import LeanRunner
-        from lean_env.records import TheoremStatus
 
         targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
         checkouts = checkout_all([t for found in targets.values() for t in found], settings)
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
-        prover = TheoremProver(HFTacticGenerator.load(args.generator), open_backend=backend_opener(options, settings), config=options.config)
-        # A resumed run reports the attempts it made before the interruption too.
-        # (by then proved_by_us, those it proved are no sorry targets any more).
+        generator = HFTacticGenerator.load(args.generator)
+        recipe = ProverRecipe(args.generator, backend_opener(options, settings), options.config, premises=options.premises)
+        here = TheoremProver(generator, open_backend=recipe.open_backend, config=options.config) if options.workers == 1 else None
+        # A resumed run reports the attempts it made before the interruption too (by then
+        # proved_by_us, those it proved are no sorry targets any more).
         earlier = attempted_rows(store, run_id, [t for loc in locations for t in store.theorems(location=loc)])
-        return cls(store, run_id, locations, targets, checkouts, prover, options.premises, rows=earlier)
+        return cls(store, run_id, locations, targets, checkouts, tuple(corpus), recipe, options.workers,
+                   settings.data_dir / "retriever", here, rows=earlier)
 
     def has_work(self, location: str) -> bool:
         return location not in self._proved and bool(self.targets.get(location))
@@ -214,18 +223,29 @@ class _Prover:
     def target_count(self) -> int:
         return sum(len(found) for found in self.targets.values())
 
-    def prove(self, location: str, *, premises: PremisesByRepo | None) -> None:
-        from agent.scale import prove_here
+    def prove(self, location: str, *, retriever: TextEncoder | None) -> None:
+        from agent.prove import premise_source
+        from agent.scale import prove_here, prove_on_ray
 
         if location in self._proved:
             return  # once per run
         self._proved.add(location)
-        self.prover.premises = premises
+        if self.here is not None:
+            self.here.premises = premise_source(self.corpus, retriever, k=self.recipe.premises) if retriever else None
+            here = self.here
+            self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
+                                       prove=lambda jobs: prove_here(jobs, here))
+            return
+        recipe = self.recipe
+        if retriever is not None:
+            save_model(retriever, self.snapshot)
+            recipe = dataclasses.replace(recipe, retriever=str(self.snapshot), corpus=self.corpus)
         self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
-                                   prove=lambda jobs: prove_here(jobs, self.prover))
+                                   prove=lambda jobs: prove_on_ray(jobs, recipe, workers=self.workers))
 
     def close(self) -> None:
-        self.prover.close()
+        if self.here is not None:
+            self.here.close()
 
 
 def _plots(training: ProgressiveReport | None, directory: Path, name: str) -> list[tuple[str, Path]]:
