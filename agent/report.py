@@ -36,18 +36,21 @@ def write_report(
     parts = [f"# {title}", *(f"## {heading}\n\n```\n{body}\n```" for heading, body in sections)]
     parts += [f"## {heading}\n\n![{heading}]({image.relative_to(directory).as_posix()})" for heading, image in images]
     markdown = "\n\n".join(parts) + "\n"
-    written = []
-    for suffix, text in ((".json", json.dumps(payload, indent=2, default=str) + "\n"), (".md", markdown)):
-        path = directory / f"{name}{suffix}"
-        partial = path.with_name(path.name + ".partial")
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            partial.write_text(text, encoding="utf-8")
-            os.replace(partial, path)
-        except OSError as error:
-            raise UserInputError(f"cannot write the report {path}: {error.strerror or error}") from error
-        written.append(path)
-    return written[0], written[1]
+    json_path, markdown_path = directory / f"{name}.json", directory / f"{name}.md"
+    write_text_atomically(json_path, json.dumps(payload, indent=2, default=str) + "\n")
+    write_text_atomically(markdown_path, markdown)
+    return json_path, markdown_path
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole, or is left as it was; failing is the user's to fix."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as error:
+        raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
 
 
 def plot_matrix(

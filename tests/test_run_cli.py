@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -144,6 +145,10 @@ def test_sorries_are_proved_after_their_repository_is_learned(demo, models, caps
         attempts = store.attempts(run_id=payload["run"])
     assert statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US and len(attempts) == 2
     assert "proved and checked by Lean" in Path(payload["report"][1]).read_text(encoding="utf-8")
+    # the found proof, as a patch that applies to the repository
+    patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")])
+    assert "-  sorry\n+  intro h\n+  exact h\n" in patch.read_text(encoding="utf-8")
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
 
 
 def test_an_interrupted_run_resumes_without_repeating_finished_work(demo, models, capsys, tmp_path, monkeypatch) -> None:

@@ -49,7 +49,7 @@ from agent.commands.retrieval import (
     training_text,
 )
 from agent.output import emit
-from agent.report import check_directory, plot_matrix, write_report
+from agent.report import check_directory, plot_matrix, write_report, write_text_atomically
 from agent.settings import Settings
 from lean_env.records import TheoremStatus
 
@@ -119,13 +119,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             "ingest": [jsonable(o) for o in outcomes],
             "curriculum": order.as_dict(),
             "training": None if training is None else {"model": str(settings.data_dir / "retriever"), **training_payload(training)},
-            "proving": None if prover is None else {"attempts": prover.rows, "targets": prover.target_count},
+            "proving": None if prover is None else {
+                "attempts": prover.rows, "targets": prover.target_count, "patches": prover.write_patches(reports, f"run-{run.id}"),
+            },
         }
         sections = [
             ("Ingest", outcomes_text(outcomes)),
             ("Curriculum", curriculum_text(order)),
             ("Retriever training", _training_section(training, settings)),
-            ("Proving", _proving_section(prover, ordered, mine)),
+            ("Proving", _proving_section(prover, ordered, mine, payload["proving"])),
         ]
         images = _plots(training, reports, f"run-{run.id}")
         if training is not None and not images:
@@ -189,6 +191,7 @@ class _Prover:
     workers: int
     snapshot: Path  # where the retriever is saved for Ray workers
     here: TheoremProver | None  # the in-process prover (one worker)
+    known: dict[tuple[str, str], StoredTheorem]  # (repository, full name) -> its stored theorem
     rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # every attempt of the run
     _proved: set[str] = dataclasses.field(default_factory=set)
 
@@ -212,9 +215,10 @@ class _Prover:
         here = TheoremProver(generator, open_backend=recipe.open_backend, config=options.config) if options.workers == 1 else None
         # A resumed run reports the attempts it made before the interruption too (by then
         # proved_by_us, those it proved are no sorry targets any more).
-        earlier = attempted_rows(store, run_id, [t for loc in locations for t in store.theorems(location=loc)])
+        known = [t for loc in locations for t in store.theorems(location=loc)]
+        earlier = attempted_rows(store, run_id, known)
         return cls(store, run_id, locations, targets, checkouts, tuple(corpus), recipe, options.workers,
-                   settings.data_dir / "retriever", here, rows=earlier)
+                   settings.data_dir / "retriever", here, {(t.location, t.theorem.full_name): t for t in known}, rows=earlier)
 
     def has_work(self, location: str) -> bool:
         return location not in self._proved and bool(self.targets.get(location))
@@ -243,6 +247,21 @@ class _Prover:
         self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
                                    prove=lambda jobs: prove_on_ray(jobs, recipe, workers=self.workers))
 
+    def write_patches(self, directory: Path, name: str) -> dict[str, str]:
+        """One patch per repository with proofs found in this run (``git apply`` format),
+        written to ``directory``; returns repository -> patch file."""
+        from lean_env.writeback import ProofEdit, render_diff
+
+        patches = {}
+        for number, location in enumerate(self.locations, start=1):
+            edits = [ProofEdit(self.known[(location, r["theorem"])].theorem, r["proof"])
+                     for r in self.rows if r["repository"] == location and r["outcome"] == "proved"]
+            if edits:
+                path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
+                write_text_atomically(path, render_diff(self.checkouts[location], edits))
+                patches[location] = str(path)
+        return patches
+
     def close(self) -> None:
         if self.here is not None:
             self.here.close()
@@ -268,10 +287,11 @@ def _training_section(training: ProgressiveReport | None, settings: Settings) ->
     return f"{training_text(training)}\nretriever saved to {settings.data_dir / 'retriever'}"
 
 
-def _proving_section(prover: _Prover | None, ordered: list[RepoTrace], mine: set[str]) -> str:
+def _proving_section(prover: _Prover | None, ordered: list[RepoTrace], mine: set[str], proving: dict[str, Any] | None) -> str:
     if prover is None:
         sorries = sum(t.status is TheoremStatus.SORRY for trace in ordered if trace.spec.location in mine for t in trace.theorems)
         return f"not asked: give --generator NAME|DIR to search proofs of the {sorries} sorry theorem(s)"
     proved = sum(r["outcome"] == "proved" for r in prover.rows)
     summary = f"{proved} of {len(prover.rows)} attempted proved and checked by Lean ({prover.target_count} sorry theorem(s) in all)"
-    return "\n".join([attempts_table(prover.rows), summary] if prover.rows else [summary])
+    patches = [f"proofs of {location} as a patch: {path}" for location, path in (proving or {}).get("patches", {}).items()]
+    return "\n".join(([attempts_table(prover.rows)] if prover.rows else []) + [summary, *patches])
