@@ -2,18 +2,23 @@
 file's first line, `import` only at a line start, `<;>` without a `;` split, plain names
 declared only in namespaces the scope cannot reach, block comments matched whole unless
 nested, raw strings found at their quote, doc comments attached by a lookup, steps split at
-`;` only where a `;` is, and modifiers read only when they may say `private` or
-`protected`."""
+`;` only where a `;` is, modifiers read only when they may say `private` or `protected`,
+the identifier scan and the bracket class written for speed, multi-line comments blanked
+line by line, commands that change nothing skipped, and names looked up through the index
+of their last parts."""
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 
 import pytest
 
 from lean_env.records import Position, RepoSpec
 from lean_env.source import extract_file, extract_repo
-from lean_env.source.lexer import mask
+from lean_env.source.lexer import IDENT_RE, mask
+from lean_env.source.reader import _NOT_BRACKET
 
 
 @pytest.mark.parametrize(
@@ -218,4 +223,101 @@ def test_only_a_private_modifier_hides_a_declaration(
     )
     trace = extract_repo(tmp_path, spec=RepoSpec(str(tmp_path)), commit="c", lean_version=None)
     (theorem,) = trace.theorems
+    assert theorem.premises == premises
+
+
+# The identifier scan as the rules read, one alternative per kind of first character; the
+# fast `IDENT_RE` must find exactly the same identifiers.
+_REST = r"[\w'!?\u2080-\u209c\u1d62-\u1d6a\u2c7c\u2100-\u214f]*"
+_PART = rf"(?:«[^»\n]*»|(?:[^\W\dλΠΣ]|[\u2100-\u214f]){_REST})"
+_NOT_AFTER = r"(?<![\w'!?.»\u2080-\u209c].)"
+_PLAIN_IDENT_RE = re.compile(
+    rf"(?:«{_NOT_AFTER}[^»\n]*»|[^\W\dλΠΣ]{_NOT_AFTER}{_REST}|[\u2100-\u214f]{_NOT_AFTER}{_REST})"
+    rf"(?:\.{_PART})*"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("simp [Nat.add_comm, h.symm] at h' ⊢", id="ascii-tactic"),
+        pytest.param("x₁' ℕ.succ αβ Éa ∀ x ∈ s, f x", id="unicode-names"),
+        pytest.param("λx Πy Σz 3abc a3 x.1 _x __", id="tokens-and-digits"),
+        pytest.param("«a b».c h.«b» «» «x y d.«z» «unclosed\n» x", id="guillemets"),
+        pytest.param("a..b .foo (f x).bar ·x h!.c? a«b» 1«x»", id="dots-and-neighbours"),
+    ],
+)
+def test_identifier_scan_finds_what_the_plain_alternation_finds(text: str) -> None:
+    assert IDENT_RE.findall(text) == _PLAIN_IDENT_RE.findall(text)
+    for start in range(len(text) + 1):  # a scan may start anywhere (proofs are slices)
+        assert IDENT_RE.findall(text, start) == _PLAIN_IDENT_RE.findall(text, start)
+
+
+def test_identifier_scan_agrees_on_random_text() -> None:
+    rng = random.Random(7)
+    alphabet = list("ab_Z19.«» \n'!?λΠΣℕ₁ᵢαÉ-(")
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        start, end = sorted((rng.randint(0, len(text)), rng.randint(0, len(text))))
+        assert IDENT_RE.findall(text, start, end) == _PLAIN_IDENT_RE.findall(text, start, end), text
+
+
+def test_bracket_free_class_is_the_complement_of_the_brackets() -> None:
+    written = re.compile(_NOT_BRACKET)
+    negated = re.compile(r"[^()\[\]{}⟨⟩⦃⦄]")
+    # Every code point up to the brackets' blocks and beyond them, and the top of the range.
+    for code in [*range(0x3000), *range(0x1D400, 0x1D800), *range(0x10FF00, 0x110000)]:
+        char = chr(code)
+        assert (written.match(char) is None) == (negated.match(char) is None), hex(code)
+
+
+def test_multi_line_comments_are_blanked_line_by_line() -> None:
+    text = "a /- one\r\n  two\n\n three -/ b\n/-- doc\nmore -/\nc"
+    expected = (
+        "a " + " " * len("/- one\r") + "\n" + " " * len("  two") + "\n\n" + " " * len(" three -/")
+        + " b\n" + " " * len("/-- doc") + "\n" + " " * len("more -/") + "\nc"
+    )
+    assert mask(text).masked == expected
+
+
+@pytest.mark.parametrize(
+    ("between", "names"),
+    [
+        pytest.param("#align foo bar\n", ["A.t"], id="align"),
+        pytest.param("variable (x : Nat)\nuniverse u\n", ["A.t"], id="variable-and-universe"),
+        pytest.param("attribute [simp] foo\nset_option maxHeartbeats 400\n", ["A.t"], id="attribute"),
+        pytest.param("end A\n#check 1\n", ["t"], id="after-an-end"),
+    ],
+)
+def test_commands_that_change_nothing_leave_scopes_alone(between: str, names: list[str]) -> None:
+    source = f"namespace A\n{between}theorem t : True := trivial\n"
+    assert [p.full_name for p in extract_file(source, path="T.lean").premises] == names
+
+
+_SCOPES = (
+    "namespace N\ndef x := 1\nnamespace B\ndef c := 1\nend B\nend N\n"
+    "def x := 0\nnamespace A\ndef x := 2\nnamespace B\ndef c := 2\nend B\n"
+    "protected def p := 3\nend A\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("use", "premises"),
+    [
+        pytest.param("namespace A\ntheorem t : True := by exact x\nend A", ("A.x",), id="namespace-first"),
+        pytest.param("open N in\ntheorem t : True := by exact x", ("x",), id="root-before-opens"),
+        pytest.param("open N in\ntheorem t : True := by exact B.c", ("N.B.c",), id="dotted-through-open"),
+        pytest.param(
+            "namespace A\nopen N in\ntheorem t : True := by exact B.c\nend A",
+            ("A.B.c",),
+            id="dotted-namespace-before-open",
+        ),
+        pytest.param("namespace A\ntheorem t : True := by exact p\nend A", (), id="protected-alone"),
+        pytest.param("open A in\ntheorem t : True := by exact A.p.foo", ("A.p",), id="field-of-protected"),
+        pytest.param("open N.B (c) in\ntheorem t : True := by exact c", ("N.B.c",), id="alias"),
+        pytest.param("namespace A\ntheorem t : True := by exact _root_.x\nend A", ("x",), id="root-prefix"),
+    ],
+)
+def test_lookup_order_through_the_last_part_index(use: str, premises: tuple[str, ...]) -> None:
+    (theorem,) = extract_file(_SCOPES + use, path="T.lean").theorems
     assert theorem.premises == premises

@@ -123,18 +123,24 @@ class NameTable:
         if not todo:
             return {}
         entries = self.entries
+        parents = self._parents
         memo = view.memo
         resolved: dict[str, str] = {}
         for ident in todo:
             candidates = memo.get(ident)
             if candidates is None:
+                # Most identifiers new to a file (local names, tactic words, core names) are
+                # plain and end no declared name: settled here, without a `_lookup` call.
+                if ident not in parents and "." not in ident and "«" not in ident and not view.aliased:
+                    self._names_nothing.add(ident)
+                    continue
                 candidates = self._lookup(ident, view)
                 if candidates is None:
                     self._names_nothing.add(ident)
                     continue
                 memo[ident] = candidates
             for name in candidates:
-                if name != site.name and any(_visible(e, site) for e in entries[name]):
+                if name != site.name and _visible(entries[name], site):
                     resolved[ident] = name
                     break
         return resolved
@@ -150,7 +156,7 @@ class NameTable:
     def _lookup(self, ident: str, view: _ScopeView) -> tuple[str, ...] | None:
         """The declared names ``ident`` may mean in ``view``'s scope, or None if it can
         mean nothing in any scope (no part of it ends a declared name)."""
-        if ident.partition(".")[0] in view.aliased:
+        if view.aliased and ident.partition(".")[0] in view.aliased:
             # An alias makes its short name mean something whatever was declared.
             return self._existing(ident, view)
         if "." in ident or "«" in ident:
@@ -174,29 +180,50 @@ class NameTable:
         if parts[0] == "_root_":
             # `_root_.x` means exactly `x` (or, as a field access, a prefix of it).
             for length in range(len(parts), 1, -1):
-                self._add_existing(found, "", ".".join(parts[1:length]), qualified=True)
+                if (name := ".".join(parts[1:length])) in self.entries:
+                    found.append(name)
             return tuple(found)
+        parents = self._parents
         for length in range(len(parts), 0, -1):
             spelling = ".".join(parts[:length])
             # Through a namespace or an open, a protected name needs a qualifier.
             qualified = length > 1
-            for prefix in view.namespaces:
-                self._add_existing(found, prefix, spelling, qualified=qualified)
-            self._add_existing(found, "", spelling, qualified=True)
+            # `prefix + spelling` is declared only if `last` is declared under
+            # `prefix + head`: set lookups, without building a name per prefix.
+            last = parts[length - 1]
+            under = parents.get(last)
+            head = spelling[: len(spelling) - len(last)]
+            if under is not None:
+                self._add_existing(found, view.namespaces, head, spelling, under, qualified=qualified)
+                self._add_existing(found, ("",), head, spelling, under, qualified=True)
             for alias, target in view.aliases:
                 if alias == parts[0]:
-                    self._add_existing(found, "", ".".join((target, *parts[1:length])), qualified=True)
-            for prefix in view.opens:
-                self._add_existing(found, prefix, spelling, qualified=qualified)
+                    name = ".".join((target, *parts[1:length]))
+                    if name in self.entries:
+                        found.append(name)
+            if under is not None:
+                self._add_existing(found, view.opens, head, spelling, under, qualified=qualified)
         return tuple(found)
 
-    def _add_existing(self, found: list[str], prefix: str, spelling: str, *, qualified: bool) -> None:
-        """Append ``prefix + spelling`` to ``found`` if it is declared and reachable:
-        a protected declaration is not reached by its last component alone."""
-        name = prefix + spelling
-        entries = self.entries.get(name)
-        if entries and (qualified or not all(e.protected for e in entries)):
-            found.append(name)
+    def _add_existing(
+        self,
+        found: list[str],
+        prefixes: tuple[str, ...],
+        head: str,
+        spelling: str,
+        under: set[str],
+        *,
+        qualified: bool,
+    ) -> None:
+        """Append ``prefix + spelling`` to ``found`` for each of ``prefixes`` (in order)
+        under which it is declared and reachable (``spelling`` is ``head`` and a last part
+        declared under the prefixes ``under``): a protected declaration is not reached by
+        its last component alone."""
+        for prefix in prefixes:
+            if prefix + head in under:
+                name = prefix + spelling
+                if qualified or not all(e.protected for e in self.entries[name]):
+                    found.append(name)
 
 
 @dataclass(slots=True)
@@ -226,7 +253,12 @@ class _ScopeView:
         )
 
 
-def _visible(entry: Entry, site: Site) -> bool:
-    if entry.module == site.module:
-        return entry.offset < site.offset or entry.owner == site.name
-    return not entry.private and (site.imported >> entry.module) & 1 == 1
+def _visible(entries: list[Entry], site: Site) -> bool:
+    """Whether any of a name's declarations can be seen from ``site``."""
+    for entry in entries:
+        if entry.module == site.module:
+            if entry.offset < site.offset or entry.owner == site.name:
+                return True
+        elif not entry.private and (site.imported >> entry.module) & 1 == 1:
+            return True
+    return False

@@ -53,6 +53,10 @@ _COLUMN1_KEYWORDS = (
     "include add_decl_doc alias assert_not_exists suppress_compilation unseal seal deriving "
     "import prelude"
 ).split()
+# The commands whose text is read: the others only end the command before them.
+_READ_KEYWORDS = frozenset(
+    [*_DECL_KEYWORDS, "open", "set_option", "alias", "namespace", "section", "end", "mutual"]
+)
 _HEADER_AT_LINE_START = (
     # The lookahead fails most proof lines at once, before the long keyword alternation;
     # the possessive `*+` keeps a failed line from being retried with less indentation.
@@ -83,8 +87,12 @@ _OPEN_BRACKETS = "([{⟨⦃"
 _CLOSE_BRACKETS = ")]}⟩⦄"
 # Text whose brackets, if any, are unnested pairs, like most binders (`(a b : α) {c : β}`):
 # its bracket depth is 0 without counting.
+# The non-brackets are written as the ranges between the brackets rather than as
+# `[^()\[\]{}⟨⟩⦃⦄]`: `re` checks a positive set's ASCII part with one bitmap lookup, which
+# makes this match a third faster than testing each character against the ten brackets.
+_NOT_BRACKET = r"[\x00-'*-Z\\^-z|~-\u27e7\u27ea-\u2982\u2985-\U0010ffff]"
 _FLAT_BRACKETS = re.compile(
-    r"[^()\[\]{}⟨⟩⦃⦄]*+(?:[(\[{⟨⦃][^()\[\]{}⟨⟩⦃⦄]*+[)\]}⟩⦄][^()\[\]{}⟨⟩⦃⦄]*+)*+"
+    rf"{_NOT_BRACKET}*+(?:[(\[{{⟨⦃]{_NOT_BRACKET}*+[)\]}}⟩⦄]{_NOT_BRACKET}*+)*+"
 )
 # Clauses that end a proof when they begin a line (`\n` rather than `^`: a literal first
 # character lets `re` jump from line to line).
@@ -130,7 +138,8 @@ class Child(NamedTuple):
 
 
 class Decl(NamedTuple):
-    """One declaration, as offsets into its file.
+    """One declaration, as offsets into its file; ``name`` is None for an ``example`` only
+    (it declares nothing; anonymous instances get a generated name).
 
     ``start`` includes the doc comment; ``end`` is the whole declaration's last character
     (``where`` items included). ``proof_start`` is the proof's first token after ``:=`` (or the first ``|``
@@ -243,8 +252,15 @@ def read_file(source: MaskedText) -> ReadFile:
     # Each command ends where the next one starts (before its doc comment).
     limits = [*starts[1:], len(masked)] if starts else []
     for m, start, limit in zip(headers, starts, limits, strict=True):
-        end = rstrip_end(masked, m.start("kw"), limit)
         kw = m.group("kw")
+        if kw not in _READ_KEYWORDS:
+            # `#align`, `variable`, `attribute`, ... change nothing read here, and in Mathlib
+            # they are a third of the commands: not even their end is needed.
+            pending = None
+            continue
+        # `rstrip_end` spelled out: once per command, where the call would cost as much.
+        kw_start = m.start("kw")
+        end = kw_start + len(masked[kw_start:limit].rstrip())
         if m.group("pre"):
             pending = _merge(
                 pending, _parse_opens(masked[m.start("pre") : m.end("pre")], stack.namespace())
@@ -308,7 +324,7 @@ def _doc_starts(source: MaskedText) -> dict[int, int]:
 def _scope_command(
     kw: str, masked: str, m: re.Match[str], end: int, stack: _ScopeStack, issues: list[Issue]
 ) -> None:
-    """Apply ``namespace``/``section``/``end``/``mutual`` (other commands change nothing)."""
+    """Apply ``namespace``/``section``/``end``/``mutual``."""
     arg = _IDENT_AT.match(masked, m.end("kw"), end)
     name = normalize_name(arg.group(1)) if arg else ""
     if kw == "namespace":
@@ -422,21 +438,23 @@ def _read_decl(
     keyword = m.group("kw")
     kind = _DECL_KEYWORDS[keyword]
     keyword_start, pos = m.span("kw")
-    if kind is DeclKind.CLASS:
+    # The keyword, not `kind`, is tested where either will do: comparing short strings is
+    # several times cheaper than looking up an enum member (~0.1 µs each in Python 3.11).
+    if keyword == "class":
         sub = _CLASS_VARIANT.match(masked, pos, end)
         if sub:
             kind = DeclKind.INDUCTIVE if sub.group(1) == "inductive" else DeclKind.CLASS
             pos = sub.end()
-    if kind is DeclKind.INSTANCE:
+    if keyword == "instance":
         prio = _PRIORITY.match(masked, pos, end)
         pos = prio.end() if prio else pos
     written: str | None = None
-    if kind is not DeclKind.EXAMPLE:
+    if keyword != "example":
         ident = _IDENT_AT.match(masked, pos, end)
         if ident is not None and ident.group(1) not in _NOT_NAMES:
             written = normalize_name(ident.group(1))
             pos = ident.end()
-        elif kind is not DeclKind.INSTANCE:
+        elif keyword != "instance":
             issues.append(Issue(keyword_start, f"{keyword} without a name"))
             return None
     split = _scan_header(masked, pos, end, inline_bar=kind in _CONTAINERS)
@@ -447,7 +465,7 @@ def _read_decl(
                 f"unbalanced bracket in the header of {keyword} {written or ''}".rstrip(),
             )
         )
-    if written is None and kind is DeclKind.INSTANCE:
+    if written is None and keyword == "instance":
         written = _instance_name(masked, pos, split)
     full, scope = _naming(written, stack, pending)
     header_end, proof_start, body_end, is_tactic, missing, children = _read_body(
@@ -523,17 +541,20 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
     ``str.count``, so the Python work is per candidate, not per bracket."""
     depth = 0
     last = pos
-    for t in _HEADER_STOPS.finditer(masked, pos, end):
+    # `search` from stop to stop rather than `finditer`: most headers end at their first
+    # stop, and an iterator costs more to set up than the one search it would make.
+    t = _HEADER_STOPS.search(masked, pos, end)
+    while t is not None:
         token = t.group()
         bar = token.endswith("|")
-        if bar and not inline_bar and token[0] != "\n":  # an inline `|`
-            continue
-        depth += _depth(masked, last, t.start())
-        last = t.start()
-        if depth < 0:
-            return _HeaderSplit(end, "", last)
-        if depth == 0:
-            return _HeaderSplit(t.end() - 1, "|", 0) if bar else _HeaderSplit(t.start(), token, 0)
+        if not bar or inline_bar or token[0] == "\n":  # else an inline `|`: skipped
+            depth += _depth(masked, last, t.start())
+            last = t.start()
+            if depth < 0:
+                return _HeaderSplit(end, "", last)
+            if depth == 0:
+                return _HeaderSplit(t.end() - 1, "|", 0) if bar else _HeaderSplit(t.start(), token, 0)
+        t = _HEADER_STOPS.search(masked, t.end(), end)
     depth += _depth(masked, last, end)
     return _HeaderSplit(end, "", pos if depth else 0)
 
@@ -571,7 +592,8 @@ _Body = tuple[int, int | None, int, bool, bool, tuple[Child, ...]]
 def _read_body(
     masked: str, kind: DeclKind, full: str | None, keyword_start: int, split: _HeaderSplit, end: int
 ) -> _Body:
-    header_end = rstrip_end(masked, keyword_start, split.stop) if split.token else end
+    # `rstrip_end` spelled out, as in `read_file`: once per declaration.
+    header_end = keyword_start + len(masked[keyword_start : split.stop].rstrip()) if split.token else end
     if kind in _CONTAINERS:
         children = (
             _container_children(masked, kind, full, keyword_start, header_end, split, end)

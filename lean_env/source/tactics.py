@@ -52,7 +52,8 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
         starts += [m.end() for m in _step_start(column).finditer(masked, newline, end)]
     ends = starts[1:]
     ends.append(end)
-    steps = [(s, rstrip_end(masked, s, e)) for s, e in zip(starts, ends, strict=True)]
+    # `rstrip_end` spelled out: this runs once per step, and the call would cost as much.
+    steps = [(s, s + len(masked[s:e].rstrip())) for s, e in zip(starts, ends, strict=True)]
     if masked.count(";", first, end) == masked.count("<;>", first, end):
         return steps  # no `;` but those of `<;>` (the common case): layout alone decides
     pieces: list[tuple[int, int]] = []
