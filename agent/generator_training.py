@@ -19,10 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from agent.generator import SEPARATOR, HFTacticGenerator, prompt
-from lean_env.records import RepoTrace, Theorem, TheoremStatus
-
-# (repository, theorem) -> (goal -> premise texts, most relevant first)
-PremisesFor = Callable[[str, Theorem], Callable[[str], Sequence[str]]]
+from agent.prove import PremisesByRepo
+from lean_env.records import RepoTrace, TheoremStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +34,7 @@ class TacticExample:
     premises: tuple[str, ...] = ()
 
 
-def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesFor | None = None) -> list[TacticExample]:
+def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesByRepo | None = None) -> list[TacticExample]:
     """Every traced tactic with a goal state of the proven theorems of ``traces`` (a ``sorry``
     proof teaches nothing worth saying), in trace order."""
     out: list[TacticExample] = []
@@ -58,11 +56,14 @@ def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesFor | 
 
 @dataclass(frozen=True, slots=True)
 class GeneratorTrainConfig:
+    """Hyper-parameters of fine-tuning a tactic generator."""
+
     epochs: int = 1
     batch_size: int = 8
+    # AdamW; ReProver fine-tunes its ByT5 generator at 5e-4. Tiny test models take 5e-3.
     learning_rate: float = 5e-4
-    weight_decay: float = 0.0
-    seed: int = 0
+    weight_decay: float = 0.0  # 0: AdamW is Adam, which the tests' few steps need
+    seed: int = 0  # the example order and torch's global generator (dropout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class GeneratorReport:
     """What training did: examples seen, those left out, batches, and the mean loss."""
 
     examples: int
-    too_long: int  # tactics longer than the generator may write: they cannot be learned whole
+    left_out: int  # tactics the generator cannot write whole (see :func:`can_write`)
     batches: int
     mean_loss: float
 
@@ -84,7 +85,7 @@ def train_generator(
 ) -> GeneratorReport:
     """Fine-tune ``generator`` on ``examples``; it is left in eval mode. The example order and
     torch's global generator (dropout) are seeded from ``config.seed``."""
-    usable = [e for e in examples if _fits(generator, e)]
+    usable = [e for e in examples if can_write(generator, e)]
     model = generator.model
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     rng = random.Random(config.seed)
@@ -111,23 +112,35 @@ def train_generator(
 
 @dataclass(frozen=True, slots=True)
 class GeneratorScores:
-    """Held-out quality: mean token loss, and how often the first tactic generated is the
-    traced one, exactly (whitespace-trimmed)."""
+    """Held-out quality: the mean loss per tactic token, and how often the first tactic
+    generated is exactly the traced one (whitespace-trimmed), over the first ``generated``
+    examples; None where there was nothing to score."""
 
     examples: int
-    mean_loss: float
-    exact_top1: float
+    mean_loss: float | None
+    generated: int
+    exact_top1: float | None
 
 
-def evaluate_generator(generator: HFTacticGenerator, examples: Sequence[TacticExample], *, batch_size: int = 8) -> GeneratorScores:
-    usable = [e for e in examples if _fits(generator, e)]
+def evaluate_generator(
+    generator: HFTacticGenerator, examples: Sequence[TacticExample], *, batch_size: int = 8, max_generated: int | None = None
+) -> GeneratorScores:
+    """Score ``examples`` the generator can write: the loss on all, exact match on the first
+    ``max_generated`` (beam search costs far more than a loss)."""
+    usable = [e for e in examples if can_write(generator, e)]
     if not usable:
-        return GeneratorScores(0, 0.0, 0.0)
+        return GeneratorScores(0, None, 0, None)
+    total, tokens = 0.0, 0
     with torch.inference_mode():
-        losses = [tactic_loss(generator, usable[i : i + batch_size]).item() * len(usable[i : i + batch_size])
-                  for i in range(0, len(usable), batch_size)]
-    hits = sum(generator.generate(e.state, premises=e.premises, n=1)[0].tactic == e.tactic for e in usable)
-    return GeneratorScores(len(usable), sum(losses) / len(usable), hits / len(usable))
+        for i in range(0, len(usable), batch_size):
+            batch = usable[i : i + batch_size]
+            # Batch losses are means over their tokens: weight each by its token count.
+            count = sum(len(_tactic_ids(generator, e.tactic)) for e in batch)
+            total += tactic_loss(generator, batch).item() * count
+            tokens += count
+    generated = usable[:max_generated]
+    hits = sum(generator.generate(e.state, premises=e.premises, n=1)[0].tactic == e.tactic for e in generated)
+    return GeneratorScores(len(usable), total / tokens, len(generated), hits / len(generated) if generated else None)
 
 
 def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) -> torch.Tensor:
@@ -161,7 +174,11 @@ def _tactic_ids(generator: HFTacticGenerator, tactic: str) -> list[int]:
     return generator.tokenizer(tactic)["input_ids"]  # ends in </s>
 
 
-def _fits(generator: HFTacticGenerator, example: TacticExample) -> bool:
+def can_write(generator: HFTacticGenerator, example: TacticExample) -> bool:
+    """Whether ``generator`` can write ``example``'s tactic whole: within its token budget,
+    and on one line for a decoder-only model (whose tactic ends at its line's end)."""
+    if generator.decoder_only and "\n" in example.tactic:
+        return False
     return len(_tactic_ids(generator, example.tactic)) <= generator.max_tactic_tokens
 
 

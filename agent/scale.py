@@ -12,17 +12,20 @@ readable where the workers run: this machine (Ray started here) or a shared file
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent.prove import ProofAttempt, ProveConfig, TheoremProver, premise_source
-from lean_env.errors import UserInputError
+from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.records import RepoTrace, Theorem
 
 if TYPE_CHECKING:
     from lean_env.proof_env import ProofBackend
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,16 @@ class ProverRecipe:
     premises: int = 10  # premises per goal with a retriever
     corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
 
+    def check(self) -> None:
+        """Load the models once here, so that a bad name or directory is the user's error
+        before any worker starts (a worker would die of it)."""
+        from agent.generator import HFTacticGenerator
+        from retrieval.encoder import TextEncoder
+
+        HFTacticGenerator.load(self.generator)
+        if self.retriever:
+            TextEncoder.load(self.retriever)
+
     def build(self) -> TheoremProver:
         from agent.generator import HFTacticGenerator
         from retrieval.encoder import TextEncoder
@@ -68,36 +81,68 @@ def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver) -> Iterator[Proo
         yield ProofDone(job, attempt, backend)
 
 
-def prove_on_ray(jobs: Sequence[ProofJob], recipe: ProverRecipe, *, workers: int) -> Iterator[ProofDone]:
-    """Prove ``jobs`` on ``workers`` Ray actors (one CPU each), yielding each as it finishes.
-
-    Joins the running Ray instance, or the cluster ``RAY_ADDRESS`` names, or starts one on
-    this machine for the call (and stops it after).
-    """
+def require_ray() -> None:
+    """Raise the user's error now when Ray is missing (before any work is spent)."""
     try:
-        import ray
-        from ray.util import ActorPool
+        import ray  # noqa: F401
     except ImportError as error:
         raise UserInputError("parallel proof search needs Ray: pip install 'leanagent[ray]'") from error
+
+
+class WorkerError(BackendError):
+    """A Ray worker died (its process, not a proof attempt, failed)."""
+
+
+def prove_on_ray(jobs: Sequence[ProofJob], recipe: ProverRecipe, *, workers: int) -> Iterator[ProofDone]:
+    """Prove ``jobs`` on up to ``workers`` Ray actors (one CPU each), yielding each as it
+    finishes.
+
+    Joins the running Ray instance, or the cluster ``RAY_ADDRESS`` names, or starts one on
+    this machine with ``workers`` CPUs for the call (and stops it after). No more actors are
+    made than the cluster has CPUs: one that Ray cannot place would be given jobs and never
+    run them. An error raised in a worker is raised here as itself.
+    """
+    require_ray()
+    import ray
+    from ray.util import ActorPool
+
     if not jobs:
         return
     started = not ray.is_initialized()
     if started:
-        ray.init(include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    actors: list[Any] = []
+    finished = False
     try:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        if workers > cpus:
+            log.warning("Ray has %d CPU(s): proving on %d worker(s), not %d", cpus, cpus, workers)
         worker = ray.remote(num_cpus=1)(_RayProver)
         shared = ray.put(recipe)  # the corpus travels once, not once per worker
-        actors = [worker.remote(shared) for _ in range(min(workers, len(jobs)))]
+        actors = [worker.remote(shared) for _ in range(max(1, min(workers, cpus, len(jobs))))]
         by_key = {job.key: job for job in jobs}
         try:
             for key, attempt, backend in ActorPool(actors).map_unordered(lambda actor, job: actor.prove.remote(job), jobs):
                 yield ProofDone(by_key[key], attempt, backend)
-        finally:
-            # Best effort: a worker that died has nothing left to close, and the error that
-            # ended the loop (if any) is the one to report.
+        except ray.exceptions.RayTaskError as error:
+            # e.g. a missing Lean in a worker: raised as the project's own error, whose
+            # message is one line, rather than Ray's wrapper with the worker's traceback.
+            if isinstance(error.cause, Exception):
+                raise error.cause from None
+            raise WorkerError(f"a Ray worker failed: {first_line(error)}") from None
+        except ray.exceptions.RayActorError as error:
+            raise WorkerError(f"a Ray worker died: {first_line(error)}") from None
+        finished = True
+    finally:
+        if finished:
+            # Best effort: the workers close their proof environments.
             with contextlib.suppress(Exception):
                 ray.get([actor.close.remote() for actor in actors], timeout=60)
-    finally:
+        else:
+            # Interrupted or failed: a close would wait behind each worker's running search.
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
         if started:
             ray.shutdown()
 

@@ -22,6 +22,19 @@ from __future__ import annotations
 class LeanAgentError(Exception):
     """Root of every exception this project raises on purpose."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Errors cross process boundaries (Ray workers pickle them back to the driver).
+        # Default pickling calls the class with ``args``, which breaks constructors that
+        # take other arguments or format their message: rebuild with the message as it is.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[LeanAgentError], args: tuple[object, ...], state: dict[str, object]) -> LeanAgentError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class UserInputError(LeanAgentError, ValueError):
     """Input the user can fix: a bad path, a malformed file, an unknown option value."""

@@ -7,8 +7,9 @@ the network once, then the local cache).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.utils import logging as hf_logging
 
 from lean_env.errors import UserInputError, first_line
 
@@ -51,9 +53,10 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
         if not source.is_dir():
             raise ModelLoadError(f"cannot load the {what} {text!r}: no such directory")
     try:
-        config = AutoConfig.from_pretrained(source)
-        model = model_class(config).from_pretrained(source, config=config)
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        with _no_weight_bars():
+            config = AutoConfig.from_pretrained(source)
+            model = model_class(config).from_pretrained(source, config=config)
+            tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # missing, malformed or mismatched files
         where = "a local directory" if Path(text).exists() else "a local directory or a Hugging Face model reachable from here"
         raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {first_line(error)}") from error
@@ -64,5 +67,20 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
 def save_pretrained(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: Path) -> None:
     """Write a model and its tokenizer so that :func:`load_pretrained` reads them back."""
     directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
+    with _no_weight_bars():
+        model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
+
+
+@contextlib.contextmanager
+def _no_weight_bars() -> Iterator[None]:
+    """transformers draws a bar per weight file it loads or writes: in a second it would only
+    break our one-line messages and sit among our own progress bars. Downloads keep theirs
+    (huggingface_hub's own bars)."""
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()

@@ -11,6 +11,7 @@ from fakes.proof_world import DONE, WorldSession
 from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
 
 from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+from agent.generator_training import TacticExample, tactic_loss
 from agent.search import SearchStatus, best_first_search
 from retrieval.pretrained import ModelLoadError
 
@@ -101,9 +102,17 @@ def test_one_candidate_is_enough(taught: HFTacticGenerator) -> None:
 def test_a_decoder_only_tactic_ends_at_its_line() -> None:
     """Taught to go on after the tactic's line, the generator still scores the line alone."""
     generator = tiny_gpt2(1)
-    generator.max_tactic_tokens = 64  # room for both lines, or training leaves the example out
     goal = "⊢ p ∧ q → q ∧ p"
-    teach(generator, [(goal, "intro h\nexact ⟨h.2, h.1⟩")])
+    # Taught by hand: train_generator leaves out tactics a decoder-only model cannot write.
+    example = TacticExample("", "", goal, "intro h\nexact ⟨h.2, h.1⟩")
+    optimizer = torch.optim.Adam(generator.model.parameters(), lr=5e-3)
+    generator.model.train()
+    for _ in range(80):
+        loss = tactic_loss(generator, [example])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    generator.model.eval()
     best = generator.generate(goal, n=4)[0]
     assert best.tactic == "intro h"
     assert best.logprob == pytest.approx(_logprob(generator, goal, "intro h"), abs=1e-4)

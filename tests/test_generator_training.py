@@ -83,7 +83,7 @@ def test_training_learns_the_examples_and_leaves_out_tactics_too_long_to_write(m
     before = evaluate_generator(generator, EXAMPLES)
     report = train_generator(generator, [*EXAMPLES, too_long], GeneratorTrainConfig(epochs=80, batch_size=2, learning_rate=5e-3))
     after = evaluate_generator(generator, EXAMPLES)
-    assert (report.examples, report.too_long, report.batches) == (2, 1, 80)
+    assert (report.examples, report.left_out, report.batches) == (2, 1, 80)
     assert not generator.model.training
     assert after.mean_loss < before.mean_loss / 10 and after.exact_top1 == 1.0 and before.exact_top1 == 0.0
     assert math.isfinite(report.mean_loss)
@@ -111,3 +111,42 @@ def test_a_database_without_goal_states_is_a_user_error(tmp_path: Path, examples
     assert main([*data, "generator", "train", "--model", str(tmp_path / "tiny")]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "no traced tactics with goal states" in err
+
+
+# Tactics of different token counts, all short enough for the tiny generators.
+UNEVEN = [TacticExample("r", "t1", "⊢ p ∧ q → q ∧ p", "intro h"), TacticExample("r", "t2", "n : Nat\n⊢ n + 0 = n", "simp [Nat.add_zero]"),
+          TacticExample("r", "t3", "⊢ True", "trivial")]
+
+
+@pytest.mark.parametrize("make", [tiny_t5, tiny_gpt2], ids=["t5", "gpt2"])
+def test_the_held_out_loss_does_not_depend_on_the_batch_size(make) -> None:
+    """evaluate_generator's mean token loss is a property of the model and the examples: the
+    same for batch sizes 1, 2 and 3 (and equal to the loss of the whole set in one batch)."""
+    generator = make(0)
+    with torch.no_grad():
+        whole = tactic_loss(generator, UNEVEN).item()
+    losses = [evaluate_generator(generator, UNEVEN, batch_size=size).mean_loss for size in (1, 2, 3)]
+    assert losses == pytest.approx([whole] * 3, rel=1e-5)
+
+
+def test_a_decoder_only_generator_does_not_train_on_tactics_it_cannot_write() -> None:
+    """A decoder-only generator's tactic ends at its first newline (generate cuts there), so a
+    multi-line traced tactic can never be generated whole: it is left out of training like a
+    too-long one, not counted as a learnable example whose exact match is always 0."""
+    generator = tiny_gpt2(0)
+    multi_line = TacticExample("r", "t", "p : Prop\n⊢ p → p", "intro h\nexact h")
+    report = train_generator(generator, [multi_line], GeneratorTrainConfig(epochs=1, batch_size=1))
+    assert (report.examples, report.left_out) == (0, 1)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_learning_rate_that_is_not_a_finite_number_is_a_user_error(tmp_path, capsys, value) -> None:
+    """``generator train --lr nan|inf``: exit 2 with one line, nothing trained or saved."""
+    tiny_t5(0).save(tmp_path / "tiny")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert main([*data, "ingest", "--benchmark", str(FIXTURE)]) == 0
+    capsys.readouterr()
+    code = main([*data, "generator", "train", "--model", str(tmp_path / "tiny"), "--out", str(tmp_path / "out"), "--lr", value])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "--lr" in err, err
+    assert not (tmp_path / "out").exists()

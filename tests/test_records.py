@@ -66,3 +66,16 @@ def test_states_compare_by_normalised_goals_not_handle():
     assert a == b and hash(a) == hash(b)
     assert normalize_goals(" a \n\n b ") == "a b"
     assert TacticState("⊢ p\n\n⊢ q").num_goals == 2
+
+
+def test_project_errors_survive_pickling_whatever_their_constructor_takes() -> None:
+    """Ray workers send errors back pickled: the message and attributes arrive unchanged
+    (a default pickle would call the constructor with the message and format it again)."""
+    import pickle
+
+    from lean_env.errors import LeanNotFoundError
+    from lean_env.repl.errors import ReplCrashError
+
+    for error in (LeanNotFoundError("lake"), ReplCrashError("the REPL died", returncode=1, stderr_tail="oom")):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error) and again.__dict__ == error.__dict__

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 from db_cases import lean_project
+from fakes import fake_lean
 from fakes.tiny_encoder import tiny_encoder
-from prove_cases import demo_lake_repo, taught_generator
+from prove_cases import AFTER_INTRO, START, demo_lake_repo, taught_generator
 
 import agent.commands.run as run_command
 import agent.prove
@@ -275,3 +276,94 @@ def test_a_learner_directory_that_cannot_be_written_is_a_one_line_error(demo, mo
                  "--test-fraction", "0.5", "--model", str(encoder)])
     _, err = capsys.readouterr()
     assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "learner" in err, err
+
+
+# Two provable theorems in one file (the fake lean answers both like Demo.imp_self').
+TWO_PROVABLE = """\
+namespace Demo
+
+theorem imp_self' (p : Prop) : p → p := by
+  sorry
+
+theorem imp_self2 (p : Prop) : p → p := by
+  sorry
+
+end Demo
+"""
+_STEPS = {"goals": START, "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": {"done": True}}}
+TWO_SCRIPT = {"theorems": {"Demo.imp_self'": _STEPS, "Demo.imp_self2": _STEPS}}
+
+
+@pytest.fixture
+def generator(models: tuple[Path, Path]) -> Path:
+    return models[1]
+
+
+def _two_provable_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repos file naming a Lake project whose one file has two sorries that both get proved."""
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, TWO_SCRIPT)
+    (repo / "Demo.lean").write_text(TWO_PROVABLE, encoding="utf-8")
+    (repo / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8")
+    (repo / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
+    repos = tmp_path / "repos.txt"
+    repos.write_text("repo\n", encoding="utf-8")
+    return repos
+
+
+def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), "run", str(repos), "--backend", "source", "--no-train", "--generator", str(generator),
+                 "--proof-backend", "file", *SEARCH, "--json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else {}), err
+
+
+def test_a_patch_holds_every_proof_of_one_file(tmp_path, monkeypatch, capsys, generator) -> None:
+    """Both theorems of Demo.lean are proved: the repository's one patch replaces both
+    sorries and applies."""
+    repos = _two_provable_repo(tmp_path, monkeypatch)
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", repos, generator)
+    assert code == 0, err
+    assert {a["outcome"] for a in payload["proving"]["attempts"]} == {"proved"}
+    patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")])
+    assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 2
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
+
+
+def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:
+    """Interrupted after proving every sorry of its repository (while writing the report), the
+    resumed run finishes (exit 0) and its patch holds the proofs found before the interruption."""
+    repos = _two_provable_repo(tmp_path, monkeypatch)
+    data = tmp_path / "data"
+    real = run_command.write_report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "write_report", interrupted)
+    code, _, _ = _run_untrained(capsys, data, repos, generator)
+    assert code == EXIT_INTERRUPTED
+    monkeypatch.setattr(run_command, "write_report", real)
+
+    code, payload, err = _run_untrained(capsys, data, repos, generator)
+    assert code == 0 and payload["resumed"] is True, err
+    patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")])
+    assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 2
+
+
+def test_run_with_workers_but_without_ray_fails_before_any_training(tmp_path, monkeypatch, generator, capsys) -> None:
+    """``run --workers 2`` where Ray cannot be imported: the one-line error comes before the
+    first training step (as a missing Lean or a bad generator does), not after it."""
+    from fakes.tiny_encoder import tiny_encoder
+
+    demo_lake_repo(tmp_path, monkeypatch)
+    (tmp_path / "repos.txt").write_text("repo\n", encoding="utf-8")
+    tiny_encoder(0).save(tmp_path / "encoder")
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    data = tmp_path / "data"
+    capsys.readouterr()
+    code = main(["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--backend", "source", "--model", str(tmp_path / "encoder"),
+                 "--batch-size", "2", "--generator", str(generator), "--proof-backend", "file", *SEARCH, "--workers", "2"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "Ray" in err, err
+    assert not (data / "learner").exists() or not any((data / "learner").iterdir()), "training ran before the Ray check"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     train.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default: 5e-4)")
     train.add_argument("--test-fraction", type=float, default=0.1, help="share of theorems held out (default: 0.1)")
     train.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
-    train.add_argument("--max-eval", type=int, default=200, metavar="N", help="held-out examples generated for exact match (default: 200)")
+    train.add_argument("--max-eval", type=int, default=200, metavar="N",
+                       help="held-out examples generated for exact match (default: 200; the loss uses them all)")
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -51,6 +53,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from agent.generator import HFTacticGenerator
     from agent.generator_training import (
         GeneratorTrainConfig,
+        can_write,
         evaluate_generator,
         tactic_examples,
         train_generator,
@@ -63,8 +66,8 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size), ("--premises", args.premises), ("--max-eval", args.max_eval)):
         if value < 1:
             raise UserInputError(f"{option} must be at least 1, got {value}")
-    if args.lr <= 0:
-        raise UserInputError(f"--lr must be positive, got {args.lr:g}")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise UserInputError(f"--lr must be a positive number, got {args.lr:g}")
     out = args.out or settings.data_dir / "generator"
     traces = ordered_traces(settings)
     premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
@@ -75,9 +78,9 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
     generator = HFTacticGenerator.load(args.model)
     config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
-    with tqdm(total=len(train) * args.epochs, desc="training", unit="example", disable=None) as bar:
+    with tqdm(total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None) as bar:
         report = train_generator(generator, train, config, progress=bar.update)
-    scores = evaluate_generator(generator, held_out[: args.max_eval], batch_size=args.batch_size)
+    scores = evaluate_generator(generator, held_out, batch_size=args.batch_size, max_generated=args.max_eval)
     save_model(generator, out)
     payload: dict[str, Any] = {
         "model": str(out),
@@ -86,10 +89,12 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         "held_out": dataclasses.asdict(scores),
     }
     rows = [["train", report.examples, round(report.mean_loss, 4), "-"],
-            ["held out", scores.examples, round(scores.mean_loss, 4), round(scores.exact_top1, 3)]]
+            ["held out", scores.examples, "-" if scores.mean_loss is None else round(scores.mean_loss, 4),
+             "-" if scores.exact_top1 is None else f"{scores.exact_top1:.3f} of {scores.generated}"]]
     human = "\n".join([
         table(["examples", "count", "mean loss", "exact top-1"], rows),
-        *([f"{report.too_long} example(s) left out: their tactic is longer than the generator may write"] if report.too_long else []),
+        *([f"{report.left_out} example(s) left out: the generator cannot write their tactic whole (too long, "
+           "or several lines for a decoder-only model)"] if report.left_out else []),
         f"generator saved to {out}",
     ])
     emit(payload, human, as_json=args.json)

@@ -95,6 +95,10 @@ def prove_options(args: argparse.Namespace) -> ProveOptions:
             raise UserInputError(f"{option} must be a positive number of seconds, got {value:g}")
     if args.workers < 1:
         raise UserInputError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers > 1:
+        from agent.scale import require_ray
+
+        require_ray()
     search = SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit)
     return ProveOptions(ProveConfig(search, check_timeout=args.check_timeout), args.proof_backend, args.tactic_timeout, args.premises,
                         args.workers)
@@ -113,8 +117,11 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             args.generator, backend_opener(options, settings), options.config, retriever=args.retriever,
             premises=options.premises, corpus=tuple(store.latest_traces()) if args.retriever else (),
         )
-        # Models load before the run starts: a bad name is the user's error, not a failed run.
+        # Models load before the run starts: a bad name is the user's error, not a failed run
+        # (nor a dead Ray worker).
         prover = recipe.build() if options.workers == 1 else None
+        if prover is None:
+            recipe.check()
         try:
             with tracked_run(store, run_config) as (run, _):
                 rows = prove_targets(

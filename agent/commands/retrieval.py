@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +84,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         raise UserInputError(f"--epochs must be at least 1, got {args.epochs}")
     if args.batch_size < 2:
         raise UserInputError(f"--batch-size must be at least 2 (a contrastive batch needs negatives), got {args.batch_size}")
-    if args.lr <= 0 or args.ewc_lambda < 0:
-        raise UserInputError("--lr must be positive and --ewc-lambda non-negative")
+    if not (math.isfinite(args.lr) and args.lr > 0 and math.isfinite(args.ewc_lambda) and args.ewc_lambda >= 0):
+        raise UserInputError(f"--lr must be a positive number and --ewc-lambda a non-negative one, got {args.lr:g} and {args.ewc_lambda:g}")
     return TrainConfig(
         consolidation=Consolidation(args.consolidation),
         epochs=args.epochs,

@@ -207,7 +207,10 @@ class _Prover:
         from lean_env.lean_runner import LeanRunner
 
         targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
-        checkouts = checkout_all([t for found in targets.values() for t in found], settings)
+        known = [t for loc in locations for t in store.theorems(location=loc)]
+        # Every repository, not only those with sorries left: a resumed run writes the
+        # patches of proofs it found before the interruption too.
+        checkouts = checkout_all(known, settings)
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
         generator = HFTacticGenerator.load(args.generator)
@@ -215,7 +218,6 @@ class _Prover:
         here = TheoremProver(generator, open_backend=recipe.open_backend, config=options.config) if options.workers == 1 else None
         # A resumed run reports the attempts it made before the interruption too (by then
         # proved_by_us, those it proved are no sorry targets any more).
-        known = [t for loc in locations for t in store.theorems(location=loc)]
         earlier = attempted_rows(store, run_id, known)
         return cls(store, run_id, locations, targets, checkouts, tuple(corpus), recipe, options.workers,
                    settings.data_dir / "retriever", here, {(t.location, t.theorem.full_name): t for t in known}, rows=earlier)
