@@ -186,7 +186,7 @@ class _Prover:
     locations: list[str]  # in curriculum order
     targets: dict[str, list[StoredTheorem]]
     checkouts: dict[str, Path]
-    corpus: tuple[RepoTrace, ...]  # the premises to retrieve from
+    traces: dict[str, RepoTrace]  # each repository's newest trace: the premises its theorems may use
     recipe: ProverRecipe  # how a Ray worker builds its prover (without a retriever)
     workers: int
     snapshot: Path  # where the retriever is saved for Ray workers
@@ -196,7 +196,7 @@ class _Prover:
     _proved: set[str] = dataclasses.field(default_factory=set)
 
     @classmethod
-    def start(cls, store: Store, run_id: int, corpus: list[RepoTrace], locations: list[str], args: argparse.Namespace,
+    def start(cls, store: Store, run_id: int, ordered: list[RepoTrace], locations: list[str], args: argparse.Namespace,
               options: ProveOptions, settings: Settings) -> _Prover:
         """Check out the repositories, make sure Lean is there and load the generator, before
         any training: a missing toolchain or a bad generator is reported before hours of
@@ -219,7 +219,7 @@ class _Prover:
         # A resumed run reports the attempts it made before the interruption too (by then
         # proved_by_us, those it proved are no sorry targets any more).
         earlier = attempted_rows(store, run_id, known)
-        return cls(store, run_id, locations, targets, checkouts, tuple(corpus), recipe, options.workers,
+        return cls(store, run_id, locations, targets, checkouts, {t.spec.location: t for t in ordered}, recipe, options.workers,
                    settings.data_dir / "retriever", here, {(t.location, t.theorem.full_name): t for t in known}, rows=earlier)
 
     def has_work(self, location: str) -> bool:
@@ -236,8 +236,11 @@ class _Prover:
         if location in self._proved:
             return  # once per run
         self._proved.add(location)
+        # Only the repository's own premises: no other repository's are accessible from its
+        # theorems (imports are followed within a repository), so embedding them is waste.
+        corpus = (self.traces[location],)
         if self.here is not None:
-            self.here.premises = premise_source(self.corpus, retriever, k=self.recipe.premises) if retriever else None
+            self.here.premises = premise_source(corpus, retriever, k=self.recipe.premises) if retriever else None
             here = self.here
             self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
                                        prove=lambda jobs: prove_here(jobs, here))
@@ -245,7 +248,7 @@ class _Prover:
         recipe = self.recipe
         if retriever is not None:
             save_model(retriever, self.snapshot)
-            recipe = dataclasses.replace(recipe, retriever=str(self.snapshot), corpus=self.corpus)
+            recipe = dataclasses.replace(recipe, retriever=str(self.snapshot), corpus=corpus)
         self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
                                    prove=lambda jobs: prove_on_ray(jobs, recipe, workers=self.workers))
 
