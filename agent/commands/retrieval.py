@@ -227,7 +227,8 @@ def traces_in_curriculum_order(store: Store) -> list[RepoTrace]:
 
     by_location = {t.spec.location: t for t in store.latest_traces()}
     order = [r.location for r in curriculum_of(store).repos if r.location in by_location]
-    return [by_location[loc] for loc in order] + [t for loc, t in by_location.items() if loc not in set(order)]
+    ordered = set(order)
+    return [by_location[loc] for loc in order] + [t for loc, t in by_location.items() if loc not in ordered]
 
 
 def save_model(model: TextEncoder | HFTacticGenerator, out: Path, *, kept_in: Path | None = None) -> None:
