@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,17 @@ def write_report(
 
 def write_text_atomically(path: Path, text: str) -> None:
     """``path`` holds ``text`` whole, or is left as it was; failing is the user's to fix."""
-    partial = path.with_name(path.name + ".partial")
+    _write_atomically(path, lambda partial: partial.write_text(text, encoding="utf-8"))
+
+
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a file next to ``path``, then move it into place: a kill mid-write leaves
+    ``path`` as it was. The partial file keeps ``path``'s suffix (savers choose the format
+    by it)."""
+    partial = path.with_name(f"{path.name}.partial{path.suffix}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text, encoding="utf-8")
+        write(partial)
         os.replace(partial, path)
     except OSError as error:
         raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
@@ -74,10 +81,5 @@ def plot_matrix(
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    partial = path.with_name(path.name + ".partial.png")
-    try:
-        figure.savefig(partial, dpi=100)
-        os.replace(partial, path)
-    except OSError as error:
-        raise UserInputError(f"cannot write the plot {path}: {error.strerror or error}") from error
+    _write_atomically(path, lambda partial: figure.savefig(partial, dpi=100))
     return path

@@ -20,6 +20,7 @@ from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
     from agent.generator import HFTacticGenerator
+    from curriculum.ordering import Curriculum
     from curriculum.store import Store
     from lean_env.records import RepoTrace
     from retrieval.encoder import TextEncoder
@@ -214,19 +215,20 @@ def check_split(args: argparse.Namespace) -> None:
 
 def ordered_traces(settings: Settings) -> list[RepoTrace]:
     """The newest version of every stored repository, in curriculum order."""
+    from curriculum.ordering import curriculum_of
+
     with open_store(settings) as store:
-        traces = traces_in_curriculum_order(store)
+        traces = traces_in_curriculum_order(store, curriculum_of(store))
     if not traces:
         raise UserInputError("the database holds no repositories: run 'leanagent ingest' or 'leanagent run' first")
     return traces
 
 
-def traces_in_curriculum_order(store: Store) -> list[RepoTrace]:
-    """The newest version of every repository in ``store``, in curriculum order."""
-    from curriculum.ordering import curriculum_of
-
+def traces_in_curriculum_order(store: Store, curriculum: Curriculum) -> list[RepoTrace]:
+    """The newest version of every repository in ``store``, in the order of ``curriculum``
+    (the store's, computed by the caller, who often shows it too)."""
     by_location = {t.spec.location: t for t in store.latest_traces()}
-    order = [r.location for r in curriculum_of(store).repos if r.location in by_location]
+    order = [r.location for r in curriculum.repos if r.location in by_location]
     ordered = set(order)
     return [by_location[loc] for loc in order] + [t for loc, t in by_location.items() if loc not in ordered]
 

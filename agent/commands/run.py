@@ -54,8 +54,10 @@ from agent.settings import Settings
 from lean_env.records import TheoremStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from agent.prove import TheoremProver
-    from agent.scale import ProverRecipe
+    from agent.scale import ProofDone, ProofJob, ProverRecipe
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from lean_env.records import RepoTrace
@@ -99,7 +101,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store, tracked_run(store, config) as (run, resumed):
         outcomes = ingest_with_progress(store, args, settings, specs)
         order = curriculum_of(store)
-        ordered = traces_in_curriculum_order(store)
+        ordered = traces_in_curriculum_order(store, order)
         # The file's repositories are the proving targets, in curriculum order.
         mine = {o.location for o in outcomes}
         prover = _Prover.start(store, run.id, ordered, [t.spec.location for t in ordered if t.spec.location in mine], args, prove, settings) if prove else None
@@ -239,18 +241,18 @@ class _Prover:
         # Only the repository's own premises: no other repository's are accessible from its
         # theorems (imports are followed within a repository), so embedding them is waste.
         corpus = (self.traces[location],)
+        execute: Callable[[list[ProofJob]], Iterator[ProofDone]]
         if self.here is not None:
-            self.here.premises = premise_source(corpus, retriever, k=self.recipe.premises) if retriever else None
             here = self.here
-            self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
-                                       prove=lambda jobs: prove_here(jobs, here))
-            return
-        recipe = self.recipe
-        if retriever is not None:
-            save_model(retriever, self.snapshot)
-            recipe = dataclasses.replace(recipe, retriever=str(self.snapshot), corpus=corpus)
-        self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts,
-                                   prove=lambda jobs: prove_on_ray(jobs, recipe, workers=self.workers))
+            here.premises = premise_source(corpus, retriever, k=self.recipe.premises) if retriever else None
+            execute = lambda jobs: prove_here(jobs, here)  # noqa: E731
+        else:
+            recipe = self.recipe
+            if retriever is not None:
+                save_model(retriever, self.snapshot)
+                recipe = dataclasses.replace(recipe, retriever=str(self.snapshot), corpus=corpus)
+            execute = lambda jobs: prove_on_ray(jobs, recipe, workers=self.workers)  # noqa: E731
+        self.rows += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=execute)
 
     def write_patches(self, directory: Path, name: str) -> dict[str, str]:
         """One patch per repository with proofs found in this run (``git apply`` format),
