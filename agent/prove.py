@@ -1,7 +1,7 @@
 """Proving one stored theorem: best-first search in a proof environment, premises from the
 retriever, then Lean's final check of the whole file; the outcome as a value.
 
-A proof counts only when the final check (:func:`lean_env.final_check.check_proof`)
+A proof counts only when the final check (:func:`lean_env.proofs.final_check.check_proof`)
 compiled the file with it and Lean reported no error and no ``sorry``; a search result
 alone never does.
 """
@@ -22,10 +22,10 @@ from agent.search import (
 )
 from curriculum.db import AttemptOutcome
 from lean_env.errors import BackendError, LeanAgentError
-from lean_env.final_check import FinalCheckResult, Verdict, check_proof
-from lean_env.lean_runner import LeanRunner
-from lean_env.proof_env import ProofBackend
-from lean_env.proof_text import tactic_proof
+from lean_env.interactive.interface import ProofBackend
+from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
+from lean_env.proofs.text import tactic_proof
 from lean_env.records import RepoTrace, Theorem
 
 if TYPE_CHECKING:

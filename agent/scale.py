@@ -23,7 +23,7 @@ from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.records import RepoTrace, Theorem
 
 if TYPE_CHECKING:
-    from lean_env.proof_env import ProofBackend
+    from lean_env.interactive.interface import ProofBackend
 
 log = logging.getLogger(__name__)
 

@@ -1,21 +1,21 @@
-"""Best-first proof search over a :class:`~lean_env.proof_env.ProofSession` (after
+"""Best-first proof search over a :class:`~lean_env.interactive.interface.ProofSession` (after
 ReProver's search tree).
 
 Nodes are proof states. The frontier is ordered by the sum of the log-probabilities of the
 tactics on the path to a node, so the most likely partial proof is expanded first. Expanding
 a node asks the generator for ``num_candidates`` tactics and runs each in Lean:
 
-* a :class:`~lean_env.proof_env.ProofFinished` ends the search with the path as the proof;
-* a :class:`~lean_env.proof_env.TacticState` becomes a node; states compare by their goals,
+* a :class:`~lean_env.interactive.interface.ProofFinished` ends the search with the path as the proof;
+* a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals,
   so a state that several paths reach is one node, with the most likely of those paths
   found before it is expanded (a later, likelier path re-queues it), and it is expanded once;
-* a :class:`~lean_env.proof_env.LeanError` or :class:`~lean_env.proof_env.TacticTimeout`
+* a :class:`~lean_env.interactive.interface.LeanError` or :class:`~lean_env.interactive.interface.TacticTimeout`
   is counted and dropped.
 
 The search stops when a proof is found, the frontier is empty (every reachable state was
 expanded: the generator's tactics cannot prove it), or a budget runs out (expansions, wall
 time). A found proof is only a candidate: it counts once the final check
-(:mod:`lean_env.final_check`) compiled the file with it.
+(:mod:`lean_env.proofs.final_check`) compiled the file with it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from lean_env.proof_env import LeanError, ProofFinished, ProofSession, TacticState, TacticTimeout
+from lean_env.interactive.interface import (
+    LeanError,
+    ProofFinished,
+    ProofSession,
+    TacticState,
+    TacticTimeout,
+)
 
 
 @dataclass(frozen=True, slots=True)

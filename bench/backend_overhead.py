@@ -31,8 +31,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from fakes import fake_lean  # noqa: E402
 
 from agent.output import table  # noqa: E402
-from lean_env.filecheck import FileCheckBackend  # noqa: E402
-from lean_env.proof_env import TacticState  # noqa: E402
+from lean_env.interactive.filecheck import FileCheckBackend  # noqa: E402
+from lean_env.interactive.interface import TacticState  # noqa: E402
 
 SOURCE = "theorem chain (p : Prop) (h : p) : p := by\n  sorry\n"
 
@@ -95,7 +95,7 @@ def bench_dojo(steps: int) -> dict[str, float] | None:
         from fakes.fake_dojo import FakeDojo, dojo_class
     except ImportError:
         return None
-    from lean_env.dojo_env import DojoBackend
+    from lean_env.interactive.dojo import DojoBackend
     from lean_env.records import Position, Theorem, TheoremStatus
 
     goal = "p : Prop\nh : p\n⊢ p"

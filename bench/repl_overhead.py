@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.output import table  # noqa: E402
+from lean_env.interactive.repl.backend import ReplBackend  # noqa: E402
+from lean_env.interactive.repl.process import ReplCommand, ReplProcess  # noqa: E402
+from lean_env.interactive.repl.protocol import CommandRequest, TacticRequest, encode  # noqa: E402
 from lean_env.records import Position, Theorem, TheoremStatus  # noqa: E402
-from lean_env.repl.backend import ReplBackend  # noqa: E402
-from lean_env.repl.process import ReplCommand, ReplProcess  # noqa: E402
-from lean_env.repl.protocol import CommandRequest, TacticRequest, encode  # noqa: E402
 
 FAKE_REPL = ROOT / "tests" / "fakes" / "fake_repl.py"
 GOAL = "n : Nat\n⊢ n + 0 = n"

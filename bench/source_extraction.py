@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.output import table  # noqa: E402
 from lean_env.records import RepoSpec  # noqa: E402
-from lean_env.source import extract_file, extract_repo  # noqa: E402
+from lean_env.trace.source import extract_file, extract_repo  # noqa: E402
 
 _TACTICS = (
     "simp",

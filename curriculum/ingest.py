@@ -30,9 +30,9 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from curriculum.store import Store
+from lean_env.lean.toolchain import find_tool, require_tool
 from lean_env.records import IngestBackend, RepoSpec, RepoTrace
 from lean_env.repos import Checkout, resolve
-from lean_env.toolchain import find_tool, require_tool
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def dojo_can_trace(checkout: Checkout) -> bool:
 
 
 def _trace_dojo(checkout: Checkout, *, dojo_cache: Path) -> RepoTrace:
-    from lean_env.dojo_trace import trace_repo
+    from lean_env.trace.dojo import trace_repo
 
     return trace_repo(
         checkout.path, spec=checkout.spec, commit=checkout.commit, cache_dir=dojo_cache
@@ -131,7 +131,7 @@ def _trace_dojo(checkout: Checkout, *, dojo_cache: Path) -> RepoTrace:
 
 
 def _trace_source(checkout: Checkout) -> RepoTrace:
-    from lean_env.source import extract_repo
+    from lean_env.trace.source import extract_repo
 
     return extract_repo(
         checkout.path,

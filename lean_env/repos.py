@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_env.errors import RepoSpecError
+from lean_env.lean.toolchain import read_toolchain
 from lean_env.records import RepoSpec
-from lean_env.toolchain import read_toolchain
 
 log = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from lean_env.benchmark import (
+from lean_env.benchmark.dojo_shapes import decl_kind
+from lean_env.benchmark.read import (
     BenchmarkFormatError,
     canonical_order,
     read_benchmark,
 )
-from lean_env.benchmark_splits import holdout_size, split_by_premise, split_randomly
-from lean_env.benchmark_write import write_benchmark
-from lean_env.dojo_format import decl_kind
+from lean_env.benchmark.splits import holdout_size, split_by_premise, split_randomly
+from lean_env.benchmark.write import write_benchmark
 from lean_env.errors import UserInputError
 from lean_env.records import (
     DeclKind,

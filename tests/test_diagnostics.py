@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lean_env.diagnostics import Severity, parse_diagnostics
+from lean_env.lean.diagnostics import Severity, parse_diagnostics
 from lean_env.records import Position
 
 # As `lean` prints it (Lean/Message.lean, mkErrorStringWithPos): 1-based line, 0-based column.

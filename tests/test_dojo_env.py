@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lean_env.dojo_env import GAVE_UP, DojoBackend, DojoCrashedError, DojoHandle, DojoOpenError
-from lean_env.proof_env import (
+from lean_env.interactive.dojo import (
+    GAVE_UP,
+    DojoBackend,
+    DojoCrashedError,
+    DojoHandle,
+    DojoOpenError,
+)
+from lean_env.interactive.interface import (
     LeanError,
     ProofBackend,
     ProofFinished,
@@ -148,7 +154,7 @@ def test_states_from_another_backend_are_refused(tmp_path):
 
 
 def test_missing_lean_dojo_is_a_clear_user_error(tmp_path, monkeypatch):
-    from lean_env.dojo_env import DojoUnavailableError
+    from lean_env.interactive.dojo import DojoUnavailableError
 
     monkeypatch.setitem(__import__("sys").modules, "lean_dojo", None)
     with pytest.raises(DojoUnavailableError, match=r"pip install 'leanagent\[dojo\]'"):

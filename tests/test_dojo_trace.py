@@ -19,17 +19,8 @@ from typing import Any
 
 import pytest
 
-from lean_env import dojo_trace
-from lean_env.benchmark import read_benchmark
-from lean_env.benchmark_write import write_benchmark
-from lean_env.dojo_trace import (
-    DojoInputError,
-    DojoTraceError,
-    configure_dojo_env,
-    dojo_environment,
-    records_from_traced_repo,
-    trace_repo,
-)
+from lean_env.benchmark.read import read_benchmark
+from lean_env.benchmark.write import write_benchmark
 from lean_env.errors import LeanNotFoundError
 from lean_env.records import (
     DeclKind,
@@ -39,6 +30,15 @@ from lean_env.records import (
     RepoSpec,
     TheoremStatus,
     TracedTactic,
+)
+from lean_env.trace import dojo as dojo_trace
+from lean_env.trace.dojo import (
+    DojoInputError,
+    DojoTraceError,
+    configure_dojo_env,
+    dojo_environment,
+    records_from_traced_repo,
+    trace_repo,
 )
 
 LEAN4_URL = "https://github.com/leanprover/lean4"

@@ -10,9 +10,8 @@ import pytest
 from fakes import fake_lean
 
 from lean_env.errors import LeanNotFoundError
-from lean_env.filecheck import SORRY_REJECTED, FileCheckBackend, FileCheckError
-from lean_env.lean_runner import LeanRunError
-from lean_env.proof_env import (
+from lean_env.interactive.filecheck import SORRY_REJECTED, FileCheckBackend, FileCheckError
+from lean_env.interactive.interface import (
     LeanError,
     ProofBackend,
     ProofFinished,
@@ -20,6 +19,7 @@ from lean_env.proof_env import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.lean.runner import LeanRunError
 
 SOURCE = """\
 namespace Demo
@@ -234,7 +234,7 @@ def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, r
 
 def test_missing_lean_says_how_to_install(monkeypatch, tmp_path, repo):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
     with pytest.raises(LeanNotFoundError, match="elan"):
         FileCheckBackend(timeout=20).open(repo, _theorem())
 
@@ -270,7 +270,7 @@ def test_real_lean_goals_errors_and_finish(tmp_path):
 def test_theorem_without_a_proof_start_is_refused_before_running(monkeypatch, tmp_path, repo):
     import dataclasses
 
-    from lean_env.proof_text import ProofTextError
+    from lean_env.proofs.text import ProofTextError
 
     log = _activate(monkeypatch, tmp_path)
     theorem = dataclasses.replace(_theorem(), proof_start=None)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from lean_env.final_check import Verdict, check_proof
-from lean_env.lean_runner import LeanRunner
+from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.final_check import Verdict, check_proof
 
 SOURCE = fake_lean.DEMO_SOURCE
 
@@ -111,7 +111,7 @@ def test_real_lean_accepts_a_proof_and_rejects_sorry(tmp_path):
 @pytest.mark.lean
 def test_real_lean_accepts_an_example_projects_own_proof(examples_dir):
     from lean_env.records import TheoremStatus
-    from lean_env.source import extract_file
+    from lean_env.trace.source import extract_file
 
     project = next((p.parent for p in sorted(examples_dir.rglob("lakefile.*")) if ".lake" not in p.parts), None)
     if project is None:

@@ -22,7 +22,7 @@ from agent.generator_training import (
     tactic_loss,
     train_generator,
 )
-from lean_env.benchmark import read_benchmark
+from lean_env.benchmark.read import read_benchmark
 
 torch.set_num_threads(1)
 

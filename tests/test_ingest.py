@@ -168,7 +168,7 @@ def test_choose_backend(
 
 
 def test_dojo_without_lean_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("lean_env.toolchain.find_tool", lambda name: None)
+    monkeypatch.setattr("lean_env.lean.toolchain.find_tool", lambda name: None)
     with pytest.raises(LeanNotFoundError, match="elan"):
         choose_backend(BackendChoice.DOJO)
 

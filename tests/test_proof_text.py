@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lean_env.proof_text import (
+from lean_env.proofs.text import (
     ProofTextError,
     offset_of,
     position_of,
@@ -132,7 +132,7 @@ NEXT_LINE = "namespace N\n  theorem t : True :=\n    sorry\nend N\n"
     ],
 )
 def test_splice_follows_the_block_for_either_proof_start(proof_start, expected):
-    from lean_env.proof_text import splice_proof
+    from lean_env.proofs.text import splice_proof
     from lean_env.records import Theorem, TheoremStatus
 
     theorem = Theorem(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lean_env.proof_env import TacticState, normalize_goals
+from lean_env.interactive.interface import TacticState, normalize_goals
 from lean_env.records import LeanFile, Position, RepoSpec, Theorem, TheoremStatus, TracedTactic
 
 
@@ -74,7 +74,7 @@ def test_project_errors_survive_pickling_whatever_their_constructor_takes() -> N
     import pickle
 
     from lean_env.errors import LeanNotFoundError
-    from lean_env.repl.errors import ReplCrashError
+    from lean_env.interactive.repl.errors import ReplCrashError
 
     for error in (LeanNotFoundError("lake"), ReplCrashError("the REPL died", returncode=1, stderr_tail="oom")):
         again = pickle.loads(pickle.dumps(error))

@@ -10,7 +10,7 @@ import pytest
 from fakes.repl_support import fake_command, read_log, write_script
 
 from lean_env.errors import LeanNotFoundError
-from lean_env.proof_env import (
+from lean_env.interactive.interface import (
     LeanError,
     ProofBackend,
     ProofFinished,
@@ -18,13 +18,18 @@ from lean_env.proof_env import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.repl.backend import ReplBackend, ReplStateHandle
+from lean_env.interactive.repl.errors import ReplOpenError, ReplProtocolError, TheoremSourceError
+from lean_env.interactive.repl.locate import describe_repl
+from lean_env.interactive.repl.pool import PoolKey, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
+from lean_env.interactive.repl.protocol import (
+    CommandRequest,
+    CommandResponse,
+    ReplPos,
+    TacticRequest,
+)
+from lean_env.interactive.repl.theorem_text import split_header, theorem_command
 from lean_env.records import Position, Theorem, TheoremStatus
-from lean_env.repl.backend import ReplBackend, ReplStateHandle
-from lean_env.repl.errors import ReplOpenError, ReplProtocolError, TheoremSourceError
-from lean_env.repl.locate import describe_repl
-from lean_env.repl.pool import PoolKey, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
-from lean_env.repl.protocol import CommandRequest, CommandResponse, ReplPos, TacticRequest
-from lean_env.repl.theorem_text import split_header, theorem_command
 
 G_ADD = "n : Nat\n⊢ n + 0 = n"
 G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"
@@ -333,7 +338,7 @@ def test_no_repl_anywhere_is_one_clear_error(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("LEANAGENT_REPL", raising=False)
-    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
     with ReplBackend.create(cache_dir=tmp_path / "cache") as backend:
         with pytest.raises(LeanNotFoundError, match="no Lean REPL found.*git clone"):
             backend.open(project, ADD)

@@ -9,7 +9,7 @@ import pytest
 from fakes.repl_support import FAKE_GIT_SH, FAKE_LAKE_SH, executable
 
 from lean_env.errors import LeanNotFoundError, UserInputError
-from lean_env.repl.locate import (
+from lean_env.interactive.repl.locate import (
     REPL_ENV_VAR,
     ReplBuildError,
     ReplSource,
@@ -27,7 +27,7 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "bin"
     directory.mkdir()
     monkeypatch.setenv("PATH", f"{directory}{os.pathsep}/bin{os.pathsep}/usr/bin")
-    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
     return directory
 
 

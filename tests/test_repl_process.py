@@ -9,14 +9,19 @@ from pathlib import Path
 import pytest
 from fakes.repl_support import fake_command, pid_running, read_log, write_script
 
-from lean_env.repl.errors import (
+from lean_env.interactive.repl.errors import (
     ReplCrashError,
     ReplProtocolError,
     ReplStartError,
     ReplTimeoutError,
 )
-from lean_env.repl.process import ProcessState, ReplCommand, ReplProcess
-from lean_env.repl.protocol import CommandRequest, CommandResponse, ProofStepResponse, TacticRequest
+from lean_env.interactive.repl.process import ProcessState, ReplCommand, ReplProcess
+from lean_env.interactive.repl.protocol import (
+    CommandRequest,
+    CommandResponse,
+    ProofStepResponse,
+    TacticRequest,
+)
 
 GOAL = "⊢ True"
 SCRIPT = {

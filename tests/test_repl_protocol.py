@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 from fakes.repl_support import replay_command
 
-from lean_env.proof_env import LeanError, ProofFinished
-from lean_env.records import Position
-from lean_env.repl.backend import outcome_of_step
-from lean_env.repl.errors import ReplProtocolError
-from lean_env.repl.process import ReplProcess
-from lean_env.repl.protocol import (
+from lean_env.interactive.interface import LeanError, ProofFinished
+from lean_env.interactive.repl.backend import outcome_of_step
+from lean_env.interactive.repl.errors import ReplProtocolError
+from lean_env.interactive.repl.process import ReplProcess
+from lean_env.interactive.repl.protocol import (
     CommandRequest,
     CommandResponse,
     ErrorResponse,
@@ -30,6 +29,7 @@ from lean_env.repl.protocol import (
     parse_response,
     request_from_wire,
 )
+from lean_env.records import Position
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "lean-repl-transcripts"
 TRANSCRIPT_NAMES = sorted(

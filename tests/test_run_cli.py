@@ -181,7 +181,7 @@ def test_a_missing_lean_is_reported_before_any_training(tmp_path, models, capsys
     bin_dir.mkdir()
     (bin_dir / "git").symlink_to(shutil.which("git"))
     monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setattr("lean_env.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
     data = tmp_path / "data"
     code, _, err = _run(capsys, data, tmp_path / "repos.txt", "--model", str(encoder), "--generator", str(generator))
     assert code == EXIT_USAGE and len(err.splitlines()) == 1 and "elan" in err, err

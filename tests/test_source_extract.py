@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lean_env.records import DeclKind, Position, TheoremStatus
-from lean_env.source import extract_file
-from lean_env.source.extract import FileExtract
+from lean_env.trace.source import extract_file
+from lean_env.trace.source.extract import FileExtract
 
 
 def _extract(source: str) -> FileExtract:

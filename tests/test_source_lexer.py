@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lean_env.records import Position
-from lean_env.source.lexer import IDENT_RE, mask, normalize_name, split_name
+from lean_env.trace.source.lexer import IDENT_RE, mask, normalize_name, split_name
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from lean_env.errors import UserInputError
 from lean_env.records import IngestBackend, Position, RepoSpec, RepoTrace, TheoremStatus
-from lean_env.source import SourceExtractionError, extract_repo
+from lean_env.trace.source import SourceExtractionError, extract_repo
 
 
 def _trace(root: Path) -> RepoTrace:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from lean_env.lean_runner import LeanRunner
-from lean_env.writeback import (
+from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.writeback import (
     ProofEdit,
     WriteBackError,
     apply_edits,

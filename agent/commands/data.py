@@ -122,7 +122,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         if args.benchmark is not None:
             from curriculum.ingest import ingest_traces
-            from lean_env.benchmark import read_benchmark
+            from lean_env.benchmark.read import read_benchmark
 
             outcomes = ingest_traces(store, read_benchmark(args.benchmark), progress=True)
         else:
@@ -185,7 +185,7 @@ def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
-    from lean_env.benchmark_write import write_benchmark
+    from lean_env.benchmark.write import write_benchmark
 
     with open_store(settings) as store:
         traces = store.latest_traces()

@@ -23,8 +23,8 @@ from agent.settings import Settings
 from lean_env.errors import LeanNotFoundError, UserInputError
 
 if TYPE_CHECKING:
-    from lean_env.final_check import FinalCheckResult
-    from lean_env.proof_env import ProofBackend
+    from lean_env.interactive.interface import ProofBackend
+    from lean_env.proofs.final_check import FinalCheckResult
     from lean_env.records import Theorem
 
 REPLAY_BACKENDS = ("none", "auto", "file", "repl", "dojo")
@@ -96,8 +96,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> int:
-    from lean_env.final_check import check_proof
-    from lean_env.lean_runner import LeanRunner
+    from lean_env.lean.runner import LeanRunner
+    from lean_env.proofs.final_check import check_proof
 
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
@@ -123,7 +123,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 def locate_theorem(repo: Path, file: Path, full_name: str) -> Theorem:
     """The theorem ``full_name`` of ``file`` (relative to ``repo``), read by source extraction."""
-    from lean_env.source import extract_file
+    from lean_env.trace.source import extract_file
 
     if not repo.is_dir():
         raise UserInputError(f"repository directory {repo} does not exist")
@@ -166,8 +166,8 @@ def _replay(
     """Run the proof's tactics one by one in the chosen backend; one entry per step."""
     from tqdm import tqdm
 
-    from lean_env.proof_env import LeanError, ProofFinished, TacticState, TacticTimeout
-    from lean_env.proof_text import split_tactics
+    from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
+    from lean_env.proofs.text import split_tactics
 
     tactics = split_tactics(proof)
     if choice == "none" or not tactics:
@@ -198,10 +198,10 @@ def _replay(
 def interactive_backend(
     choice: str, repo: Path, *, timeout: float, data_dir: Path
 ) -> ProofBackend:
-    from lean_env.dojo_env import DojoBackend
-    from lean_env.filecheck import FileCheckBackend
-    from lean_env.repl.backend import ReplBackend
-    from lean_env.repl.locate import describe_repl
+    from lean_env.interactive.dojo import DojoBackend
+    from lean_env.interactive.filecheck import FileCheckBackend
+    from lean_env.interactive.repl.backend import ReplBackend
+    from lean_env.interactive.repl.locate import describe_repl
 
     repl_cache = data_dir / "repl"
     if choice == "auto":
@@ -216,7 +216,7 @@ def interactive_backend(
 def _write_back(
     repo: Path, theorem: Theorem, proof: str, *, apply: bool, branch: str | None
 ) -> dict[str, Any]:
-    from lean_env.writeback import ProofEdit, commit_to_branch, render_diff
+    from lean_env.proofs.writeback import ProofEdit, commit_to_branch, render_diff
 
     edits = [ProofEdit(theorem, proof)]
     if apply:
@@ -247,7 +247,7 @@ def _first_line(text: str) -> str:
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from lean_env.toolchain import find_tool, read_toolchain, tool_version
+    from lean_env.lean.toolchain import find_tool, read_toolchain, tool_version
 
     project = args.project.expanduser().resolve()
     if not project.is_dir():
@@ -256,7 +256,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     if args.build_repl:
         from tqdm import tqdm
 
-        from lean_env.repl.locate import build_repl
+        from lean_env.interactive.repl.locate import build_repl
 
         with tqdm(total=1, desc="building the Lean REPL (git clone, lake build)", disable=None) as bar:
             build_repl(project, cache_dir=settings.data_dir / "repl")
@@ -305,7 +305,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _repl_entry(project: Path, repl_cache: Path) -> dict[str, Any]:
-    from lean_env.repl.locate import describe_repl
+    from lean_env.interactive.repl.locate import describe_repl
 
     # The same search the repl backend makes when it starts a process.
     status = describe_repl(project, cache_dir=repl_cache)

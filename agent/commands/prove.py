@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agent.scale import ProofDone, ProofJob
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
-    from lean_env.proof_env import ProofBackend
+    from lean_env.interactive.interface import ProofBackend
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -206,7 +206,7 @@ class _Prover:
         from agent.generator import HFTacticGenerator
         from agent.prove import TheoremProver
         from agent.scale import ProverRecipe
-        from lean_env.lean_runner import LeanRunner
+        from lean_env.lean.runner import LeanRunner
 
         targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
         known = [t for loc in locations for t in store.theorems(location=loc)]
@@ -257,7 +257,7 @@ class _Prover:
     def write_patches(self, directory: Path, name: str) -> dict[str, str]:
         """One patch per repository with proofs found in this run (``git apply`` format),
         written to ``directory``; returns repository -> patch file."""
-        from lean_env.writeback import ProofEdit, render_diff
+        from lean_env.proofs.writeback import ProofEdit, render_diff
 
         patches = {}
         for number, location in enumerate(self.locations, start=1):

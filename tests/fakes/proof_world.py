@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
+from lean_env.interactive.interface import (
+    LeanError,
+    ProofFinished,
+    TacticResult,
+    TacticState,
+    TacticTimeout,
+)
 
 DONE = "<done>"
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from lean_env.repl.process import ReplCommand
+from lean_env.interactive.repl.process import ReplCommand
 
 FAKES_DIR = Path(__file__).resolve().parent
 FAKE_REPL = FAKES_DIR / "fake_repl.py"

@@ -2,9 +2,9 @@
 returns (the premise entries of ``corpus.jsonl``), ``TracedTactic.get_annotated_tactic()``
 (``[text, provenances]``), ``[line, column]`` positions, and corpus file paths.
 
-Shared by the LeanDojo tracing backend (:mod:`lean_env.dojo_trace`), which gets these
+Shared by the LeanDojo tracing backend (:mod:`lean_env.trace.dojo`), which gets these
 shapes from live lean_dojo objects, and the Benchmark 4 reader and writer
-(:mod:`lean_env.benchmark`), which gets them from JSON; so both backends make the same
+(:mod:`lean_env.benchmark.read`), which gets them from JSON; so both backends make the same
 records of the same data. Malformed values raise ``ValueError``; callers add the context.
 """
 

@@ -33,8 +33,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lean_env.interactive.repl.errors import ReplProtocolError
 from lean_env.records import Position
-from lean_env.repl.errors import ReplProtocolError
 
 # ---------------------------------------------------------------------------- requests
 

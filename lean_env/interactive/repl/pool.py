@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_env.closing import ClosesOnExit
-from lean_env.repl.errors import ReplCrashError, ReplOpenError, ReplTimeoutError
-from lean_env.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand, ReplProcess
-from lean_env.repl.protocol import CommandRequest, CommandResponse, Request, Response
+from lean_env.interactive.repl.errors import ReplCrashError, ReplOpenError, ReplTimeoutError
+from lean_env.interactive.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand, ReplProcess
+from lean_env.interactive.repl.protocol import CommandRequest, CommandResponse, Request, Response
 
 logger = logging.getLogger(__name__)
 
-# Starts the REPL for a project directory (see lean_env.repl.locate.repl_command).
+# Starts the REPL for a project directory (see lean_env.interactive.repl.locate.repl_command).
 Launcher = Callable[[Path], ReplCommand]
 
 

@@ -29,10 +29,10 @@ from lean_env.records import (
     TheoremStatus,
     TracedTactic,
 )
-from lean_env.source.lexer import IDENT, IDENT_RE, MaskedText, mask
-from lean_env.source.names import Entry, NameTable, Site
-from lean_env.source.reader import Decl, ReadFile, read_file
-from lean_env.source.tactics import tactic_steps
+from lean_env.trace.source.lexer import IDENT, IDENT_RE, MaskedText, mask
+from lean_env.trace.source.names import Entry, NameTable, Site
+from lean_env.trace.source.reader import Decl, ReadFile, read_file
+from lean_env.trace.source.tactics import tactic_steps
 
 _THEOREM_KINDS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
 # Each alternative starts with a literal letter (the "not inside a name" lookbehind comes
@@ -47,7 +47,7 @@ class FileExtract:
     """Everything source extraction learned from one file.
 
     From :func:`extract_file` premises resolve within the file only; :func:`extract_repo`
-    (in :mod:`lean_env.source.repo`) resolves them across the repository and its imports.
+    (in :mod:`lean_env.trace.source.repo`) resolves them across the repository and its imports.
     """
 
     file: LeanFile

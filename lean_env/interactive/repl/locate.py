@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_env.errors import UserInputError
-from lean_env.lean_runner import is_lake_project, tail
-from lean_env.repl.errors import ReplError, ReplNotFoundError
-from lean_env.repl.process import ReplCommand
-from lean_env.toolchain import find_tool, read_toolchain
+from lean_env.interactive.repl.errors import ReplError, ReplNotFoundError
+from lean_env.interactive.repl.process import ReplCommand
+from lean_env.lean.runner import is_lake_project, tail
+from lean_env.lean.toolchain import find_tool, read_toolchain
 
 logger = logging.getLogger(__name__)
 

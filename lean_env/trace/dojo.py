@@ -38,15 +38,16 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from lean_env.benchmark import canonical_order
-from lean_env.dojo_format import (
+from lean_env.benchmark.dojo_shapes import (
     SORRY_RE,
     annotated_premises,
     keeps_tactic,
     premise_from_json,
     statement_text,
 )
+from lean_env.benchmark.read import canonical_order
 from lean_env.errors import BackendError, LeanNotFoundError, UserInputError
+from lean_env.lean.toolchain import find_tool
 from lean_env.records import (
     PACKAGE_DIRS,
     IngestBackend,
@@ -60,8 +61,7 @@ from lean_env.records import (
     TheoremStatus,
     TracedTactic,
 )
-from lean_env.source.lexer import mask
-from lean_env.toolchain import find_tool
+from lean_env.trace.source.lexer import mask
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def configure_dojo_env(cache_dir: Path, *, environ: MutableMapping[str, str] | N
             "lean_dojo was imported before its environment was set "
             f"(its CACHE_DIR is {constants.CACHE_DIR}, remote cache "
             f"{'off' if constants.DISABLE_REMOTE_CACHE else 'on'}); call "
-            "lean_env.dojo_trace.configure_dojo_env before anything imports lean_dojo"
+            "lean_env.trace.dojo.configure_dojo_env before anything imports lean_dojo"
         )
 
 

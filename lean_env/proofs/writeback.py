@@ -13,7 +13,7 @@ Neither way touches the user's working tree, index or HEAD:
 
 Several proofs in one file are applied bottom-up (last proof span first) so that the
 offsets of the earlier ones stay right; multi-line proofs are indented to the block of their
-declaration (see :func:`lean_env.proof_text.splice_proof`).
+declaration (see :func:`lean_env.proofs.text.splice_proof`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lean_env.errors import BackendError, UserInputError
-from lean_env.proof_text import offset_of, proof_span, splice_proof
+from lean_env.proofs.text import offset_of, proof_span, splice_proof
 from lean_env.records import Theorem
 
 log = logging.getLogger(__name__)

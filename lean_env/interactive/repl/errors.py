@@ -1,6 +1,6 @@
 """Faults of the Lean REPL backend: what can go wrong around Lean, not inside a proof.
 
-Tactic errors and tactic timeouts are returned values (see :mod:`lean_env.proof_env`);
+Tactic errors and tactic timeouts are returned values (see :mod:`lean_env.interactive.interface`);
 these exceptions are for the infrastructure. The tree::
 
     BackendError (lean_env.errors)
@@ -23,7 +23,7 @@ these exceptions are for the infrastructure. The tree::
 from __future__ import annotations
 
 from lean_env.errors import BackendError, LeanAgentError, LeanNotFoundError, UserInputError
-from lean_env.lean_runner import tail
+from lean_env.lean.runner import tail
 
 # How much of a process's stderr (or of a malformed response) an error message carries.
 TAIL_CHARS = 2000

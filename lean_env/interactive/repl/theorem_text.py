@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lean_env.proof_text import offset_of
+from lean_env.interactive.repl.errors import TheoremSourceError
+from lean_env.interactive.repl.protocol import ReplPos
+from lean_env.proofs.text import offset_of
 from lean_env.records import Position, Theorem
-from lean_env.repl.errors import TheoremSourceError
-from lean_env.repl.protocol import ReplPos
 
 # The header's tokens: whitespace and comments (block comments nest; handled below), then
 # `prelude`, `module` and imports (with the module system's modifiers, several modules).

@@ -28,10 +28,10 @@ extra key per theorem, ``"leanagent"``, and per repository in ``metadata.json``
 reading a directory without them we derive what we can. ``docs/benchmark-format.md`` lists
 exactly what survives a round trip.
 
-LeanDojo's data shapes are converted in :mod:`lean_env.dojo_format` (shared with the
-tracing backend), the writer lives in :mod:`lean_env.benchmark_write`, the splits in
-:mod:`lean_env.benchmark_splits`, and the JSON plumbing that names files and lines in
-:mod:`lean_env.benchmark_json`.
+LeanDojo's data shapes are converted in :mod:`lean_env.benchmark.dojo_shapes` (shared with the
+tracing backend), the writer lives in :mod:`lean_env.benchmark.write`, the splits in
+:mod:`lean_env.benchmark.splits`, and the JSON plumbing that names files and lines in
+:mod:`lean_env.benchmark.jsonl`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lean_env.benchmark_json import (
+from lean_env.benchmark.dojo_shapes import (
+    SORRY_RE,
+    annotated_premises,
+    position_from_json,
+    premise_from_json,
+    statement_text,
+)
+from lean_env.benchmark.jsonl import (
     BenchmarkFormatError,
     iter_json_array,
     iter_json_lines,
@@ -52,13 +59,6 @@ from lean_env.benchmark_json import (
     reason,
     string,
     strings,
-)
-from lean_env.dojo_format import (
-    SORRY_RE,
-    annotated_premises,
-    position_from_json,
-    premise_from_json,
-    statement_text,
 )
 from lean_env.records import (
     IngestBackend,

@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_env.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
 from lean_env.errors import BackendError
-from lean_env.toolchain import require_tool
+from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
+from lean_env.lean.toolchain import require_tool
 
 log = logging.getLogger(__name__)
 

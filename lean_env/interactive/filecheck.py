@@ -14,14 +14,14 @@ How a step is checked:
 * The initial state comes from ``by`` + ``skip``: an empty ``by`` is a parse error in most
   Lean versions, while ``skip`` changes nothing, so Lean reports every goal as unsolved.
 * A state's handle is its tactic prefix (a tuple of tactics). States reached by different
-  prefixes with the same goals compare equal (see :class:`~lean_env.proof_env.TacticState`).
+  prefixes with the same goals compare equal (see :class:`~lean_env.interactive.interface.TacticState`).
 * The ``unsolved goals`` error of the proof itself is the one Lean puts at (or, in some
   versions, before) the ``by``; an ``unsolved goals`` error further in (a ``·`` or ``{}``
   block that did not close its goal) is a Lean error of the tactic, as is any other error.
 * Errors outside the theorem (before it) are not the tactic's fault: they mean the file
   does not elaborate around the theorem, and raise :class:`FileCheckError`.
 * A tactic using ``sorry`` or ``admit``, or carrying a command (``#exit``, ``axiom``, ...),
-  is rejected without running it (see :func:`~lean_env.proof_text.proof_problem`).
+  is rejected without running it (see :func:`~lean_env.proofs.text.proof_problem`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,17 @@ from pathlib import Path
 from typing import ClassVar
 
 from lean_env.closing import ClosesOnExit
-from lean_env.diagnostics import Diagnostic
 from lean_env.errors import BackendError, UserInputError
-from lean_env.lean_runner import LeanRun, LeanRunner
-from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
-from lean_env.proof_text import (
+from lean_env.interactive.interface import (
+    LeanError,
+    ProofFinished,
+    TacticResult,
+    TacticState,
+    TacticTimeout,
+)
+from lean_env.lean.diagnostics import Diagnostic
+from lean_env.lean.runner import LeanRun, LeanRunner
+from lean_env.proofs.text import (
     offset_of,
     position_of,
     proof_problem,

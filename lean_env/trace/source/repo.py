@@ -21,10 +21,10 @@ from pathlib import Path
 
 from lean_env.errors import UserInputError
 from lean_env.records import IngestBackend, LeanFile, ParseProblem, RepoSpec, RepoTrace
-from lean_env.source.extract import FileExtract, build, register
-from lean_env.source.lexer import mask
-from lean_env.source.names import NameTable
-from lean_env.source.reader import ReadFile, read_file
+from lean_env.trace.source.extract import FileExtract, build, register
+from lean_env.trace.source.lexer import mask
+from lean_env.trace.source.names import NameTable
+from lean_env.trace.source.reader import ReadFile, read_file
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
-"""The Lean REPL as a :class:`~lean_env.proof_env.ProofBackend`: the fast path.
+"""The Lean REPL as a :class:`~lean_env.interactive.interface.ProofBackend`: the fast path.
 
 Opening a theorem sends its file, up to the theorem, with the theorem's statement and
-``:= by sorry`` (see :mod:`lean_env.repl.theorem_text`) to the pooled process of the file's
+``:= by sorry`` (see :mod:`lean_env.interactive.repl.theorem_text`) to the pooled process of the file's
 import header; the `sorry`'s ``proofState`` is the initial state. A tactic is one
 ``{"tactic", "proofState"}`` request. Answers map onto the four outcomes:
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lean_env.closing import ClosesOnExit
-from lean_env.proof_env import (
+from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
     TacticResult,
@@ -40,8 +40,7 @@ from lean_env.proof_env import (
     TacticTimeout,
     normalize_goals,
 )
-from lean_env.records import Theorem
-from lean_env.repl.errors import (
+from lean_env.interactive.repl.errors import (
     ReplCrashError,
     ReplError,
     ReplOpenError,
@@ -49,8 +48,8 @@ from lean_env.repl.errors import (
     ReplTimeoutError,
     TheoremSourceError,
 )
-from lean_env.repl.locate import repl_command
-from lean_env.repl.pool import (
+from lean_env.interactive.repl.locate import repl_command
+from lean_env.interactive.repl.pool import (
     Launcher,
     PoolKey,
     ReplCrashed,
@@ -59,8 +58,8 @@ from lean_env.repl.pool import (
     ReplReply,
     ReplTimedOut,
 )
-from lean_env.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand
-from lean_env.repl.protocol import (
+from lean_env.interactive.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand
+from lean_env.interactive.repl.protocol import (
     CommandRequest,
     CommandResponse,
     ErrorResponse,
@@ -69,7 +68,8 @@ from lean_env.repl.protocol import (
     ReplSorry,
     TacticRequest,
 )
-from lean_env.repl.theorem_text import TheoremCommand, theorem_command
+from lean_env.interactive.repl.theorem_text import TheoremCommand, theorem_command
+from lean_env.records import Theorem
 
 logger = logging.getLogger(__name__)
 
@@ -351,8 +351,8 @@ class ReplBackend(ClosesOnExit):
         """A backend with its own pool; no process starts before the first :meth:`open`.
 
         ``launcher`` overrides how processes start (tests, custom wrappers); otherwise the
-        search of :func:`~lean_env.repl.locate.repl_command` decides per project, given
-        ``repl`` (an explicit binary) and ``cache_dir`` (where :func:`~lean_env.repl.locate.build_repl` builds).
+        search of :func:`~lean_env.interactive.repl.locate.repl_command` decides per project, given
+        ``repl`` (an explicit binary) and ``cache_dir`` (where :func:`~lean_env.interactive.repl.locate.build_repl` builds).
         """
 
         def locate(project_dir: Path) -> ReplCommand:

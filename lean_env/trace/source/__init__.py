@@ -7,7 +7,7 @@ Modules, bottom up: :mod:`.lexer` (comments, literals, identifiers, positions),
 (a whole repository and its Lake dependencies). See ``docs/source-extraction.md``.
 """
 
-from lean_env.source.extract import FileExtract, extract_file
-from lean_env.source.repo import SourceExtractionError, extract_repo
+from lean_env.trace.source.extract import FileExtract, extract_file
+from lean_env.trace.source.repo import SourceExtractionError, extract_repo
 
 __all__ = ["FileExtract", "SourceExtractionError", "extract_file", "extract_repo"]

@@ -7,7 +7,7 @@ threads may share a process; requests are answered strictly in order.
 
 Every request has a finite timeout. On a timeout, malformed output or an unexpected exit
 the process is killed and an exception says why (stderr tail attached); the caller
-(:mod:`lean_env.repl.pool`) decides whether to start a new one. A process found dead
+(:mod:`lean_env.interactive.repl.pool`) decides whether to start a new one. A process found dead
 *before* a request raises :class:`ReplCrashError` without writing anything.
 
 Memory: the child runs under ``RLIMIT_AS`` (address space, set in the child before exec).
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO
 
 from lean_env.closing import ClosesOnExit
-from lean_env.repl.errors import (
+from lean_env.interactive.repl.errors import (
     TAIL_CHARS,
     ReplCrashError,
     ReplProtocolError,
@@ -43,7 +43,7 @@ from lean_env.repl.errors import (
     ReplTimeoutError,
     tail,
 )
-from lean_env.repl.protocol import Request, Response, encode, parse_response
+from lean_env.interactive.repl.protocol import Request, Response, encode, parse_response
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 
-from lean_env.source.lexer import rstrip_end
+from lean_env.trace.source.lexer import rstrip_end
 
 # Words after which the rest of the step is a nested tactic sequence.
 _NESTING_WORDS = "by try repeat all_goals any_goals focus first iterate on_goal case next".split()

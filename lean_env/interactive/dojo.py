@@ -8,11 +8,11 @@ is per interaction), ``DojoCrashError`` (the Lean process died) or, on entry,
 ``DojoInitError``. We map them to:
 
 ========================  =================================================================
-``TacticState``           :class:`~lean_env.proof_env.TacticState` (handle: see below)
-``ProofFinished``         :class:`~lean_env.proof_env.ProofFinished` with Lean's message
-``LeanError``             :class:`~lean_env.proof_env.LeanError`
-``ProofGivenUp``          :class:`~lean_env.proof_env.LeanError` (the tactic used ``sorry``)
-``DojoTacticTimeoutError`` :class:`~lean_env.proof_env.TacticTimeout`; LeanDojo's process is
+``TacticState``           :class:`~lean_env.interactive.interface.TacticState` (handle: see below)
+``ProofFinished``         :class:`~lean_env.interactive.interface.ProofFinished` with Lean's message
+``LeanError``             :class:`~lean_env.interactive.interface.LeanError`
+``ProofGivenUp``          :class:`~lean_env.interactive.interface.LeanError` (the tactic used ``sorry``)
+``DojoTacticTimeoutError`` :class:`~lean_env.interactive.interface.TacticTimeout`; LeanDojo's process is
                           then in an unknown state, so it is closed and a fresh ``Dojo`` is
                           entered on the next tactic, replaying the state's tactic path
 ``DojoCrashError``        :class:`DojoCrashedError` (the session is closed)
@@ -36,11 +36,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lean_env.closing import ClosesOnExit
-from lean_env.dojo_trace import configure_dojo_env
 from lean_env.errors import BackendError, UserInputError
-from lean_env.proof_env import LeanError, ProofFinished, TacticResult, TacticState, TacticTimeout
-from lean_env.proof_text import uses_sorry
+from lean_env.interactive.interface import (
+    LeanError,
+    ProofFinished,
+    TacticResult,
+    TacticState,
+    TacticTimeout,
+)
+from lean_env.proofs.text import uses_sorry
 from lean_env.records import Theorem
+from lean_env.trace.dojo import configure_dojo_env
 
 log = logging.getLogger(__name__)
 

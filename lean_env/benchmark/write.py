@@ -1,8 +1,8 @@
-"""Writing the LeanDojo Benchmark 4 layout (see :mod:`lean_env.benchmark` for the format).
+"""Writing the LeanDojo Benchmark 4 layout (see :mod:`lean_env.benchmark.read` for the format).
 
 Both split strategies, ``corpus.jsonl`` in dependency order, ``traced_files.jsonl`` and
 ``metadata.json``, with our extension keys for what the standard fields cannot carry; the
-reader in :mod:`lean_env.benchmark` gives the records back (``canonical_order`` of them).
+reader in :mod:`lean_env.benchmark.read` gives the records back (``canonical_order`` of them).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lean_env.benchmark import (
+from lean_env.benchmark.dojo_shapes import premise_to_json
+from lean_env.benchmark.jsonl import write_json_array
+from lean_env.benchmark.read import (
     CORPUS_FILE,
     EXTENSION_KEY,
     METADATA_FILE,
@@ -26,9 +28,7 @@ from lean_env.benchmark import (
     TRACED_FILES_FILE,
     BenchmarkFormatError,
 )
-from lean_env.benchmark_json import write_json_array
-from lean_env.benchmark_splits import split_by_premise, split_randomly
-from lean_env.dojo_format import premise_to_json
+from lean_env.benchmark.splits import split_by_premise, split_randomly
 from lean_env.records import (
     LeanFile,
     Position,

@@ -20,10 +20,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_env.diagnostics import Diagnostic
-from lean_env.filecheck import TheoremFileError
-from lean_env.lean_runner import LeanRunner
-from lean_env.proof_text import offset_of, position_of, proof_problem, splice_proof
+from lean_env.interactive.filecheck import TheoremFileError
+from lean_env.lean.diagnostics import Diagnostic
+from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.records import Theorem
 
 log = logging.getLogger(__name__)

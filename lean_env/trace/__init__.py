@@ -1,0 +1,3 @@
+"""From a checkout to records: LeanDojo tracing (:mod:`.dojo`), Lean-free source
+extraction (:mod:`.source`) and the choice between them that ``--backend`` makes
+(:mod:`.choice`)."""
