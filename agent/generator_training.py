@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from agent.generator import SEPARATOR, HFTacticGenerator, prompt
-from agent.prove import PremisesByRepo
+from agent.prove import PremiseSource
 from lean_env.records import RepoTrace, TheoremStatus
 
 
@@ -34,7 +34,7 @@ class TacticExample:
     premises: tuple[str, ...] = ()
 
 
-def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesByRepo | None = None) -> list[TacticExample]:
+def tactic_examples(traces: Sequence[RepoTrace], *, premises: PremiseSource | None = None) -> list[TacticExample]:
     """Every traced tactic with a goal state of the proven theorems of ``traces`` (a ``sorry``
     proof teaches nothing worth saying), in trace order."""
     out: list[TacticExample] = []
@@ -46,7 +46,7 @@ def tactic_examples(traces: Sequence[RepoTrace], *, premises_for: PremisesByRepo
             steps = [t for t in theorem.tactics if t.state_before and t.tactic.strip()]
             if not steps:
                 continue
-            retrieve = premises_for(repo, theorem) if premises_for else None
+            retrieve = premises.premises_for(repo, theorem) if premises else None
             for step in steps:
                 assert step.state_before is not None
                 shown = tuple(retrieve(step.state_before)) if retrieve else ()

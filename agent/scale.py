@@ -12,18 +12,21 @@ readable where the workers run: this machine (Ray started here) or a shared file
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.prove import ProofAttempt, ProveConfig, TheoremProver, premise_source
+from agent.prove import PremiseSource, ProofAttempt, ProvingConfig, TheoremProver, premise_source
 from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.records import RepoTrace, Theorem
+from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
-    from lean_env.interactive.interface import ProofBackend
+    from retrieval.encoder import TextEncoder
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +50,12 @@ class ProofDone:
 
 @dataclass(frozen=True, slots=True)
 class ProverRecipe:
-    """How a worker builds its prover; everything in it can be sent to another process."""
+    """How a worker builds its prover and its premises; everything in it can be sent to
+    another process."""
 
-    generator: str  # a Hugging Face name or a directory
-    open_backend: Callable[[Path], ProofBackend]  # a module-level function or a partial of one
-    config: ProveConfig
+    config: ProvingConfig
+    data_dir: Path  # the proof environments' caches (REPL builds, LeanDojo traces)
     retriever: str | None = None  # premise encoder, name or directory
-    premises: int = 10  # premises per goal with a retriever
     corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
 
     def check(self) -> None:
@@ -62,23 +64,64 @@ class ProverRecipe:
         from agent.generator import HFTacticGenerator
         from retrieval.encoder import TextEncoder
 
-        HFTacticGenerator.load(self.generator)
+        HFTacticGenerator.load(self.config.generator)
         if self.retriever:
             TextEncoder.load(self.retriever)
 
-    def build(self) -> TheoremProver:
-        from agent.generator import HFTacticGenerator
+    def build(self) -> tuple[TheoremProver, PremiseSource | None]:
         from retrieval.encoder import TextEncoder
 
-        premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.premises) if self.retriever else None
-        return TheoremProver(HFTacticGenerator.load(self.generator), open_backend=self.open_backend, premises=premises, config=self.config)
+        premises = None
+        if self.retriever:
+            premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.config.premises)
+        return TheoremProver.load(self.config, data_dir=self.data_dir), premises
 
 
-def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver) -> Iterator[ProofDone]:
+def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver, premises: PremiseSource | None = None) -> Iterator[ProofDone]:
     """Prove ``jobs`` one after another in this process, in order."""
     for job in jobs:
-        attempt, backend = prover.prove(job.location, job.repo_dir, job.theorem)
+        attempt, backend = prover.prove(job.location, job.repo_dir, job.theorem, premises=premises)
         yield ProofDone(job, attempt, backend)
+
+
+class ProofRunner:
+    """Runs proof jobs where the config says: in this process, with one prover kept for every
+    call (its proof environments stay open), or on Ray workers that build their own from
+    the recipe. :meth:`close` closes the prover."""
+
+    def __init__(self, recipe: ProverRecipe, prover: TheoremProver | None, premises: PremiseSource | None) -> None:
+        self.recipe = recipe
+        self._prover = prover
+        self._premises = premises
+
+    @classmethod
+    def start(cls, recipe: ProverRecipe) -> ProofRunner:
+        """Load the models here (one worker), or check that they load (Ray; a worker would
+        die of a bad name): a bad generator or retriever is the user's error before any work."""
+        if recipe.config.workers == 1:
+            prover, premises = recipe.build()
+            return cls(recipe, prover, premises)
+        require_ray()
+        recipe.check()
+        return cls(recipe, None, None)
+
+    def with_retriever(self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path) -> ProofRunner:
+        """This runner with premises from ``encoder`` over ``corpus``: in this process the
+        encoder itself, for Ray workers a copy saved to ``snapshot``. It shares this runner's
+        prover: close this one, not it."""
+        if self._prover is not None:
+            return ProofRunner(self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises))
+        save_model(encoder, snapshot)
+        return ProofRunner(dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus), None, None)
+
+    def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
+        if self._prover is not None:
+            return prove_here(jobs, self._prover, self._premises)
+        return prove_on_ray(jobs, self.recipe, workers=self.recipe.config.workers)
+
+    def close(self) -> None:
+        if self._prover is not None:
+            self._prover.close()
 
 
 def require_ray() -> None:
@@ -151,10 +194,10 @@ class _RayProver:
     """A Ray actor around one :class:`TheoremProver` (built in the worker, kept for its jobs)."""
 
     def __init__(self, recipe: ProverRecipe) -> None:
-        self.prover = recipe.build()
+        self.prover, self.premises = recipe.build()
 
     def prove(self, job: ProofJob) -> tuple[int, ProofAttempt, str]:
-        attempt, backend = self.prover.prove(job.location, job.repo_dir, job.theorem)
+        attempt, backend = self.prover.prove(job.location, job.repo_dir, job.theorem, premises=self.premises)
         return job.key, attempt, backend
 
     def close(self) -> None:

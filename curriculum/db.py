@@ -40,7 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lean_env.records import DeclKind, IngestBackend, TheoremStatus
+from lean_env.records import AttemptOutcome, DeclKind, IngestBackend, RunStatus, TheoremStatus
 
 
 def utcnow() -> datetime:
@@ -69,28 +69,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class AttemptOutcome(enum.StrEnum):
-    """How one proof search for one theorem ended."""
-
-    # A proof was found and Lean's final check of the whole file accepted it.
-    PROVED = "proved"
-    # The search finished its budget (or ran out of tactics) without a proof.
-    FAILED = "failed"
-    # The wall-clock limit stopped the search: unknown, not a failure to prove.
-    TIMEOUT = "timeout"
-    # The proof environment itself failed (Lean crashed, could not open the theorem).
-    ERROR = "error"
-
-
-class RunStatus(enum.StrEnum):
-    """Where a run (one invocation of the lifelong loop) stands."""
-
-    RUNNING = "running"  # started and not ended: killed, or still going
-    FINISHED = "finished"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
 
 
 def _str_enum(cls: type[enum.StrEnum]) -> Enum:

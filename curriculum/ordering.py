@@ -17,6 +17,7 @@ from typing import Any
 from curriculum.difficulty import Bucket, Thresholds, bucket, log_difficulty, thresholds
 from curriculum.results import TheoremSummary
 from curriculum.store import Store
+from lean_env.records import RepoTrace
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +95,15 @@ def curriculum_of(store: Store) -> Curriculum:
     """The curriculum over the store's merged view (every repository's newest version)."""
     latest = [(v.location, v.commit) for v in store.versions() if v.latest]
     return order_repositories(store.theorem_summaries(), repositories=latest)
+
+
+def traces_in_curriculum_order(store: Store, curriculum: Curriculum) -> list[RepoTrace]:
+    """The newest version of every repository in ``store``, in the order of ``curriculum``
+    (the store's, computed by the caller, who often shows it too); repositories the
+    curriculum does not list come last."""
+    by_location = {t.spec.location: t for t in store.latest_traces()}
+    order = [r.location for r in curriculum.repos if r.location in by_location]
+    ordered = set(order)
+    return [by_location[loc] for loc in order] + [
+        t for loc, t in by_location.items() if loc not in ordered
+    ]

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from curriculum.db import AttemptOutcome, RunStatus
-from lean_env.records import IngestBackend, Theorem, TheoremStatus
+from lean_env.records import AttemptOutcome, IngestBackend, RunStatus, Theorem, TheoremStatus
 
 
 @dataclass(frozen=True, slots=True)

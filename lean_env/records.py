@@ -154,6 +154,28 @@ class TheoremStatus(enum.StrEnum):
     PROVED_BY_US = "proved_by_us"
 
 
+class AttemptOutcome(enum.StrEnum):
+    """How one proof search for one theorem ended."""
+
+    # A proof was found and Lean's final check of the whole file accepted it.
+    PROVED = "proved"
+    # The search finished its budget (or ran out of tactics) without a proof.
+    FAILED = "failed"
+    # The wall-clock limit stopped the search: unknown, not a failure to prove.
+    TIMEOUT = "timeout"
+    # The proof environment itself failed (Lean crashed, could not open the theorem).
+    ERROR = "error"
+
+
+class RunStatus(enum.StrEnum):
+    """Where a run (one invocation of the lifelong loop) stands."""
+
+    RUNNING = "running"  # started and not ended: killed, or still going
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
 @dataclass(frozen=True, slots=True)
 class TracedTactic:
     """One tactic step of a proof: top-level steps for source extraction, every traced

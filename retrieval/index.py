@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
-from lean_env.records import Position
+from lean_env.records import Position, Theorem
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import Encoder
 
@@ -114,6 +114,11 @@ class PremiseRetriever:
 
     def __init__(self, index: PremiseIndex, encoder: Encoder, *, k: int) -> None:
         self.index, self.encoder, self.k = index, encoder, k
+
+    def premises_for(self, location: str, theorem: Theorem) -> Callable[[str], list[str]]:
+        """A goal -> premises function for ``theorem`` of the repository ``location`` (the
+        prover's :class:`~agent.prove.PremiseSource` seam)."""
+        return self.for_theorem(location, theorem.path, theorem.start)
 
     def for_theorem(self, repo: str, path: str, before: Position) -> Callable[[str], list[str]]:
         """A goal -> premises function for a declaration of ``repo`` at ``path``:``before``."""

@@ -25,9 +25,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from curriculum import bulk
-from curriculum.db import AttemptOutcome, PremiseRow, RunStatus, TacticPremiseRow
+from curriculum.db import PremiseRow, TacticPremiseRow
 from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
-from lean_env.records import TheoremStatus
+from lean_env.records import AttemptOutcome, RunStatus, TheoremStatus
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from lean_env.interactive.interface import (
     ProofBackend,
     ProofFinished,
     ProofSession,
+    SessionClosedError,
     TacticState,
     TacticTimeout,
 )
@@ -128,7 +129,7 @@ def test_crash_raises_and_closes(tmp_path):
         state = session.run_tactic(session.initial_state, "intro h")
         with pytest.raises(DojoCrashedError, match="OOM.*'oom'.*Demo.imp_self'"):
             session.run_tactic(state, "oom")
-        with pytest.raises(DojoCrashedError, match="closed"):
+        with pytest.raises(SessionClosedError, match="closed"):
             session.run_tactic(state, "exact h")
     assert log.count(("exit",)) == 1
 

@@ -16,6 +16,7 @@ from lean_env.interactive.interface import (
     ProofBackend,
     ProofFinished,
     ProofSession,
+    SessionClosedError,
     TacticState,
     TacticTimeout,
 )
@@ -244,7 +245,7 @@ def test_closed_session_refuses_work(monkeypatch, tmp_path, repo):
     session = FileCheckBackend(timeout=20).open(repo, _theorem())
     session.close()
     session.close()
-    with pytest.raises(FileCheckError, match="closed"):
+    with pytest.raises(SessionClosedError, match="closed"):
         session.run_tactic(session.initial_state, "intro h")
 
 

@@ -34,13 +34,14 @@ def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premise
     [trace] = read_benchmark(FIXTURE)
     asked: list[tuple[str, str]] = []
 
-    def premises_for(repo: str, theorem):
-        def retrieve(goal: str) -> list[str]:
-            asked.append((theorem.full_name, goal))
-            return [f"premise for {theorem.full_name}"]
-        return retrieve
+    class Premises:
+        def premises_for(self, location: str, theorem):
+            def retrieve(goal: str) -> list[str]:
+                asked.append((theorem.full_name, goal))
+                return [f"premise for {theorem.full_name}"]
+            return retrieve
 
-    examples = tactic_examples([trace], premises_for=premises_for)
+    examples = tactic_examples([trace], premises=Premises())
     # the sorry theorem's `sorry` step is left out; the term-mode theorem has no steps
     assert [(e.theorem, e.tactic) for e in examples] == [
         ("DemoArith.add_comm'", "rw [Nat.add_comm]"),

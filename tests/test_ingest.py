@@ -17,19 +17,13 @@ from db_cases import (  # noqa: F401 (db_url is a fixture)
     theorem,
 )
 
-from curriculum import ingest as ingest_module
-from curriculum.ingest import (
-    BackendChoice,
-    IngestStatus,
-    choose_backend,
-    ingest_specs,
-    ingest_traces,
-    make_tracer,
-)
+from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces
 from curriculum.store import Store
 from lean_env.errors import LeanNotFoundError
 from lean_env.records import IngestBackend, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import Checkout
+from lean_env.trace import choice as choice_module
+from lean_env.trace.choice import TracerChoice, choose_backend, make_tracer
 
 
 class FakeTracer:
@@ -104,7 +98,7 @@ def test_a_new_commit_is_a_new_version_and_an_edit_of_a_plain_dir_too(
     repo, first = git_project(tmp_path / "repo")
     plain = lean_project(tmp_path / "plain")
     specs = [RepoSpec(str(repo)), RepoSpec(str(plain))]
-    tracer = make_tracer(BackendChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
+    tracer = make_tracer(TracerChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
     before = ingest_specs(store, specs, cache_dir=tmp_path / "cache", tracer=tracer)
 
     extra = "\ntheorem demo_more : 2 = 2 := rfl\n"
@@ -141,46 +135,46 @@ def test_ingest_traces_stores_ready_made_traces_once(store: Store) -> None:
     ("choice", "lean", "dojo", "expected"),
     [
         pytest.param(
-            BackendChoice.AUTO, True, True, IngestBackend.DOJO, id="auto-with-lean-and-dojo"
+            TracerChoice.AUTO, True, True, IngestBackend.DOJO, id="auto-with-lean-and-dojo"
         ),
-        pytest.param(BackendChoice.AUTO, False, True, IngestBackend.SOURCE, id="auto-without-lean"),
+        pytest.param(TracerChoice.AUTO, False, True, IngestBackend.SOURCE, id="auto-without-lean"),
         pytest.param(
-            BackendChoice.AUTO, True, False, IngestBackend.SOURCE, id="auto-without-lean-dojo"
+            TracerChoice.AUTO, True, False, IngestBackend.SOURCE, id="auto-without-lean-dojo"
         ),
-        pytest.param(BackendChoice.SOURCE, True, True, IngestBackend.SOURCE, id="source"),
-        pytest.param(BackendChoice.DOJO, True, False, IngestBackend.DOJO, id="dojo"),
+        pytest.param(TracerChoice.SOURCE, True, True, IngestBackend.SOURCE, id="source"),
+        pytest.param(TracerChoice.DOJO, True, False, IngestBackend.DOJO, id="dojo"),
     ],
 )
 def test_choose_backend(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    choice: BackendChoice, lean: bool, dojo: bool, expected: IngestBackend,
+    choice: TracerChoice, lean: bool, dojo: bool, expected: IngestBackend,
 ) -> None:  # fmt: skip
     lean_path = Path("/opt/elan/bin/lean") if lean else None
-    monkeypatch.setattr(ingest_module, "find_tool", lambda name: lean_path)
-    monkeypatch.setattr(ingest_module, "require_tool", lambda name: lean_path)
+    monkeypatch.setattr(choice_module, "find_tool", lambda name: lean_path)
+    monkeypatch.setattr(choice_module, "require_tool", lambda name: lean_path)
     monkeypatch.setattr(
-        ingest_module.importlib.util, "find_spec", lambda name: object() if dojo else None
+        choice_module.importlib.util, "find_spec", lambda name: object() if dojo else None
     )
-    with caplog.at_level(logging.INFO, logger="curriculum.ingest"):
+    with caplog.at_level(logging.INFO, logger="lean_env.trace.choice"):
         assert choose_backend(choice) is expected
-    if choice is BackendChoice.AUTO:
+    if choice is TracerChoice.AUTO:
         assert f"ingest backend: {expected}" in caplog.text
 
 
 def test_dojo_without_lean_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("lean_env.lean.toolchain.find_tool", lambda name: None)
     with pytest.raises(LeanNotFoundError, match="elan"):
-        choose_backend(BackendChoice.DOJO)
+        choose_backend(TracerChoice.DOJO)
 
 
 def test_auto_extracts_from_source_what_lean_dojo_cannot_trace(
     tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest_module, "find_tool", lambda name: Path("/opt/elan/bin/lean"))
-    monkeypatch.setattr(ingest_module.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(choice_module, "find_tool", lambda name: Path("/opt/elan/bin/lean"))
+    monkeypatch.setattr(choice_module.importlib.util, "find_spec", lambda name: object())
     dojo = FakeTracer()
-    monkeypatch.setattr(ingest_module, "_trace_dojo", lambda checkout, dojo_cache: dojo(checkout))
-    tracer = make_tracer(BackendChoice.AUTO, dojo_cache=tmp_path / "lean_dojo")
+    monkeypatch.setattr(choice_module, "_trace_dojo", lambda checkout, dojo_cache: dojo(checkout))
+    tracer = make_tracer(TracerChoice.AUTO, dojo_cache=tmp_path / "lean_dojo")
     plain = lean_project(tmp_path / "plain")
     clean, head = git_project(tmp_path / "clean")
     outcomes = ingest_specs(
@@ -196,7 +190,7 @@ def test_auto_extracts_from_source_what_lean_dojo_cannot_trace(
 
 def test_the_source_backend_end_to_end(tmp_path: Path, store: Store) -> None:
     root = lean_project(tmp_path / "proj")
-    tracer = make_tracer(BackendChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
+    tracer = make_tracer(TracerChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
     [outcome] = ingest_specs(
         store, [RepoSpec(str(root))], cache_dir=tmp_path / "cache", tracer=tracer
     )

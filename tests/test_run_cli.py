@@ -17,8 +17,9 @@ from fakes import fake_lean
 from fakes.tiny_encoder import tiny_encoder
 from prove_cases import AFTER_INTRO, START, demo_lake_repo, taught_generator
 
-import agent.commands.run as run_command
+import agent.lifelong
 import agent.prove
+import agent.proving
 from agent.cli import EXIT_INTERRUPTED, EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
@@ -156,16 +157,16 @@ def test_an_interrupted_run_resumes_without_repeating_finished_work(demo, models
     encoder, generator = models
     data = tmp_path / "data"
     args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
-    real = run_command.prove_targets
+    real = agent.proving.prove_targets
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_command, "prove_targets", interrupted)
+    monkeypatch.setattr(agent.proving, "prove_targets", interrupted)
     code, _, _ = _run(capsys, data, demo, *args)
     assert code == EXIT_INTERRUPTED
 
-    monkeypatch.setattr(run_command, "prove_targets", real)
+    monkeypatch.setattr(agent.proving, "prove_targets", real)
     code, payload, _ = _run(capsys, data, demo, *args)
     assert code == 0 and payload["resumed"] is True
     # the step finished before the interruption is picked up, not taken again
@@ -228,7 +229,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
     source.write_text(source.read_text(encoding="utf-8") + "\n-- a newer version\n", encoding="utf-8")
 
     events: list[str] = []
-    real_step, real_prove = ProgressiveTrainer.step, run_command.prove_targets
+    real_step, real_prove = ProgressiveTrainer.step, agent.proving.prove_targets
 
     def step(self, *a, **k):
         events.append("step")
@@ -239,7 +240,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
         return real_prove(*a, **k)
 
     monkeypatch.setattr(ProgressiveTrainer, "step", step)
-    monkeypatch.setattr(run_command, "prove_targets", prove)
+    monkeypatch.setattr(agent.proving, "prove_targets", prove)
     code, second, _ = _run(capsys, data, demo, "--model", str(encoder), "--generator", str(generator),
                         "--proof-backend", "file", *SEARCH)
     assert code == 0 and [s["commit"] == first["training"]["steps"][0]["commit"] for s in second["training"]["steps"]] == [True, False]
@@ -335,15 +336,15 @@ def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, 
     resumed run finishes (exit 0) and its patch holds the proofs found before the interruption."""
     repos = _two_provable_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
-    real = run_command.write_report
+    real = agent.lifelong.write_report
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_command, "write_report", interrupted)
+    monkeypatch.setattr(agent.lifelong, "write_report", interrupted)
     code, _, _ = _run_untrained(capsys, data, repos, generator)
     assert code == EXIT_INTERRUPTED
-    monkeypatch.setattr(run_command, "write_report", real)
+    monkeypatch.setattr(agent.lifelong, "write_report", real)
 
     code, payload, err = _run_untrained(capsys, data, repos, generator)
     assert code == 0 and payload["resumed"] is True, err

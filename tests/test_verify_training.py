@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from agent.commands.verify_train import TASK_CHOICES, add_parser
+from agent.commands.verify.train_example import TASK_CHOICES, add_parser
 from agent.settings import Settings
 from verify import interpreter
 from verify.errors import VerifyInputError
@@ -398,7 +398,7 @@ def test_cli_task_choices_match_the_tasks() -> None:
 
 def test_leanagent_verify_has_train_example() -> None:
     from agent.cli import build_parser
-    from agent.commands.verify_train import run_train_example_command
+    from agent.commands.verify.train_example import run_train_example_command
 
     args = build_parser().parse_args(["verify", "train-example", "dyck", "--width", "6", "--json"])
     assert args.handler is run_train_example_command and args.task == "dyck" and args.width == 6

@@ -7,24 +7,19 @@ They parse, call :mod:`curriculum` and :mod:`lean_env`, and print through
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent.options import json_option, tracer_option
 from agent.output import emit, table
+from agent.render import curriculum_text, outcomes_text, plural, short_commit
 from agent.settings import Settings
-from lean_env.errors import LeanAgentError, UserInputError
+from agent.workspace import ingest_repositories, open_store
+from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
-    from curriculum.ingest import IngestOutcome
-    from curriculum.ordering import Curriculum
-    from curriculum.results import RunRecord
-    from curriculum.store import Store
     from lean_env.records import RepoSpec
-
-BACKENDS = ("auto", "dojo", "source")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="read a LeanDojo Benchmark 4 directory instead of tracing",
     )
-    backend_option(ingest)
+    tracer_option(ingest)
     json_option(ingest)
     ingest.set_defaults(handler=_ingest)
 
@@ -96,20 +91,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.set_defaults(handler=_export)
 
 
-def backend_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="auto",
-        help="how to trace: dojo (LeanDojo, needs Lean), source (no Lean needed) or auto (dojo "
-        "when Lean and lean_dojo are available, else source; default)",
-    )
-
-
-def json_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
 # ---- handlers ------------------------------------------------------------------------
 
 
@@ -126,8 +107,10 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
             outcomes = ingest_traces(store, read_benchmark(args.benchmark), progress=True)
         else:
-            outcomes = ingest_with_progress(store, args, settings, _specs_of(args))
-    emit([jsonable(o) for o in outcomes], outcomes_text(outcomes), as_json=args.json)
+            from lean_env.trace.choice import TracerChoice
+
+            outcomes = ingest_repositories(store, _specs_of(args), settings, TracerChoice(args.backend))
+    emit([dataclasses.asdict(o) for o in outcomes], outcomes_text(outcomes), as_json=args.json)
     return 0
 
 
@@ -171,7 +154,7 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
             else "no repositories ingested yet",
         ]
     )
-    emit(jsonable(stats), human, as_json=args.json)
+    emit(dataclasses.asdict(stats), human, as_json=args.json)
     return 0
 
 
@@ -202,47 +185,12 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
         "premises": sum(len(t.premises) for t in traces),
     }
     human = (
-        f"wrote {_plural(len(traces), 'repository', 'repositories')} "
+        f"wrote {plural(len(traces), 'repository', 'repositories')} "
         f"({payload['theorems']} theorems, {payload['premises']} premises) "
         f"to {args.out_dir}"
     )
     emit(payload, human, as_json=args.json)
     return 0
-
-
-# ---- helpers -------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def tracked_run(store: Store, config: Mapping[str, Any]) -> Iterator[tuple[RunRecord, bool]]:
-    """A run recorded in ``store`` for the block: an unfinished one of the same ``config`` is
-    resumed under its own id (so its finished work is not repeated), else a new one starts.
-    Yields the run and whether it was resumed; marks it finished, failed or interrupted."""
-    from curriculum.db import RunStatus
-
-    resumed = store.resume_run(config)
-    run = resumed or store.start_run(config)
-    try:
-        yield run, resumed is not None
-    except BaseException as e:
-        status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
-        # If the database itself failed, marking the run fails too: report the first error.
-        with contextlib.suppress(LeanAgentError):
-            store.finish_run(run.id, status=status)
-        raise
-    store.finish_run(run.id)
-
-
-def open_store(settings: Settings) -> Store:
-    from curriculum.store import Store
-
-    try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserInputError(
-            f"cannot create the data directory {settings.data_dir}: {e.strerror or e}"
-        ) from e
-    return Store.open(settings.db_url)
 
 
 def _specs_of(args: argparse.Namespace) -> list[RepoSpec]:
@@ -251,104 +199,3 @@ def _specs_of(args: argparse.Namespace) -> list[RepoSpec]:
     if args.repos is not None:
         return parse_repos_file(args.repos)
     return [parse_spec(text) for text in args.specs]
-
-
-def ingest_with_progress(
-    store: Store, args: argparse.Namespace, settings: Settings, specs: Sequence[RepoSpec]
-) -> list[IngestOutcome]:
-    from curriculum.ingest import BackendChoice, ingest_specs, make_tracer
-
-    cache_dir = settings.data_dir / "cache"
-    tracer = make_tracer(BackendChoice(args.backend), dojo_cache=settings.data_dir / "lean_dojo")
-    return ingest_specs(store, specs, cache_dir=cache_dir, tracer=tracer, progress=True)
-
-
-def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
-    rows = [
-        [
-            o.location,
-            short_commit(o.commit),
-            o.status,
-            o.backend,
-            o.files,
-            o.premises,
-            o.theorems,
-            o.sorries,
-        ]
-        for o in outcomes
-    ]
-    added = sum(o.status == "added" for o in outcomes)
-    return "\n".join(
-        [
-            table(
-                [
-                    "repository",
-                    "commit",
-                    "status",
-                    "backend",
-                    "files",
-                    "premises",
-                    "theorems",
-                    "sorries",
-                ],
-                rows,
-            ),
-            f"{_plural(len(outcomes), 'repository', 'repositories')}: {added} added, "
-            f"{len(outcomes) - added} unchanged",
-        ]
-    )
-
-
-def curriculum_text(order: Curriculum) -> str:
-    if not order.repos:
-        return "no repositories ingested yet"
-    if order.thresholds is None:
-        bounds = "no proved theorems, so no difficulty thresholds"
-    else:
-        bounds = (
-            f"easy: S <= {order.thresholds.easy_max:g}, "
-            f"medium: S <= {order.thresholds.medium_max:g}, "
-            "hard: above (difficulty e^S, S = proof steps)"
-        )
-    rows = [
-        [
-            rank,
-            r.location,
-            short_commit(r.commit),
-            r.easy,
-            r.medium,
-            r.hard,
-            r.hard_no_proof,
-            r.unknown,
-            r.total,
-        ]
-        for rank, r in enumerate(order.repos, start=1)
-    ]
-    headers = [
-        "#",
-        "repository",
-        "commit",
-        "easy",
-        "medium",
-        "hard",
-        "no proof",
-        "unknown",
-        "total",
-    ]
-    return "\n".join([f"curriculum order ({bounds})", table(headers, rows)])
-
-
-def short_commit(commit: str) -> str:
-    """A commit for tables: 12 hex digits of a SHA, the tag and 8 digits of a content hash."""
-    if commit.startswith("content-"):
-        return commit[:16]
-    sha, dirty, _ = commit.partition("-dirty-")
-    return sha[:12] + ("-dirty" if dirty else "")
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
-def jsonable(record: Any) -> Any:
-    return dataclasses.asdict(record)

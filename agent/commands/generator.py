@@ -16,10 +16,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agent.commands.data import json_option
-from agent.commands.retrieval import check_split, ordered_traces, save_model
+from agent.options import check_split, json_option
 from agent.output import emit, table
 from agent.settings import Settings
+from agent.workspace import ordered_traces
 from lean_env.errors import UserInputError
 
 
@@ -60,6 +60,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     )
     from agent.prove import premise_source
     from retrieval.encoder import TextEncoder
+    from retrieval.model_files import save_model
     from retrieval.progressive import split
 
     check_split(args)
@@ -71,7 +72,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     out = args.out or settings.data_dir / "generator"
     traces = ordered_traces(settings)
     premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
-    examples = tactic_examples(traces, premises_for=premises)
+    examples = tactic_examples(traces, premises=premises)
     if not examples:
         raise UserInputError("the database holds no traced tactics with goal states (source extraction sees no goals): "
                              "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark")

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from agent.output import emit, table
 from agent.settings import Settings
-from lean_env.errors import LeanNotFoundError, UserInputError
+from lean_env.errors import UserInputError
+from lean_env.interactive.choice import ProofBackendChoice
 
 if TYPE_CHECKING:
-    from lean_env.interactive.interface import ProofBackend
     from lean_env.proofs.final_check import FinalCheckResult
     from lean_env.records import Theorem
 
-REPLAY_BACKENDS = ("none", "auto", "file", "repl", "dojo")
+NO_REPLAY = "none"
 EXIT_ACCEPTED, EXIT_NOT_ACCEPTED = 0, 1
 
 
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     proof.add_argument("--proof-file", type=Path, metavar="PATH", help="read the proof from PATH")
     check.add_argument(
         "--backend",
-        choices=REPLAY_BACKENDS,
+        choices=(NO_REPLAY, *(c.value for c in ProofBackendChoice)),
         default="none",
         help="first replay the proof's tactics step by step in this backend: file (any lean), "
         "repl (Lean REPL), dojo (LeanDojo), auto (repl when found, else file); default none",
@@ -98,6 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _check(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.lean.runner import LeanRunner
     from lean_env.proofs.final_check import check_proof
+    from lean_env.proofs.locate import locate_theorem
 
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
@@ -121,32 +122,6 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_ACCEPTED if result.accepted else EXIT_NOT_ACCEPTED
 
 
-def locate_theorem(repo: Path, file: Path, full_name: str) -> Theorem:
-    """The theorem ``full_name`` of ``file`` (relative to ``repo``), read by source extraction."""
-    from lean_env.trace.source import extract_file
-
-    if not repo.is_dir():
-        raise UserInputError(f"repository directory {repo} does not exist")
-    path = file if file.is_absolute() else repo / file
-    try:
-        rel = path.resolve().relative_to(repo).as_posix()
-    except ValueError as e:
-        raise UserInputError(f"{file} is not inside the repository {repo}") from e
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UserInputError(f"cannot read {path}: {e.strerror or e}") from e
-    theorems = extract_file(text, path=rel).theorems
-    for theorem in theorems:
-        if theorem.full_name == full_name:
-            if theorem.proof_start is None:
-                raise UserInputError(f"the proof of {full_name} in {rel} could not be located")
-            return theorem
-    names = ", ".join(t.full_name for t in theorems[:10]) or "none"
-    more = f" (and {len(theorems) - 10} more)" if len(theorems) > 10 else ""
-    raise UserInputError(f"no theorem {full_name} in {rel}; theorems there: {names}{more}")
-
-
 def _read_proof(args: argparse.Namespace) -> str:
     if args.proof is not None:
         proof = args.proof
@@ -158,59 +133,6 @@ def _read_proof(args: argparse.Namespace) -> str:
     if not proof.strip():
         raise UserInputError("the proof is empty")
     return proof.strip("\n")
-
-
-def _replay(
-    choice: str, repo: Path, theorem: Theorem, proof: str, *, timeout: float, data_dir: Path
-) -> list[dict[str, Any]]:
-    """Run the proof's tactics one by one in the chosen backend; one entry per step."""
-    from tqdm import tqdm
-
-    from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
-    from lean_env.proofs.text import split_tactics
-
-    tactics = split_tactics(proof)
-    if choice == "none" or not tactics:
-        return []
-    backend = interactive_backend(choice, repo, timeout=timeout, data_dir=data_dir)
-    steps: list[dict[str, Any]] = []
-    try:
-        with backend.open(repo, theorem) as session:
-            state = session.initial_state
-            for tactic in tqdm(tactics, desc=f"replay ({backend.name})", unit="tactic", disable=None):
-                result = session.run_tactic(state, tactic)
-                step: dict[str, Any] = {"tactic": tactic, "outcome": type(result).__name__}
-                if isinstance(result, TacticState):
-                    step["goals"] = result.pp
-                    state = result
-                elif isinstance(result, LeanError):
-                    step["error"] = result.message
-                elif isinstance(result, TacticTimeout):
-                    step["seconds"] = result.seconds
-                steps.append(step)
-                if isinstance(result, (ProofFinished, LeanError, TacticTimeout)):
-                    break
-    finally:
-        backend.close()
-    return steps
-
-
-def interactive_backend(
-    choice: str, repo: Path, *, timeout: float, data_dir: Path
-) -> ProofBackend:
-    from lean_env.interactive.dojo import DojoBackend
-    from lean_env.interactive.filecheck import FileCheckBackend
-    from lean_env.interactive.repl.backend import ReplBackend
-    from lean_env.interactive.repl.locate import describe_repl
-
-    repl_cache = data_dir / "repl"
-    if choice == "auto":
-        choice = "repl" if describe_repl(repo, cache_dir=repl_cache).found else "file"
-    if choice == "repl":
-        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
-    if choice == "dojo":
-        return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
-    return FileCheckBackend(timeout=timeout)
 
 
 def _write_back(
@@ -246,13 +168,34 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+def _replay(
+    choice: str, repo: Path, theorem: Theorem, proof: str, *, timeout: float, data_dir: Path
+) -> list[dict[str, Any]]:
+    """Run the proof's tactics one by one in the chosen backend; one entry per step."""
+    from tqdm import tqdm
+
+    from lean_env.interactive.choice import open_backend
+    from lean_env.interactive.replay import replay_tactics
+    from lean_env.proofs.text import split_tactics
+
+    tactics = split_tactics(proof)
+    if choice == NO_REPLAY or not tactics:
+        return []
+    backend = open_backend(ProofBackendChoice(choice), repo, timeout=timeout, data_dir=data_dir)
+    try:
+        with tqdm(total=len(tactics), desc=f"replay ({backend.name})", unit="tactic", disable=None) as bar:
+            steps = replay_tactics(backend, repo, theorem, tactics, on_step=lambda _: bar.update())
+    finally:
+        backend.close()
+    return [step.to_json() for step in steps]
+
+
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from lean_env.lean.toolchain import find_tool, read_toolchain, tool_version
+    from lean_env.interactive.doctor import probe_toolchain
 
     project = args.project.expanduser().resolve()
     if not project.is_dir():
         raise UserInputError(f"project directory {project} does not exist (or is not a directory)")
-    pin = read_toolchain(project)
     if args.build_repl:
         from tqdm import tqdm
 
@@ -261,74 +204,19 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
         with tqdm(total=1, desc="building the Lean REPL (git clone, lake build)", disable=None) as bar:
             build_repl(project, cache_dir=settings.data_dir / "repl")
             bar.update()
-    tools: list[dict[str, Any]] = []
-    for name, hint in (
-        ("lean", LeanNotFoundError.INSTALL_HINT),
-        ("lake", "comes with every Lean toolchain that elan installs"),
-        ("elan", "optional; it installs and switches Lean versions (see lean above)"),
-        ("git", "install git (apt-get install git); needed for --apply and LeanDojo"),
-    ):
-        path = find_tool(name)
-        tools.append(
-            {
-                "name": name,
-                "found": path is not None,
-                "path": str(path) if path else None,
-                "version": tool_version(path) if path else None,
-                "detail": "" if path else hint,
-            }
-        )
-    tools.append(_repl_entry(project, settings.data_dir / "repl"))
-    tools.append(_dojo_entry())
-    found = {t["name"]: t["found"] for t in tools}
-    backends = {
-        "file": found["lean"],
-        "repl": found["lean REPL"],
-        "dojo": found["lean-dojo"] and found["lean"] and found["git"],
-    }
-    payload = {"project": str(project), "lean_toolchain": pin, "tools": tools, "backends": backends}
+    report = probe_toolchain(project, repl_cache=settings.data_dir / "repl")
     rows = [
-        [t["name"], "yes" if t["found"] else "MISSING", t["version"] or "-", t["path"] or t["detail"]]
-        for t in tools
+        [t.name, "yes" if t.found else "MISSING", t.version or "-", t.path or t.detail]
+        for t in report.tools
     ]
     human = "\n".join(
         [
-            f"project {project} (lean-toolchain: {pin or 'none'})",
+            f"project {project} (lean-toolchain: {report.lean_toolchain or 'none'})",
             table(["tool", "found", "version", "where / how to install"], rows),
             "",
             "proof backends: "
-            + ", ".join(f"{k} {'ready' if v else 'unavailable'}" for k, v in backends.items()),
+            + ", ".join(f"{k} {'ready' if v else 'unavailable'}" for k, v in report.backends.items()),
         ]
     )
-    emit(payload, human, as_json=args.json)
-    return 0 if found["lean"] else 1
-
-
-def _repl_entry(project: Path, repl_cache: Path) -> dict[str, Any]:
-    from lean_env.interactive.repl.locate import describe_repl
-
-    # The same search the repl backend makes when it starts a process.
-    status = describe_repl(project, cache_dir=repl_cache)
-    return {
-        "name": "lean REPL",
-        "found": status.found,
-        "path": " ".join(status.argv) or None,
-        "version": status.repl_toolchain,
-        "detail": status.detail,
-    }
-
-
-def _dojo_entry() -> dict[str, Any]:
-    from importlib import metadata
-
-    try:
-        version = metadata.version("lean-dojo")
-    except metadata.PackageNotFoundError:
-        return {
-            "name": "lean-dojo",
-            "found": False,
-            "path": None,
-            "version": None,
-            "detail": "pip install 'leanagent[dojo]'",
-        }
-    return {"name": "lean-dojo", "found": True, "path": None, "version": version, "detail": ""}
+    emit(report.to_json(), human, as_json=args.json)
+    return 0 if report.lean_found else 1

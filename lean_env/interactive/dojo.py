@@ -40,6 +40,7 @@ from lean_env.errors import BackendError, UserInputError
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
+    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
@@ -159,13 +160,13 @@ class DojoSession(ClosesOnExit):
     @property
     def initial_state(self) -> TacticState:
         if self._initial is None:
-            raise DojoOpenError("the session was not started; use DojoBackend.open()")
+            raise SessionClosedError("the session was not started; use DojoBackend.open()")
         return self._initial
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
         """Run ``tactic`` on ``state`` in LeanDojo and map the outcome (module docstring)."""
         if self._closed:
-            raise DojoCrashedError(f"the LeanDojo session on {self._theorem.full_name} is closed")
+            raise SessionClosedError(f"the LeanDojo session on {self._theorem.full_name} is closed")
         handle = state.handle
         if not isinstance(handle, DojoHandle):
             raise ValueError(f"state {state.pp!r} does not come from a LeanDojo session")

@@ -39,6 +39,7 @@ from lean_env.errors import BackendError, UserInputError
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
+    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
@@ -147,13 +148,13 @@ class FileCheckSession(ClosesOnExit):
     @property
     def initial_state(self) -> TacticState:
         if self._initial is None:
-            raise FileCheckError("the session was not started; use FileCheckSession.start()")
+            raise SessionClosedError("the session was not started; use FileCheckSession.start()")
         return self._initial
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
         """Run ``tactic`` after the state's prefix by re-elaborating the theorem."""
         if self._closed:
-            raise FileCheckError(f"the session on {self._theorem.full_name} is closed")
+            raise SessionClosedError(f"the session on {self._theorem.full_name} is closed")
         if not isinstance(state.handle, tuple):
             raise ValueError(f"state {state.pp!r} does not come from a file-check session")
         if uses_sorry(tactic):

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
+from lean_env.errors import LeanAgentError
 from lean_env.records import Theorem
 
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -83,6 +84,11 @@ class TacticTimeout:
 
 
 TacticResult = TacticState | ProofFinished | LeanError | TacticTimeout
+
+
+class SessionClosedError(LeanAgentError, RuntimeError):
+    """A proof session used before it was opened or after it was closed: the caller's bug,
+    not an outcome of Lean (every backend raises this one)."""
 
 
 @runtime_checkable

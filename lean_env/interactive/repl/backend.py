@@ -35,6 +35,7 @@ from lean_env.closing import ClosesOnExit
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
+    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
@@ -208,14 +209,14 @@ class ReplSession(ClosesOnExit):
     @property
     def initial_state(self) -> TacticState:
         if self._initial is None:
-            raise RuntimeError("the session is not loaded; use ReplBackend.open")
+            raise SessionClosedError("the session is not loaded; use ReplBackend.open")
         return self._initial
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
         """Run ``tactic`` on ``state`` (a state of this session), replaying it first if its
         process is gone."""
         if self._closed:
-            raise RuntimeError(f"the session for {self.theorem.full_name} is closed")
+            raise SessionClosedError(f"the session for {self.theorem.full_name} is closed")
         handle = state.handle
         if not isinstance(handle, ReplStateHandle) or handle.session != id(self):
             raise ValueError(f"not a state of this REPL session ({self.theorem.full_name}): {state!r}")

@@ -1,7 +1,7 @@
 """``leanagent verify train-example TASK``: train a tiny encoder, quantize it, verify it.
 
 Parses, calls :func:`verify.train_example.run_train_example`, prints. The verify command
-family (``agent/commands/verify.py``) calls :func:`add_parser` on its subparsers.
+family (``agent/commands/verify/__init__.py``) calls :func:`add_parser` on its subparsers.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent.commands import verify_train
+from agent.commands.verify import train_example
 from agent.output import emit, table
 from agent.settings import Settings
 
@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object (with the script) instead")
     p.set_defaults(handler=run_export)
 
-    verify_train.add_parser(sub)
+    train_example.add_parser(sub)
 
 
 def _word_options(p: argparse.ArgumentParser, *, affixes: bool = True) -> None:

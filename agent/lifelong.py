@@ -1,0 +1,194 @@
+"""The lifelong job (``leanagent run``) as a library: ingest a repos file, order the
+database by the curriculum, take one retriever training step for every repository (at its
+newest commit) the learner has not learned yet, scoring every repository seen after each
+step, and search proofs for the ``sorry`` theorems of the file's repositories, each right
+after its repository's step, with premises from the retriever as trained so far. Found
+proofs count only after Lean's final check. A report (JSON and Markdown, with plots) goes to
+DATA_DIR/reports.
+
+Everything is resumable: the learner is kept in DATA_DIR/learner after every step,
+attempts are recorded per run, and a run that was killed, interrupted or failed is resumed
+under its own id when started again with the same options (:meth:`LifelongOptions.identity`).
+
+::
+
+    job = LifelongJob(settings, LifelongOptions(Path("repos.txt"), proving=ProvingConfig("gen/")))
+    result = job.run()   # a LifelongResult; the CLI prints it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.lifelong_report import draw_plots, report_payload, report_sections
+from agent.prove import ProvingConfig
+from agent.proving import AttemptReport, RepositoryProver
+from agent.report import check_directory, write_report
+from agent.settings import Settings
+from agent.workspace import ingest_repositories, open_store
+from lean_env.records import RepoTrace, TheoremStatus
+from lean_env.trace.choice import TracerChoice
+from retrieval.model_files import model_key, save_model
+from retrieval.train import TrainConfig
+
+if TYPE_CHECKING:
+    from curriculum.ingest import IngestOutcome
+    from curriculum.ordering import Curriculum
+    from retrieval.progressive import ProgressiveReport, ProgressRow
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverTraining:
+    """How the job trains the premise retriever."""
+
+    # The encoder to start from: a directory or a Hugging Face name; None: the bundled MiniLM.
+    model: str | None = None
+    # The progressive step's hyper-parameters (consolidation against forgetting, ...).
+    config: TrainConfig = TrainConfig()
+    # Share of each repository's theorems held out for the recall matrix.
+    test_fraction: float = 0.2
+
+    def identity(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self.config), "model": model_key(self.model), "test_fraction": self.test_fraction}
+
+
+@dataclass(frozen=True, slots=True)
+class LifelongOptions:
+    """What one lifelong run is asked to do."""
+
+    # The repos file: one 'LOCATION [COMMIT]' per line.
+    repos: Path
+    # How repositories are traced at ingestion.
+    tracer: TracerChoice = TracerChoice.AUTO
+    # None: ingest and order only (with proving: prove without premises).
+    training: RetrieverTraining | None = RetrieverTraining()
+    # None: no proof search.
+    proving: ProvingConfig | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must match (the number of proving workers is not part of it)."""
+        return {
+            "command": "run",
+            "repos": str(self.repos.resolve()),
+            "backend": str(self.tracer),
+            "train": None if self.training is None else self.training.identity(),
+            "prove": None if self.proving is None else self.proving.identity(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProvingOutcome:
+    attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
+    targets: int  # sorry theorems of the file's repositories when the run started
+    patches: dict[str, str]  # repository -> the patch file of its proofs (git apply format)
+
+
+@dataclass(frozen=True, slots=True)
+class LifelongResult:
+    """What one run did."""
+
+    run_id: int
+    resumed: bool  # an interrupted run of the same options was picked up
+    ingest: tuple[IngestOutcome, ...]
+    curriculum: Curriculum
+    training: ProgressiveReport | None  # None: not asked
+    retriever_dir: Path  # where the trained encoder is saved
+    proving: ProvingOutcome | None  # None: not asked
+    sorries: int  # sorry theorems of the file's repositories
+    plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
+    report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
+
+
+class LifelongJob:
+    """One run of the lifelong loop; :meth:`run` does the work (nothing happens before)."""
+
+    def __init__(self, settings: Settings, options: LifelongOptions) -> None:
+        self.settings = settings
+        self.options = options
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.settings.data_dir / "reports"
+
+    def run(self) -> LifelongResult:
+        from curriculum.ordering import curriculum_of, traces_in_curriculum_order
+        from curriculum.runs import tracked_run
+        from lean_env.repos import parse_repos_file
+
+        options, settings = self.options, self.settings
+        specs = parse_repos_file(options.repos)
+        check_directory(self.reports_dir, "the reports")  # before hours of work, not after
+        with open_store(settings) as store, tracked_run(store, options.identity()) as (run, resumed):
+            outcomes = ingest_repositories(store, specs, settings, options.tracer)
+            order = curriculum_of(store)
+            ordered = traces_in_curriculum_order(store, order)
+            # The file's repositories are the proving targets, in curriculum order.
+            mine = {o.location for o in outcomes}
+            prover = None
+            if options.proving is not None:
+                targets = [t.spec.location for t in ordered if t.spec.location in mine]
+                prover = RepositoryProver.start(store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir)
+            training = None
+            try:
+                if options.training is not None:
+                    training = self._train(ordered, options.training, prover)
+                elif prover is not None:
+                    for location in prover.locations:
+                        prover.prove(location, retriever=None)
+            finally:
+                if prover is not None:
+                    prover.close()
+            name = f"run-{run.id}"
+            proving = None
+            if prover is not None:
+                proving = ProvingOutcome(tuple(prover.attempts), prover.target_count, prover.write_patches(self.reports_dir, name))
+            result = LifelongResult(
+                run_id=run.id,
+                resumed=resumed,
+                ingest=tuple(outcomes),
+                curriculum=order,
+                training=training,
+                retriever_dir=settings.data_dir / "retriever",
+                proving=proving,
+                sorries=sum(t.status is TheoremStatus.SORRY for trace in ordered if trace.spec.location in mine for t in trace.theorems),
+            )
+            result = dataclasses.replace(result, plots=tuple(draw_plots(training, self.reports_dir, name)))
+            # Inside the run: a report that cannot be written fails the run, which is then
+            # resumed (its work kept) rather than left finished without a report.
+            paths = write_report(self.reports_dir, name, report_payload(result), title=f"leanagent run {run.id}",
+                                 sections=report_sections(result), images=result.plots)
+        return dataclasses.replace(result, report=tuple(paths))
+
+    def _train(self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None) -> ProgressiveReport:
+        """One step per repository the learner has not learned at its newest commit; with a
+        prover, each file repository's sorries are attempted after its step."""
+        from tqdm import tqdm
+
+        from retrieval.encoder import TextEncoder
+        from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
+
+        settings = self.settings
+        model_id = model_key(training.model)
+        # One learner per database, starting model and options, kept across runs: it is the
+        # lifelong state (another database or model starts another learner, it never mixes).
+        name = learner_id(training.config, test_fraction=training.test_fraction, model_id=model_id, place=settings.db_url)
+        learner = settings.data_dir / "learner" / f"{name}.pt"
+        prepare_checkpoint(learner)
+        encoder = TextEncoder.load(training.model)
+        newest = {t.spec.location: t.commit for t in ordered}
+
+        def after_step(row: ProgressRow) -> None:
+            bar.update()
+            # A repository is proved after the step of its newest commit (a row of an older
+            # commit picked up from the learner is history), if it has sorries left to try.
+            if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
+                prover.prove(row.repo, retriever=encoder)
+
+        with tqdm(desc="training", unit="repo", disable=None) as bar:
+            report = run_progressive(ordered, encoder, training.config, test_fraction=training.test_fraction,
+                                     on_step=after_step, checkpoint=learner, model_id=model_id)
+        save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
+        return report

@@ -1,0 +1,148 @@
+"""Results as people and machines read them: the text tables and JSON shapes that several
+commands (and the lifelong job's report) share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent.output import table
+
+if TYPE_CHECKING:
+    from agent.proving import AttemptReport
+    from curriculum.ingest import IngestOutcome
+    from curriculum.ordering import Curriculum
+    from retrieval.index import RecallScores
+    from retrieval.progressive import ProgressiveReport
+
+def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
+    rows = [
+        [
+            o.location,
+            short_commit(o.commit),
+            o.status,
+            o.backend,
+            o.files,
+            o.premises,
+            o.theorems,
+            o.sorries,
+        ]
+        for o in outcomes
+    ]
+    added = sum(o.status == "added" for o in outcomes)
+    return "\n".join(
+        [
+            table(
+                [
+                    "repository",
+                    "commit",
+                    "status",
+                    "backend",
+                    "files",
+                    "premises",
+                    "theorems",
+                    "sorries",
+                ],
+                rows,
+            ),
+            f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, "
+            f"{len(outcomes) - added} unchanged",
+        ]
+    )
+
+
+def curriculum_text(order: Curriculum) -> str:
+    if not order.repos:
+        return "no repositories ingested yet"
+    if order.thresholds is None:
+        bounds = "no proved theorems, so no difficulty thresholds"
+    else:
+        bounds = (
+            f"easy: S <= {order.thresholds.easy_max:g}, "
+            f"medium: S <= {order.thresholds.medium_max:g}, "
+            "hard: above (difficulty e^S, S = proof steps)"
+        )
+    rows = [
+        [
+            rank,
+            r.location,
+            short_commit(r.commit),
+            r.easy,
+            r.medium,
+            r.hard,
+            r.hard_no_proof,
+            r.unknown,
+            r.total,
+        ]
+        for rank, r in enumerate(order.repos, start=1)
+    ]
+    headers = [
+        "#",
+        "repository",
+        "commit",
+        "easy",
+        "medium",
+        "hard",
+        "no proof",
+        "unknown",
+        "total",
+    ]
+    return "\n".join([f"curriculum order ({bounds})", table(headers, rows)])
+
+
+def short_commit(commit: str) -> str:
+    """A commit for tables: 12 hex digits of a SHA, the tag and 8 digits of a content hash."""
+    if commit.startswith("content-"):
+        return commit[:16]
+    sha, dirty, _ = commit.partition("-dirty-")
+    return sha[:12] + ("-dirty" if dirty else "")
+
+
+def plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+METRICS = {
+    "recall@1": lambda s: s.recall[1],
+    "recall@10": lambda s: s.recall[10],
+    "MRR": lambda s: s.mrr,
+}
+
+
+def training_payload(report: ProgressiveReport) -> dict[str, Any]:
+    """The steps, metrics matrices and forgetting of a progressive run, for JSON."""
+    return {
+        "repositories": list(report.repos),
+        "steps_before_this_run": report.picked_up,
+        "steps": [{"repo": r.repo, "commit": r.commit, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
+                   "mean_penalty": r.step.mean_penalty} for r in report.rows],
+        "matrices": {name: report.matrix(metric) for name, metric in METRICS.items()},
+        "forgetting": {name: report.forgetting(metric) for name, metric in METRICS.items()},
+    }
+
+
+def training_text(report: ProgressiveReport) -> str:
+    """The recall@10 matrix and forgetting of a progressive run, for people."""
+    rows = [[f"after {r.repo} @ {short_commit(r.commit)}", r.train_examples, *(cell(v) for v in values)]
+            for r, values in zip(report.rows, report.matrix(METRICS["recall@10"]), strict=True)]
+    return "\n".join([
+        "recall@10 on each repository's held-out theorems after each step:",
+        table(["step", "trained on", *report.repos], rows),
+        f"forgetting (recall@10): {report.forgetting(METRICS['recall@10']):.3f}; "
+        f"{len(report.rows) - report.picked_up} step(s) taken now, {report.picked_up} before",
+    ])
+
+
+def scores_dict(scores: RecallScores) -> dict[str, Any]:
+    return {"examples": scores.examples, **{name: metric(scores) for name, metric in METRICS.items()}}
+
+
+def cell(value: float | None) -> object:
+    return "-" if value is None else round(value, 3)
+
+
+def attempts_table(attempts: Sequence[AttemptReport]) -> str:
+    return table(
+        ["theorem", "outcome", "tactics", "seconds", "detail"],
+        [[a.theorem, a.outcome.value, "-" if a.tactics is None else a.tactics, round(a.seconds, 1), a.detail] for a in attempts],
+    )

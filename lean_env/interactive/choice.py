@@ -1,0 +1,41 @@
+"""Which proof environment opens theorems: the choice ``--backend`` / ``--proof-backend``
+make, and the one function that opens it."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+from lean_env.interactive.interface import ProofBackend
+
+
+class ProofBackendChoice(enum.StrEnum):
+    """A proof environment, as the user names it."""
+
+    AUTO = "auto"  # repl when a Lean REPL is found for the project, else file
+    FILE = "file"  # any lean: one whole-file run per tactic
+    REPL = "repl"  # the Lean REPL: JSON over stdio, processes reused
+    DOJO = "dojo"  # LeanDojo's Dojo
+
+
+def open_backend(
+    choice: ProofBackendChoice, repo: Path, *, timeout: float, data_dir: Path
+) -> ProofBackend:
+    """The proof environment ``choice`` names, for the Lake project at ``repo``, with
+    ``timeout`` seconds per tactic; caches (REPL builds, LeanDojo traces) live in
+    ``data_dir``. A module-level function: a ``functools.partial`` of it pickles, so Ray
+    workers open their own."""
+    from lean_env.interactive.dojo import DojoBackend
+    from lean_env.interactive.filecheck import FileCheckBackend
+    from lean_env.interactive.repl.backend import ReplBackend
+    from lean_env.interactive.repl.locate import describe_repl
+
+    repl_cache = data_dir / "repl"
+    if choice is ProofBackendChoice.AUTO:
+        found = describe_repl(repo, cache_dir=repl_cache).found
+        choice = ProofBackendChoice.REPL if found else ProofBackendChoice.FILE
+    if choice is ProofBackendChoice.REPL:
+        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
+    if choice is ProofBackendChoice.DOJO:
+        return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
+    return FileCheckBackend(timeout=timeout)
