@@ -9,7 +9,8 @@ uses (the URL, or the absolute path of a local project).
 * A **local path** must be a Lake project (``lakefile.lean``, ``lakefile.toml`` or
   ``lean-toolchain``). Its commit is ``git rev-parse HEAD`` when the path is the top of a
   git work tree with no uncommitted changes to its sources; otherwise it is a content hash
-  of its ``.lean`` files and ``lean-toolchain`` (``content-<hex>``, or ``<sha>-dirty-<hex>``
+  of its ``.lean`` files (:func:`lean_sources`: the files source extraction reads, plus
+  ``lakefile.lean``) and ``lean-toolchain`` (``content-<hex>``, or ``<sha>-dirty-<hex>``
   for a modified git tree), so that re-ingesting an unchanged directory is a no-op and a
   changed one becomes a new version. A commit given for a local git repository is
   extracted with ``git archive`` into the cache: the user's working tree and index are
@@ -27,16 +28,17 @@ directory of the repos file.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,20 +246,62 @@ def _local_commit(root: Path, toplevel: Path | None, *, timeout: float) -> str:
 
 def _content_hash(root: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(_source_files(root)):
-        digest.update(path.relative_to(root).as_posix().encode())
+    pin = root / "lean-toolchain"
+    paths = (["lean-toolchain"] if pin.is_file() else []) + list(lean_sources(root).paths)
+    for rel in sorted(paths):
+        digest.update(rel.encode())
         digest.update(b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        try:
+            digest.update(hashlib.sha256((root / rel).read_bytes()).digest())
+        except OSError as error:  # unreadable (permissions): its name stands for it
+            digest.update(f"unreadable: {error.strerror}".encode())
     return digest.hexdigest()[:40]
 
 
-def _source_files(root: Path) -> Iterator[Path]:
-    pin = root / "lean-toolchain"
-    if pin.is_file():
-        yield pin
+@dataclass(frozen=True, slots=True)
+class LeanSources:
+    """The ``.lean`` files of a project directory, as POSIX paths relative to it."""
+
+    paths: tuple[str, ...]  # regular files (or symlinks to them), sorted
+    skipped: tuple[tuple[str, str], ...]  # (path, why) of those that cannot be read as files
+
+
+def lean_sources(root: Path) -> LeanSources:
+    """Every ``.lean`` file under ``root`` outside build output, fetched dependencies and
+    hidden directories (``lakefile.lean`` included). A symlink to a regular file counts as
+    that file; a dangling or looping symlink, a FIFO, a socket, a device or a directory
+    named ``X.lean`` is skipped with the reason, and never opened (a FIFO would block a
+    read forever). Symlinked directories are not entered (no cycles)."""
+    paths: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS]
-        yield from (Path(dirpath) / f for f in filenames if f.endswith(".lean"))
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith("."))
+        rel = Path(dirpath).relative_to(root)
+        for name in filenames:
+            if not name.endswith(".lean"):
+                continue
+            path = (rel / name).as_posix()
+            why = _not_a_file(Path(dirpath) / name)
+            if why is None:
+                paths.append(path)
+            else:
+                skipped.append((path, why))
+        # A directory named X.lean is listed among the directories: it is no source either.
+        skipped += [((rel / d).as_posix(), "a directory, not a file") for d in dirnames if d.endswith(".lean")]
+    return LeanSources(tuple(sorted(paths)), tuple(sorted(skipped)))
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a source file, or None when it can (stat follows symlinks)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a dangling symlink (its target does not exist)"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symlink loop"
+        return f"cannot be examined: {error.strerror or error}"
+    return None if stat.S_ISREG(mode) else "not a regular file (a FIFO, socket or device)"
 
 
 def _slug(location: str) -> str:

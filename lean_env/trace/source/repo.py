@@ -14,13 +14,13 @@ Dependency files appear in the trace as files and premises (their paths keep the
 from __future__ import annotations
 
 import logging
-import os
 from collections import deque
 from itertools import chain
 from pathlib import Path
 
 from lean_env.errors import UserInputError
 from lean_env.records import IngestBackend, LeanFile, ParseProblem, RepoSpec, RepoTrace
+from lean_env.repos import lean_sources
 from lean_env.trace.source.extract import FileExtract, build, register
 from lean_env.trace.source.lexer import mask
 from lean_env.trace.source.names import NameTable
@@ -29,7 +29,6 @@ from lean_env.trace.source.reader import ReadFile, read_file
 log = logging.getLogger(__name__)
 
 # Build output, fetched dependencies and VCS data: never the project's own sources.
-_SKIPPED_DIRS = frozenset({".lake", "lake-packages", ".git", "build"})
 _PACKAGE_DIRS = (".lake/packages", "lake-packages")
 
 
@@ -50,7 +49,7 @@ def extract_repo(repo_dir: Path, *, spec: RepoSpec, commit: str, lean_version: s
         raise SourceExtractionError(f"cannot extract {spec}: {root} is not a directory")
     problems: list[ParseProblem] = []
     reads: dict[str, ReadFile] = {}
-    for path in _own_files(root):
+    for path in _own_files(root, problems):
         _read_into(reads, root, path, problems)
     own = list(reads)
     modules = {LeanFile(p).module: p for p in own}
@@ -87,15 +86,13 @@ def extract_repo(repo_dir: Path, *, spec: RepoSpec, commit: str, lean_version: s
     )
 
 
-def _own_files(root: Path) -> list[str]:
-    """The repository's ``.lean`` files, as sorted POSIX paths relative to ``root``."""
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith(".")]
-        rel = Path(dirpath).relative_to(root)
-        found.extend((rel / f).as_posix() for f in filenames if f.endswith(".lean"))
+def _own_files(root: Path, problems: list[ParseProblem]) -> list[str]:
+    """The repository's ``.lean`` files, as sorted POSIX paths relative to ``root``; those
+    that are no readable files (dangling or looping symlinks, FIFOs, ...) become problems."""
+    sources = lean_sources(root)
+    problems += [ParseProblem(path, 1, f"skipped: {why}") for path, why in sources.skipped]
     # The Lake build script is configuration, not part of any library.
-    return sorted(p for p in found if p != "lakefile.lean")
+    return [p for p in sources.paths if p != "lakefile.lean"]
 
 
 def _read_into(reads: dict[str, ReadFile], root: Path, path: str, problems: list[ParseProblem]) -> bool:
