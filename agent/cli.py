@@ -8,16 +8,23 @@ never a traceback (``-v`` adds the traceback for bug reports):
 * 2 -- bad input: usage errors, a malformed repo list, a missing file, an unknown solver,
   or a Lean toolchain that is needed and not installed;
 * 130 -- interrupted; finished work is already stored and a re-run resumes.
+
+With ``--json`` a fault is also one JSON object on stdout, ``{"error": MESSAGE, "exit":
+CODE}``, so that a machine reading stdout sees it. The console script enters through
+:mod:`agent.entry`, which honours Ctrl-C from the first instruction to the last.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from agent.settings import DATA_DIR_ENV, DB_URL_ENV, Settings
 from lean_env.errors import LeanAgentError, LeanNotFoundError, UserInputError
@@ -40,8 +47,20 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 log = logging.getLogger("leanagent")
 
 
+class UsageError(UserInputError):
+    """The command line itself is wrong: an unknown command, a missing or bad option value."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line and exit 2 like every other user error
+    (argparse would print the usage first and exit by itself); ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="leanagent",
         description=(
             "A Lean 4 theorem-proving agent that learns across repositories (ingest them into "
@@ -73,32 +92,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    settings = Settings.resolve(data_dir=args.data_dir, db_url=args.db)
+def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
+    """Run one command; the exit code. ``standalone``: this is the process's own entry
+    (:mod:`agent.entry`), so once the command is done a late Ctrl-C is ignored: it cannot
+    undo finished work, and must not turn its exit code into 130."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in argv
     try:
-        return int(args.handler(args, settings))
+        if standalone:  # from here on, Ctrl-C is a KeyboardInterrupt that the except below ends
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(
+            level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+        settings = Settings.resolve(data_dir=args.data_dir, db_url=args.db)
+        code = int(args.handler(args, settings))
+        if standalone:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return code
     except KeyboardInterrupt:
-        print("leanagent: interrupted; finished work is saved, re-run to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _fail(None, EXIT_INTERRUPTED, as_json=as_json, argv=argv)
     except (UserInputError, LeanNotFoundError, VerifyInputError) as e:
-        _report(e, args.verbose)
-        return EXIT_USAGE
+        return _fail(e, EXIT_USAGE, as_json=as_json, argv=argv)
     except (LeanAgentError, VerifyError) as e:
-        _report(e, args.verbose)
-        return EXIT_FAILURE
+        return _fail(e, EXIT_FAILURE, as_json=as_json, argv=argv)
 
 
-def _report(error: Exception, verbose: int) -> None:
-    if verbose:
-        log.exception("details")
-    print(f"leanagent: error: {error}", file=sys.stderr)
+def _fail(error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str]) -> int:
+    """One line on stderr (``-v`` adds the traceback first), and with ``--json`` the same as
+    a JSON object on stdout. ``error`` None: interrupted."""
+    if error is None:
+        message = "interrupted; finished work is saved, re-run to resume"
+        print(f"leanagent: {message}", file=sys.stderr)
+    else:
+        # Read from the words, not the parsed options: the parse itself may have failed.
+        if any(a in ("-v", "-vv", "--verbose") for a in argv):
+            log.error("details", exc_info=error)
+        message = str(error)
+        print(f"leanagent: error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "exit": code}))
+    return code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(standalone=True))

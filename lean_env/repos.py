@@ -23,7 +23,7 @@ uses (the URL, or the absolute path of a local project).
 
 Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]``;
 ``#`` starts a comment; blank lines are ignored; relative paths resolve against the
-directory of the repos file.
+directory of the repos file; a path with spaces is quoted as in a shell (``"my repo"``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import io
 import logging
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -104,10 +105,14 @@ def parse_repos_file(path: Path) -> list[RepoSpec]:
         raise RepoSpecError(f"cannot read repos file {path}: {e}") from e
     specs = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        fields = raw.split("#", 1)[0].split()
+        where = f"{path}:{number}"
+        try:
+            # Shell-like words: a path with spaces is quoted, "my repo" or 'my repo'.
+            fields = shlex.split(raw, comments=True)
+        except ValueError as e:
+            raise RepoSpecError(f"{where}: {e} (quote a path with spaces whole): {raw.strip()!r}") from e
         if not fields:
             continue
-        where = f"{path}:{number}"
         if len(fields) > 2:
             raise RepoSpecError(
                 f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}"

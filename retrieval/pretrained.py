@@ -50,6 +50,8 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
     text = str(source)
     if text.startswith(("/", ".", "~")):
         source = Path(text).expanduser()
+        if source.is_file():
+            raise ModelLoadError(f"cannot load the {what} {text!r}: it is a file; a model is a directory (config.json, weights, tokenizer)")
         if not source.is_dir():
             raise ModelLoadError(f"cannot load the {what} {text!r}: no such directory")
     try:

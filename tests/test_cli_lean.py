@@ -115,7 +115,7 @@ def test_check_bad_input_exits_2(repo, capsys, file, name, proof, message):
 def test_check_bad_timeout_exits_2(repo, capsys, timeout):
     assert cli.main([*_check(repo)[:-2], "--timeout", timeout]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--timeout must be a positive number of seconds" in err
+    assert err.count("\n") == 1 and "argument --timeout: must be a positive number of seconds" in err
 
 
 def test_doctor_on_a_missing_project_exits_2(capsys, tmp_path):
@@ -156,7 +156,7 @@ def test_doctor_build_repl_builds_for_the_projects_lean(capsys, monkeypatch, tmp
     (project / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n")
     data = tmp_path / "data"
     args = ["--data-dir", str(data), "env", "doctor", "--project", str(project), "--build-repl"]
-    assert cli.main([*args, "--json"]) == 1  # no lean: exit 1, but the REPL is built
+    assert cli.main([*args, "--json"]) == 2  # no lean: exit 2, but the REPL is built
     tools = {t["name"]: t for t in _json(capsys)["tools"]}
     assert tools["lean REPL"]["found"] and tools["lean REPL"]["version"] == "leanprover/lean4:v4.20.0"
     assert str(data / "repl" / "repl-v4.20.0") in tools["lean REPL"]["path"]
@@ -166,7 +166,7 @@ def test_doctor_build_repl_builds_for_the_projects_lean(capsys, monkeypatch, tmp
 def test_doctor_without_lean_says_how_to_install(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
-    assert cli.main(["env", "doctor", "--project", str(tmp_path)]) == 1
+    assert cli.main(["env", "doctor", "--project", str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert "lean       MISSING" in out and "elan-init.sh" in out
     assert "file unavailable" in out

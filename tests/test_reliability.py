@@ -60,3 +60,105 @@ def test_ingest_of_special_files_records_problems_and_does_not_hang(special_file
         (trace,) = store.latest_traces()
     assert sorted(p.path for p in trace.problems) == ["Demo/Dangling.lean", "Demo/Dir.lean", "Demo/Fifo.lean", "Demo/Loop.lean"]
     assert all(p.reason.startswith("skipped: ") for p in trace.problems)
+
+
+def test_a_repos_file_names_a_path_with_spaces_by_quoting(tmp_path: Path) -> None:
+    from lean_env.records import RepoSpec
+    from lean_env.repos import parse_repos_file
+
+    repos = tmp_path / "repos.txt"
+    repos.write_text('"my repo" main  # quoted\n\'other repo\'\n', encoding="utf-8")
+    assert parse_repos_file(repos) == [RepoSpec(str(tmp_path / "my repo"), "main"), RepoSpec(str(tmp_path / "other repo"))]
+
+
+def test_an_unclosed_quote_in_a_repos_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    repos = tmp_path / "repos.txt"
+    repos.write_text('"my repo\n', encoding="utf-8")
+    done = leanagent("ingest", "--repos", str(repos), data=tmp_path / "data")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "repos.txt:1: No closing quotation" in done.stderr
+
+
+def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> None:
+    done = leanagent("ingest", str(tmp_path / "no-such-repo"), "--json", data=tmp_path / "data")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["exit"] == 2 and payload["error"] in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["run", "r.txt", "--workers", "0"], "argument --workers: must be at least 1, got 0", id="run-workers-0"),
+        pytest.param(["run", "r.txt", "--premises", "-1"], "argument --premises: must be at least 1, got -1", id="run-premises"),
+        pytest.param(["run", "r.txt", "--time-limit", "-1"], "argument --time-limit: must be a positive number of seconds, got -1", id="run-time-limit"),
+        pytest.param(["prove", "--generator", "g", "--tactic-timeout", "inf"], "must be a positive number of seconds, got inf", id="prove-inf"),
+        pytest.param(["retrieval", "search", "goal", "-k", "0"], "argument -k: must be at least 1, got 0", id="search-k-0"),
+        pytest.param(["retrieval", "train", "--lr", "nan"], "argument --lr: must be a positive number, got nan", id="train-lr-nan"),
+        pytest.param(["retrieval", "eval", "--test-fraction", "1"], "must be between 0 and 1, got 1", id="eval-fraction"),
+        pytest.param(["generator", "train", "--model", "m", "--epochs", "x"], "must be a whole number, got 'x'", id="generator-epochs"),
+    ],
+)
+def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
+    """Refused while parsing: a ``torch`` that cannot be imported shows that nothing heavy
+    (a model, a database) was touched first."""
+    poison = tmp_path / "poison"
+    poison.mkdir()
+    (poison / "torch.py").write_text("raise ImportError('torch was imported before the options were checked')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poison), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "agent.cli", "--data-dir", str(tmp_path / "data"), *args],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert message in done.stderr and "torch" not in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_model_path_that_is_a_file_says_so(tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes(b"weights")
+    lean_project(tmp_path / "proj")
+    data = tmp_path / "data"
+    assert leanagent("ingest", str(tmp_path / "proj"), "--backend", "source", data=data).returncode == 0
+    done = leanagent("retrieval", "eval", "--model", str(tmp_path / "model.bin"), data=data)
+    assert done.returncode == 2 and "it is a file; a model is a directory" in done.stderr, done.stderr
+
+
+def test_doctor_without_lean_exits_2_like_every_missing_toolchain(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir), "ELAN_HOME": str(tmp_path / "no-elan")}
+    done = subprocess.run([sys.executable, "-m", "agent.cli", "env", "doctor", "--project", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 2, done.stderr
+    lean = json.loads(done.stdout)["tools"][0]
+    assert (lean["name"], lean["found"], lean["path"]) == ("lean", False, None) and "elan" in lean["detail"]
+
+
+# The console script, started as the entry point a user's `leanagent` runs.
+ENTRY = [sys.executable, "-c", "from agent.entry import run; run()"]
+
+
+# From 0.3 s on the interpreter has started ours (before that, Python itself starts: a
+# signal there ends the bare process, as it would any Python program).
+@pytest.mark.parametrize("delay", [0.3, 1.0, 3.0])
+def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: float) -> None:
+    import signal
+    import time
+
+    (tmp_path / "repos.txt").write_text(f"{lean_project(tmp_path / 'proj')}\n", encoding="utf-8")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen([*ENTRY, "--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err, err
+
+
+def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) -> None:
+    code = ("import os, signal, sys\nfrom agent.cli import main\n"
+            f"code = main(['--data-dir', {str(tmp_path / 'data')!r}, 'db', 'stats', '--json'], standalone=True)\n"
+            "os.kill(os.getpid(), signal.SIGINT)\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert json.loads(done.stdout)["repositories"] == 0

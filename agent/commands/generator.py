@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
-from agent.options import check_split, json_option
+from agent.options import json_option, positive_int, positive_number, split_options
 from agent.output import emit, table
 from agent.settings import Settings
 from agent.workspace import ordered_traces
@@ -35,13 +34,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        "kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
     train.add_argument("--out", type=Path, default=None, help="where to save the generator (default: DATA_DIR/generator)")
     train.add_argument("--retriever", default=None, metavar="NAME|DIR", help="premise encoder whose retrieved premises are shown (default: none)")
-    train.add_argument("--premises", type=int, default=10, metavar="K", help="premises per goal with --retriever (default: 10)")
-    train.add_argument("--epochs", type=int, default=1, help="passes over the examples (default: 1)")
-    train.add_argument("--batch-size", type=int, default=8, help="examples per batch (default: 8)")
-    train.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default: 5e-4)")
-    train.add_argument("--test-fraction", type=float, default=0.1, help="share of theorems held out (default: 0.1)")
-    train.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
-    train.add_argument("--max-eval", type=int, default=200, metavar="N",
+    train.add_argument("--premises", type=positive_int, default=10, metavar="K", help="premises per goal with --retriever (default: 10)")
+    train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
+    train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
+    train.add_argument("--lr", type=positive_number, default=5e-4, help="AdamW learning rate (default: 5e-4)")
+    split_options(train, test_fraction=0.1)
+    train.add_argument("--max-eval", type=positive_int, default=200, metavar="N",
                        help="held-out examples generated for exact match (default: 200; the loss uses them all)")
     json_option(train)
     train.set_defaults(handler=_train)
@@ -63,12 +61,6 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.model_files import save_model
     from retrieval.progressive import split
 
-    check_split(args)
-    for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size), ("--premises", args.premises), ("--max-eval", args.max_eval)):
-        if value < 1:
-            raise UserInputError(f"{option} must be at least 1, got {value}")
-    if not (math.isfinite(args.lr) and args.lr > 0):
-        raise UserInputError(f"--lr must be a positive number, got {args.lr:g}")
     out = args.out or settings.data_dir / "generator"
     traces = ordered_traces(settings)
     premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None

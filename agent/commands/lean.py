@@ -7,17 +7,18 @@ backend, to show where a rejected proof goes wrong; ``--diff`` / ``--apply`` wri
 accepted proof back as a patch or onto a new git branch.
 
 ``leanagent env doctor`` says which Lean, Lake, Lean REPL, LeanDojo and git are found, with
-versions, and how to install what is missing (exit 1 when no ``lean`` is found);
+versions, and how to install what is missing (exit 2, a missing toolchain, when no ``lean``
+is found);
 ``--build-repl`` first builds the REPL for the project's Lean version into the data dir.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.options import positive_seconds
 from agent.output import emit, table
 from agent.settings import Settings
 from lean_env.errors import UserInputError
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 NO_REPLAY = "none"
 EXIT_ACCEPTED, EXIT_NOT_ACCEPTED = 0, 1
+# The report is printed, and the exit says what a missing toolchain says everywhere.
+EXIT_NO_LEAN = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repl (Lean REPL), dojo (LeanDojo), auto (repl when found, else file); default none",
     )
     check.add_argument(
-        "--timeout", type=float, default=600.0, metavar="S", help="seconds per Lean run (default 600)"
+        "--timeout", type=positive_seconds, default=600.0, metavar="S", help="seconds per Lean run (default 600)"
     )
     write = check.add_mutually_exclusive_group()
     write.add_argument("--diff", action="store_true", help="print the accepted proof as a unified diff")
@@ -79,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Report which lean, lake, elan, git, Lean REPL and lean-dojo this machine offers "
             "for the project (versions, where they are, how to install what is missing) and "
-            "which proof backends (file, repl, dojo) can run. Exit 1 when no lean is found."
+            "which proof backends (file, repl, dojo) can run. Exit 2 (a missing toolchain) when no lean is found."
         ),
     )
     doctor.add_argument(
@@ -103,8 +106,6 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
     proof = _read_proof(args)
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UserInputError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     runner = LeanRunner.for_project(repo)
     steps = _replay(
         args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir
@@ -219,4 +220,4 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
         ]
     )
     emit(report.to_json(), human, as_json=args.json)
-    return 0 if report.lean_found else 1
+    return 0 if report.lean_found else EXIT_NO_LEAN

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from agent.options import (
     add_train_options,
-    check_split,
     json_option,
     model_option,
+    positive_int,
     split_options,
     train_config,
 )
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.add_argument("query", help="a goal or statement, e.g. '⊢ a + b = b + a'")
     search.add_argument("--theorem", default=None, metavar="NAME", help="only premises accessible from this stored theorem")
     search.add_argument("--repo", default=None, metavar="LOCATION", help="the repository of --theorem, when several have one of that name")
-    search.add_argument("-k", type=int, default=10, help="how many premises (default: 10)")
+    search.add_argument("-k", type=positive_int, default=10, help="how many premises (default: 10)")
     model_option(search)
     json_option(search)
     search.set_defaults(handler=_search)
@@ -103,7 +103,6 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.index import PremiseIndex, evaluate
     from retrieval.progressive import split
 
-    check_split(args)
     traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model)
     corpus = PremiseCorpus(traces)
@@ -123,8 +122,6 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.encoder import TextEncoder
     from retrieval.index import PremiseIndex
 
-    if args.k < 1:
-        raise UserInputError(f"-k must be at least 1, got {args.k}")
     traces = ordered_traces(settings)
     corpus = PremiseCorpus(traces)
     allowed = None
