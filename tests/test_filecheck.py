@@ -234,7 +234,7 @@ def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, r
 
 def test_missing_lean_says_how_to_install(monkeypatch, tmp_path, repo):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     with pytest.raises(LeanNotFoundError, match="elan"):
         FileCheckBackend(timeout=20).open(repo, _theorem())
 

@@ -338,7 +338,7 @@ def test_no_repl_anywhere_is_one_clear_error(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("LEANAGENT_REPL", raising=False)
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     with ReplBackend.create(cache_dir=tmp_path / "cache") as backend:
         with pytest.raises(LeanNotFoundError, match="no Lean REPL found.*git clone"):
             backend.open(project, ADD)
