@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from fakes.tiny_encoder import tiny_encoder
 
 from lean_env.records import (
     DeclKind,
@@ -24,7 +25,6 @@ from retrieval.corpus import PremiseCorpus, RetrievalExample
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, evaluate
 from retrieval.pretrained import ModelLoadError
-from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)
 

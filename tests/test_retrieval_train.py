@@ -9,6 +9,7 @@ import logging
 import numpy as np
 import pytest
 import torch
+from fakes.tiny_encoder import tiny_encoder
 
 from lean_env.records import (
     DeclKind,
@@ -25,7 +26,6 @@ from retrieval.corpus import PremiseCorpus
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.progressive import ProgressiveReport, ProgressRow, run_progressive, split
 from retrieval.train import Consolidation, ProgressiveTrainer, StepReport, TrainConfig
-from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)
 
