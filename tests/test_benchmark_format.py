@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from builders import theorem
 
 from lean_env.benchmark.dojo_shapes import decl_kind
 from lean_env.benchmark.read import (
@@ -210,7 +211,7 @@ def fixture_expected() -> RepoTrace:
     )
 
 
-def rich_trace() -> RepoTrace:
+def rich_benchmark_trace() -> RepoTrace:
     """Records with everything the format has to carry: tactic and term proofs, a `sorry`,
     source-extraction tactics without states, an import no file defines, problems."""
     lib, main = "Rich/Lib.lean", "Rich/Main.lean"
@@ -355,14 +356,14 @@ def test_repositories_group_by_url_and_commit(tmp_path: Path) -> None:
 
 
 def test_records_round_trip(tmp_path: Path) -> None:
-    trace = rich_trace()
+    trace = rich_benchmark_trace()
     write_benchmark([trace], tmp_path, seed=0)
     assert read_benchmark(tmp_path) == [as_read(trace)]
 
 
 def test_several_repositories_round_trip(tmp_path: Path) -> None:
     fixture = dataclasses.replace(fixture_expected(), lean_version="v4.9.0")
-    traces = [rich_trace(), fixture]
+    traces = [rich_benchmark_trace(), fixture]
     write_benchmark(traces, tmp_path, seed=3)
     assert read_benchmark(tmp_path) == [as_read(t) for t in traces]
 
@@ -374,7 +375,7 @@ def test_fixture_round_trips(tmp_path: Path) -> None:
 
 def test_without_our_extension_a_written_directory_reads_like_leandojo_data(tmp_path: Path) -> None:
     """Strip the ``leanagent`` keys: what is left is plain LeanDojo data, read as such."""
-    trace = rich_trace()
+    trace = rich_benchmark_trace()
     write_benchmark([trace], tmp_path, seed=0)
     for split_file in tmp_path.glob("*/*.json"):
         entries = json.loads(split_file.read_text())
@@ -393,7 +394,7 @@ def test_without_our_extension_a_written_directory_reads_like_leandojo_data(tmp_
 
 
 def test_written_directory_is_in_the_real_layout(tmp_path: Path) -> None:
-    trace = rich_trace()
+    trace = rich_benchmark_trace()
     write_benchmark([trace], tmp_path, seed=0)
     names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     assert names == {
@@ -456,15 +457,15 @@ def test_written_directory_is_in_the_real_layout(tmp_path: Path) -> None:
 def many_theorems(n: int) -> list[Theorem]:
     """``n`` theorems using premises of skewed popularity (theorem i uses p0 and p{i % 7})."""
     return [
-        Theorem(
+        theorem(
             f"T.t{i}",
-            "T.lean",
-            P(i + 1, 1),
-            P(i + 1, 9),
-            "",
-            "by simp",
-            TheoremStatus.PROVEN,
+            path="T.lean",
+            line=i + 1,
             premises=("p0", f"p{i % 7}") if i % 5 else (),
+            end=P(i + 1, 9),
+            statement="",
+            proof="by simp",
+            proof_start=None,
         )
         for i in range(n)
     ]
@@ -511,7 +512,7 @@ def test_novel_premises_property(n: int) -> None:
 
 def test_written_splits_are_seeded_and_order_independent(tmp_path: Path) -> None:
     trace = dataclasses.replace(
-        rich_trace(),
+        rich_benchmark_trace(),
         theorems=tuple(dataclasses.replace(t, path="Rich/Lib.lean") for t in many_theorems(40)),
     )
 
@@ -628,7 +629,7 @@ def test_malformed_files_name_the_file_and_line(
 def test_writing_where_a_file_is_fails_clearly(tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("")
     with pytest.raises(BenchmarkFormatError, match="cannot write a benchmark directory at"):
-        write_benchmark([rich_trace()], tmp_path / "taken", seed=0)
+        write_benchmark([rich_benchmark_trace()], tmp_path / "taken", seed=0)
 
 
 def test_a_directory_without_splits_is_refused(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The CLI frame: help, exit codes, and how faults become one line on stderr."""
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -10,14 +11,53 @@ from agent import cli
 from lean_env.errors import BackendError, RepoSpecError
 from verify.errors import SolverError, VerifyInputError
 
+TOP_LEVEL = {
+    "ingest", "db", "curriculum", "export", "run", "retrieval", "prove", "generator", "check", "env", "verify",
+}  # fmt: skip
 
-def test_help_lists_every_command_family():
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The commands ``parser`` dispatches to, by name ({} for a command without any)."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(actions) <= 1, f"{parser.prog} has {len(actions)} groups of subcommands"
+    return dict(actions[0].choices) if actions else {}
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        pytest.param((), TOP_LEVEL, id="leanagent"),
+        pytest.param(("ingest",), set(), id="ingest"),
+        pytest.param(("db",), {"stats"}, id="db"),
+        pytest.param(("curriculum",), set(), id="curriculum"),
+        pytest.param(("export",), set(), id="export"),
+        pytest.param(("run",), set(), id="run"),
+        pytest.param(("retrieval",), {"train", "eval", "search"}, id="retrieval"),
+        pytest.param(("prove",), set(), id="prove"),
+        pytest.param(("generator",), {"train"}, id="generator"),
+        pytest.param(("check",), set(), id="check"),
+        pytest.param(("env",), {"doctor"}, id="env"),
+        pytest.param(
+            ("verify",), {"trsat", "robust", "equiv", "export-smt", "train-example"}, id="verify"
+        ),
+    ],
+)
+def test_the_parser_has_exactly_these_commands(command, expected):
+    parser = cli.build_parser()
+    for name in command:
+        parser = _subcommands(parser)[name]
+    assert set(_subcommands(parser)) == expected
+
+
+def test_help_lists_every_command():
     done = subprocess.run(
         [sys.executable, "-m", "agent.cli", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    for command in ("ingest", "curriculum", "run", "check", "env", "prove", "retrieval", "verify"):
-        assert command in done.stdout
+    # build_parser names the choices COMMAND, so there is no `{a,b,...}` line: argparse lists
+    # one command per row, indented four spaces (options two, wrapped help text further).
+    listed = {line.split()[0] for line in done.stdout.splitlines() if re.match(r" {4}\S", line)}
+    assert listed == TOP_LEVEL, done.stdout
 
 
 def test_unknown_command_is_a_usage_error(capsys):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from db_cases import lean_project
+from projects import lean_project
 
 from agent.cli import main
 

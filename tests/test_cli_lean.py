@@ -150,7 +150,7 @@ def test_doctor_build_repl_builds_for_the_projects_lean(capsys, monkeypatch, tmp
     monkeypatch.setenv("PATH", f"{bin_dir}:/bin:/usr/bin")
     monkeypatch.setenv("TOOL_LOG", str(tmp_path / "tools.log"))
     monkeypatch.delenv("LEANAGENT_REPL", raising=False)
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     project = tmp_path / "project"
     project.mkdir()
     (project / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n")
@@ -165,7 +165,7 @@ def test_doctor_build_repl_builds_for_the_projects_lean(capsys, monkeypatch, tmp
 
 def test_doctor_without_lean_says_how_to_install(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     assert cli.main(["env", "doctor", "--project", str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert "lean       MISSING" in out and "elan-init.sh" in out

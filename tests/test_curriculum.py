@@ -8,7 +8,8 @@ import random
 
 import numpy as np
 import pytest
-from db_cases import db_url, make_trace, theorem  # noqa: F401 (db_url is a fixture)
+from builders import repo_trace, theorem
+from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 
 from curriculum.difficulty import Bucket, Thresholds, bucket, log_difficulty, percentile, thresholds
 from curriculum.ordering import curriculum_of, order_repositories
@@ -66,7 +67,7 @@ def test_log_difficulty(status: TheoremStatus, steps: int, expected: int | None)
 
 
 def test_a_term_mode_proof_counts_as_one_step() -> None:
-    assert theorem("t", 0).num_steps == 1 and not theorem("t", 0).tactics
+    assert theorem("t", steps=0).num_steps == 1 and not theorem("t", steps=0).tactics
 
 
 def test_buckets_on_a_fixture_with_known_s_values() -> None:
@@ -147,17 +148,28 @@ def test_no_proved_theorems_means_no_thresholds() -> None:
 def test_curriculum_over_the_merged_view(db_url: str) -> None:  # noqa: F811
     with Store.open(db_url) as store:
         store.add_trace(
-            make_trace("/r", "old", [theorem(f"o{i}", 1) for i in range(9)])
+            repo_trace("/r", commit="old", theorems=[theorem(f"o{i}", steps=1) for i in range(9)])
         )  # replaced below
         store.add_trace(
-            make_trace("/r", "new", [theorem("a", 1), theorem("b", 4), theorem("c", None)])
-        )
-        store.add_trace(
-            make_trace(
-                "/s", "c1", [theorem("a", 1), theorem("b", 1), theorem("c", 2), theorem("d", 0)]
+            repo_trace(
+                "/r",
+                commit="new",
+                theorems=[theorem("a", steps=1), theorem("b", steps=4), theorem("c", steps=None)],
             )
         )
-        store.add_trace(make_trace("/t", "c1", []))
+        store.add_trace(
+            repo_trace(
+                "/s",
+                commit="c1",
+                theorems=[
+                    theorem("a", steps=1),
+                    theorem("b", steps=1),
+                    theorem("c", steps=2),
+                    theorem("d", steps=0),
+                ],
+            )
+        )
+        store.add_trace(repo_trace("/t", commit="c1"))
         order = curriculum_of(store)
     # S over the merged view: /r: 1, 4; /s: 1, 1, 2, 1 -> [1,1,1,1,2,4]: 33rd = 1.0, 67th = 1.35.
     assert order.thresholds == Thresholds(pytest.approx(1.0), pytest.approx(1.35))  # type: ignore[arg-type]

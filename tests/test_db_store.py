@@ -13,14 +13,8 @@ from datetime import UTC
 from pathlib import Path
 
 import pytest
-from db_cases import (  # noqa: F401 (db_url is a fixture)
-    POSTGRES_URL_ENV,
-    db_url,
-    make_trace,
-    premise,
-    rich_trace,
-    theorem,
-)
+from builders import premise, repo_trace, rich_trace, theorem
+from db_cases import POSTGRES_URL_ENV, db_url  # noqa: F401 (db_url is a fixture)
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
@@ -85,11 +79,13 @@ def test_losing_a_race_to_store_the_same_version_is_not_an_error(
 
 
 def test_equal_paths_and_names_in_two_repositories_do_not_collide(store: Store) -> None:
-    one = make_trace("/repos/one", "c1", [theorem("foo", 1)], premises=[premise("bar")])
-    two = make_trace(
+    one = repo_trace(
+        "/repos/one", commit="c1", theorems=[theorem("foo", steps=1)], premises=[premise("bar")]
+    )
+    two = repo_trace(
         "/repos/two",
-        "c1",
-        [theorem("foo", 4), theorem("baz", None)],
+        commit="c1",
+        theorems=[theorem("foo", steps=4), theorem("baz", steps=None)],
         premises=[premise("bar", line=9)],
     )
     assert store.add_trace(one) and store.add_trace(two)
@@ -99,8 +95,9 @@ def test_equal_paths_and_names_in_two_repositories_do_not_collide(store: Store) 
 
 
 def test_new_commit_is_a_new_version_and_the_merged_view_takes_the_newest(store: Store) -> None:
-    old = make_trace("https://example.org/r.git", "c1", [theorem("foo", 1), theorem("gone", 2)])
-    new = make_trace("https://example.org/r.git", "c2", [theorem("foo", 3), theorem("hole", None)])
+    url = "https://example.org/r.git"
+    old = repo_trace(url, commit="c1", theorems=[theorem("foo", steps=1), theorem("gone", steps=2)])
+    new = repo_trace(url, commit="c2", theorems=[theorem("foo", steps=3), theorem("hole", steps=None)])
     store.add_trace(old)
     store.add_trace(new)
     assert store.latest_traces() == [new]
@@ -139,7 +136,7 @@ def test_an_ingest_killed_half_way_leaves_the_database_as_before(
     fail_at_call: int,
     location: str,
 ) -> None:
-    first = make_trace("https://example.org/r.git", "c1", [theorem("foo", 1)])
+    first = repo_trace("https://example.org/r.git", commit="c1", theorems=[theorem("foo", steps=1)])
     store.add_trace(first)
     before = counts(store)
     real_insert, calls = bulk.insert_rows, []
@@ -170,7 +167,7 @@ _KILLED_CHILD = """
 import sys, time
 from curriculum import bulk
 from curriculum.store import Store
-from db_cases import rich_trace
+from builders import rich_trace
 
 real = bulk.insert_rows
 
@@ -229,7 +226,9 @@ def test_tactic_premise_links_resolve_to_premises_of_the_same_version(store: Sto
 
 def test_theorems_filter_by_status_and_location(store: Store) -> None:
     store.add_trace(rich_trace("https://example.org/a.git"))
-    store.add_trace(make_trace("/b", "c1", [theorem("x", None), theorem("y", 2)]))
+    store.add_trace(
+        repo_trace("/b", commit="c1", theorems=[theorem("x", steps=None), theorem("y", steps=2)])
+    )
     sorries = store.theorems(status=TheoremStatus.SORRY)
     assert [(t.location, t.theorem.full_name) for t in sorries] == [
         ("/b", "x"),

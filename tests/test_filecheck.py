@@ -58,6 +58,11 @@ SCRIPT = {
     }
 }
 
+# SOURCE's two theorems, read by the fake lean's own parser so that these tests do not
+# depend on the source extractor.
+IMP_SELF = fake_lean.theorem_record(SOURCE, "Demo.imp_self'", "Demo/Basic.lean")
+AND_SWAP = fake_lean.theorem_record(SOURCE, "Demo.and_swap", "Demo/Basic.lean")
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
@@ -72,10 +77,6 @@ def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
     log = tmp_path / "lean.log"
     monkeypatch.setenv("FAKE_LEAN_LOG", str(log))
     return log
-
-
-def _theorem(name: str = "Demo.imp_self'"):
-    return fake_lean.theorem_record(SOURCE, name, "Demo/Basic.lean")
 
 
 def _runs(log: Path) -> list[dict]:
@@ -96,7 +97,7 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
     _activate(monkeypatch, tmp_path)
     backend = FileCheckBackend(timeout=20)
     assert isinstance(backend, ProofBackend)
-    with backend.open(repo, _theorem()) as session:
+    with backend.open(repo, IMP_SELF) as session:
         assert isinstance(session, ProofSession)
         assert session.initial_state.pp == GOALS["start"]
         assert session.initial_state.handle == ()
@@ -119,13 +120,13 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
 )
 def test_each_result_kind(monkeypatch, tmp_path, repo, tactics, expected):
     _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         assert _run(session, tactics) == expected
 
 
 def test_state_handle_is_the_prefix_and_equal_goals_merge(monkeypatch, tmp_path, repo):
     _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         a = session.run_tactic(session.initial_state, "intro h")
         b = session.run_tactic(session.initial_state, "intro hp")
         assert a.handle == ("intro h",) and b.handle == ("intro hp",)
@@ -134,14 +135,14 @@ def test_state_handle_is_the_prefix_and_equal_goals_merge(monkeypatch, tmp_path,
 
 def test_several_goals_come_back_as_one_state(monkeypatch, tmp_path, repo):
     _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=20).open(repo, _theorem("Demo.and_swap")) as session:
+    with FileCheckBackend(timeout=20).open(repo, AND_SWAP) as session:
         state = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(state, TacticState) and state.num_goals == 2
 
 
 def test_sorry_is_rejected_without_running_lean_and_results_are_cached(monkeypatch, tmp_path, repo):
     log = _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         opened = len(_runs(log))
         assert session.run_tactic(session.initial_state, "admit") == LeanError(SORRY_REJECTED)
         assert len(_runs(log)) == opened
@@ -153,7 +154,7 @@ def test_sorry_is_rejected_without_running_lean_and_results_are_cached(monkeypat
 def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
     _activate(monkeypatch, tmp_path)
     before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
-    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         _run(session, ["intro h", "exact h"])
         workdir = session._workdir
     assert (repo / "Demo" / "Basic.lean").read_text(encoding="utf-8") == SOURCE
@@ -163,7 +164,7 @@ def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
 
 def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypatch, tmp_path, repo):
     _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=20).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         session.run_tactic(session.initial_state, "intro h")
         checked = session._file.read_text(encoding="utf-8")
     assert checked.endswith("(p : Prop) : p → p := by\n  intro h\n")
@@ -173,7 +174,7 @@ def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypa
 
 def test_timeout_kills_the_process_tree_and_is_a_result(monkeypatch, tmp_path, repo):
     log = _activate(monkeypatch, tmp_path)
-    with FileCheckBackend(timeout=1.5).open(repo, _theorem()) as session:
+    with FileCheckBackend(timeout=1.5).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
     assert _live_members(_runs(log)[-1]["pid"]) == []
@@ -200,14 +201,14 @@ def test_errors_outside_the_theorem_are_a_fault(monkeypatch, tmp_path, repo):
     script = {**SCRIPT, "errors": [{"line": 1, "column": 0, "message": "unknown namespace"}]}
     _activate(monkeypatch, tmp_path, script)
     with pytest.raises(FileCheckError, match="outside theorem Demo.imp_self'.*unknown namespace"):
-        FileCheckBackend(timeout=20).open(repo, _theorem())
+        FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_statement_that_does_not_elaborate_cannot_be_opened(monkeypatch, tmp_path, repo):
     script = {**SCRIPT, "errors": [{"line": 3, "column": 33, "message": "unknown identifier 'p'"}]}
     _activate(monkeypatch, tmp_path, script)
     with pytest.raises(FileCheckError, match="cannot be opened.*unknown identifier 'p'"):
-        FileCheckBackend(timeout=20).open(repo, _theorem())
+        FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 @pytest.mark.parametrize(
@@ -220,13 +221,13 @@ def test_statement_that_does_not_elaborate_cannot_be_opened(monkeypatch, tmp_pat
 def test_unreadable_lean_is_a_clear_fault(monkeypatch, tmp_path, repo, mode, message):
     _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": mode})
     with pytest.raises(LeanRunError, match=message):
-        FileCheckBackend(timeout=20).open(repo, _theorem())
+        FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, repo):
     log = _activate(monkeypatch, tmp_path)
     (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
-    with FileCheckBackend(timeout=20).open(repo, _theorem()):
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF):
         pass
     run = _runs(log)[-1]
     assert run["argv"][:3] == ["--lake", "env", "lean"]
@@ -235,14 +236,14 @@ def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, r
 
 def test_missing_lean_says_how_to_install(monkeypatch, tmp_path, repo):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     with pytest.raises(LeanNotFoundError, match="elan"):
-        FileCheckBackend(timeout=20).open(repo, _theorem())
+        FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_closed_session_refuses_work(monkeypatch, tmp_path, repo):
     _activate(monkeypatch, tmp_path)
-    session = FileCheckBackend(timeout=20).open(repo, _theorem())
+    session = FileCheckBackend(timeout=20).open(repo, IMP_SELF)
     session.close()
     session.close()
     with pytest.raises(SessionClosedError, match="closed"):
@@ -274,7 +275,7 @@ def test_theorem_without_a_proof_start_is_refused_before_running(monkeypatch, tm
     from lean_env.proofs.text import ProofTextError
 
     log = _activate(monkeypatch, tmp_path)
-    theorem = dataclasses.replace(_theorem(), proof_start=None)
+    theorem = dataclasses.replace(IMP_SELF, proof_start=None)
     with pytest.raises(ProofTextError, match="no known proof start"):
         FileCheckBackend(timeout=20).open(repo, theorem)
     assert _runs(log) == []

@@ -8,14 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_cases import (  # noqa: F401 (db_url is a fixture)
-    db_url,
-    git,
-    git_project,
-    lean_project,
-    make_trace,
-    theorem,
-)
+from builders import repo_trace, theorem
+from db_cases import db_url  # noqa: F401 (db_url is a fixture)
+from projects import git, git_project, lean_project
 
 from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces
 from curriculum.store import Store
@@ -39,8 +34,10 @@ class FakeTracer:
             raise RuntimeError(f"tracer crashed on {checkout.location}")
         # Echo a different spec on purpose: the store must key by the checkout anyway.
         name = Path(checkout.location).name
-        return make_trace(
-            f"./{name}", "whatever", [theorem(f"{name}.t1", 1), theorem(f"{name}.t2", None)]
+        return repo_trace(
+            f"./{name}",
+            commit="whatever",
+            theorems=[theorem(f"{name}.t1", steps=1), theorem(f"{name}.t2", steps=None)],
         )
 
 
@@ -123,8 +120,8 @@ def test_a_new_commit_is_a_new_version_and_an_edit_of_a_plain_dir_too(
 
 def test_ingest_traces_stores_ready_made_traces_once(store: Store) -> None:
     traces = [
-        make_trace("https://x/a", "c1", [theorem("t", 2)]),
-        make_trace("https://x/b", "c1", []),
+        repo_trace("https://x/a", commit="c1", theorems=[theorem("t", steps=2)]),
+        repo_trace("https://x/b", commit="c1"),
     ]
     assert [o.status for o in ingest_traces(store, traces)] == [IngestStatus.ADDED] * 2
     assert [o.status for o in ingest_traces(store, traces)] == [IngestStatus.UNCHANGED] * 2

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from db_cases import git, git_project, lean_project
+from projects import git, git_project, lean_project
 
 from lean_env.errors import RepoSpecError
 from lean_env.records import RepoSpec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from builders import theorem
 
 from lean_env.proofs.text import (
     ProofTextError,
@@ -133,12 +134,11 @@ NEXT_LINE = "namespace N\n  theorem t : True :=\n    sorry\nend N\n"
 )
 def test_splice_follows_the_block_for_either_proof_start(proof_start, expected):
     from lean_env.proofs.text import splice_proof
-    from lean_env.records import Theorem, TheoremStatus
 
-    theorem = Theorem(
-        "N.t", "N.lean", Position(2, 3), Position(3, 10), "theorem t : True", "sorry",
-        TheoremStatus.SORRY, proof_start=proof_start,
-    )
-    text, body = splice_proof(NEXT_LINE, theorem, "by\n  skip\n  trivial")
+    record = theorem(
+        "N.t", steps=None, path="N.lean", line=2, start=Position(2, 3), statement="theorem t : True",
+        sorries=(), proof_start=proof_start,
+    )  # fmt: skip
+    text, body = splice_proof(NEXT_LINE, record, "by\n  skip\n  trivial")
     assert text == expected
     assert text[body:].startswith("by\n")

@@ -18,6 +18,7 @@ from prove_cases import demo_lake_repo, taught_generator
 from agent.cli import EXIT_USAGE, main
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'leanagent[ray]')")
+pytestmark = pytest.mark.ray
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SEARCH = ["--candidates", "2", "--max-expansions", "6", "--tactic-timeout", "20", "--check-timeout", "20"]

@@ -1,22 +1,10 @@
 """The shared records and the proof-environment result types."""
 
 import pytest
+from builders import theorem
 
 from lean_env.interactive.interface import TacticState, normalize_goals
-from lean_env.records import LeanFile, Position, RepoSpec, Theorem, TheoremStatus, TracedTactic
-
-
-def _theorem(proof: str | None, status: TheoremStatus, steps: int) -> Theorem:
-    return Theorem(
-        full_name="Foo.bar",
-        path="Foo.lean",
-        start=Position(1, 1),
-        end=Position(3, 10),
-        statement="theorem bar : True",
-        proof=proof,
-        status=status,
-        tactics=tuple(TracedTactic(f"t{i}") for i in range(steps)),
-    )
+from lean_env.records import LeanFile, Position, RepoSpec, TheoremStatus, TracedTactic
 
 
 @pytest.mark.parametrize(
@@ -29,7 +17,12 @@ def _theorem(proof: str | None, status: TheoremStatus, steps: int) -> Theorem:
     ],
 )
 def test_num_steps(proof, status, steps, expected):
-    assert _theorem(proof, status, steps).num_steps == expected
+    tactics = tuple(TracedTactic(f"t{i}") for i in range(steps))
+    record = theorem(
+        "Foo.bar", path="Foo.lean", end=Position(3, 10), statement="theorem bar : True",
+        proof=proof, status=status, tactics=tactics, proof_start=None,
+    )  # fmt: skip
+    assert record.num_steps == expected
 
 
 def test_position_is_one_based_and_ordered():

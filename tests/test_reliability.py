@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from db_cases import lean_project
+from projects import lean_project
 
 from lean_env.repos import lean_sources
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import target
 from fakes.repl_support import fake_command, read_log, write_script
 
 from lean_env.errors import LeanNotFoundError
@@ -29,7 +30,7 @@ from lean_env.interactive.repl.protocol import (
     TacticRequest,
 )
 from lean_env.interactive.repl.theorem_text import split_header, theorem_command
-from lean_env.records import Position, Theorem, TheoremStatus
+from lean_env.records import Position
 
 G_ADD = "n : Nat\n⊢ n + 0 = n"
 G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"
@@ -82,26 +83,18 @@ FILE_C = "import Mathlib.Logic.Basic\nimport Mathlib.Data.Nat.Defs\n\ntheorem tr
 FILE_BAD = "import Lean\n\ntheorem broken : bad_statement := by\n  trivial\n"
 
 
-def thm(name: str, path: str, start: tuple[int, int], proof_start: tuple[int, int] | None,
-        statement: str = "") -> Theorem:
-    return Theorem(
-        full_name=f"Demo.{name}",
-        path=path,
-        start=Position(*start),
-        end=Position(start[0] + 1, 10),
-        statement=statement,
-        proof=None,
-        status=TheoremStatus.SORRY,
-        proof_start=None if proof_start is None else Position(*proof_start),
-    )
-
-
-ADD = thm("add_zero'", "A.lean", (7, 1), (8, 43))
-AND = thm("and_both", "A.lean", (11, 1), (11, 59))
-TRIV_A = thm("triv", "A.lean", (14, 1), None, "theorem triv : True :=")
-OTHER = thm("other", "B.lean", (3, 1), (3, 23))
-TRIV_C = thm("triv", "C.lean", (4, 1), (4, 23))
-BROKEN = thm("broken", "BAD.lean", (3, 1), (3, 33))
+# The targets the stand-in REPL's files hold (TRIV_A without a proof start, read from its statement).
+ADD, AND, TRIV_A, OTHER, TRIV_C, BROKEN = (
+    target(f"Demo.{name}", path=path, line=line, proof_start=proof_start, **extra)
+    for name, path, line, proof_start, extra in [
+        ("add_zero'", "A.lean", 7, Position(8, 43), {}),
+        ("and_both", "A.lean", 11, Position(11, 59), {}),
+        ("triv", "A.lean", 14, None, {"statement": "theorem triv : True :="}),
+        ("other", "B.lean", 3, Position(3, 23), {}),
+        ("triv", "C.lean", 4, Position(4, 23), {}),
+        ("broken", "BAD.lean", 3, Position(3, 33), {}),
+    ]
+)
 
 
 @pytest.fixture
@@ -266,7 +259,7 @@ def test_one_process_per_import_header(backend: ReplBackend, project: Path, log:
 
 def test_least_recently_used_process_is_evicted(tmp_path: Path, project: Path, log: Path) -> None:
     (project / "D.lean").write_text("import Std\n\ntheorem triv : True := by sorry\n")
-    triv_d = thm("triv", "D.lean", (3, 1), (3, 23))
+    triv_d = target("Demo.triv", path="D.lean", line=3, proof_start=Position(3, 23))
     with make_backend(tmp_path, log, max_processes=2) as backend:
         kept = backend.open(project, ADD)
         backend.open(project, OTHER).close()
@@ -315,9 +308,9 @@ def test_open_faults(backend: ReplBackend, project: Path) -> None:
     with pytest.raises(ReplOpenError, match="bad_statement"):
         backend.open(project, BROKEN)
     with pytest.raises(TheoremSourceError, match="Missing.lean"):
-        backend.open(project, thm("gone", "Missing.lean", (1, 1), (1, 5)))
+        backend.open(project, target("Demo.gone", path="Missing.lean", proof_start=Position(1, 5)))
     with pytest.raises(TheoremSourceError):
-        backend.open(project, thm("far", "B.lean", (40, 1), (40, 5)))
+        backend.open(project, target("Demo.far", path="B.lean", line=40, proof_start=Position(40, 5)))
 
 
 def test_theorem_command_text() -> None:
@@ -338,7 +331,7 @@ def test_no_repl_anywhere_is_one_clear_error(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("LEANAGENT_REPL", raising=False)
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     with ReplBackend.create(cache_dir=tmp_path / "cache") as backend:
         with pytest.raises(LeanNotFoundError, match="no Lean REPL found.*git clone"):
             backend.open(project, ADD)
@@ -352,8 +345,7 @@ def test_real_repl_proves_a_small_theorem(tmp_path: Path) -> None:
     (tmp_path / "Small.lean").write_text(
         "theorem small (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n"
     )
-    small = Theorem("small", "Small.lean", Position(1, 1), Position(2, 8), "", None,
-                    TheoremStatus.SORRY, proof_start=Position(1, 56))
+    small = target("small", path="Small.lean", end=Position(2, 8), proof_start=Position(1, 56))
     with ReplBackend.create(tactic_timeout=60, command_timeout=120) as backend:
         with backend.open(tmp_path, small) as session:
             assert session.initial_state.pp.endswith("⊢ p ∧ q")

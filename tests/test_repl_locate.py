@@ -27,7 +27,7 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "bin"
     directory.mkdir()
     monkeypatch.setenv("PATH", f"{directory}{os.pathsep}/bin{os.pathsep}/usr/bin")
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     return directory
 
 

@@ -7,60 +7,42 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from builders import premise, repo_trace, theorem
+from fakes.tiny_encoder import tiny_encoder
 
-from lean_env.records import (
-    DeclKind,
-    IngestBackend,
-    LeanFile,
-    Position,
-    Premise,
-    RepoSpec,
-    RepoTrace,
-    Theorem,
-    TheoremStatus,
-    TracedTactic,
-)
+from lean_env.records import LeanFile, Position, TracedTactic
 from retrieval.corpus import PremiseCorpus, RetrievalExample
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, evaluate
 from retrieval.pretrained import ModelLoadError
-from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)
 
-
-def _premise(name: str, path: str, line: int) -> Premise:
-    return Premise(name, path, Position(line, 1), Position(line + 1, 1), DeclKind.THEOREM, f"theorem {name} : True := trivial")
-
-
-def _theorem(name: str, path: str, line: int, premises: tuple[str, ...], tactics: tuple[TracedTactic, ...] = ()) -> Theorem:
-    return Theorem(name, path, Position(line, 1), Position(line + 2, 1), f"theorem {name} : P", "by simp", TheoremStatus.PROVEN,
-                   tactics=tactics, premises=premises)
-
-
-def _trace(location: str, premises: list[Premise], theorems: list[Theorem]) -> RepoTrace:
-    files = (
-        LeanFile("Pkg/Base.lean"),
-        LeanFile("Pkg/Mid.lean", ("Pkg.Base",)),
-        LeanFile("Pkg/Top.lean", ("Pkg.Mid",)),
-        LeanFile("Pkg/Other.lean"),
-    )
-    return RepoTrace(RepoSpec(location), "c0", IngestBackend.SOURCE, None, files, tuple(premises), tuple(theorems))
-
+# A package whose files import one another in a chain (Base <- Mid <- Top) and one file apart.
+FILES = (
+    LeanFile("Pkg/Base.lean"),
+    LeanFile("Pkg/Mid.lean", ("Pkg.Base",)),
+    LeanFile("Pkg/Top.lean", ("Pkg.Mid",)),
+    LeanFile("Pkg/Other.lean"),
+)
 
 PREMISES = [
-    _premise("base_a", "Pkg/Base.lean", 1),
-    _premise("mid_a", "Pkg/Mid.lean", 1),
-    _premise("top_before", "Pkg/Top.lean", 1),
-    _premise("top_after", "Pkg/Top.lean", 50),
-    _premise("other_a", "Pkg/Other.lean", 1),
+    premise(name, path=path, line=line, end=Position(line + 1, 1), code=f"theorem {name} : True := trivial")
+    for name, path, line in [
+        ("base_a", "Pkg/Base.lean", 1),
+        ("mid_a", "Pkg/Mid.lean", 1),
+        ("top_before", "Pkg/Top.lean", 1),
+        ("top_after", "Pkg/Top.lean", 50),
+        ("other_a", "Pkg/Other.lean", 1),
+    ]
 ]
 
 
 @pytest.fixture
 def corpus() -> PremiseCorpus:
-    first = _trace("/repos/one", PREMISES, [])
-    second = _trace("/repos/two", [_premise("base_b", "Pkg/Base.lean", 1)], [])
+    first = repo_trace("/repos/one", premises=PREMISES, files=FILES, lean_version=None)
+    base_b = premise("base_b", path="Pkg/Base.lean", end=Position(2, 1), code="theorem base_b : True := trivial")
+    second = repo_trace("/repos/two", premises=[base_b], files=FILES, lean_version=None)
     return PremiseCorpus([first, second])
 
 
@@ -85,11 +67,15 @@ def test_examples_keep_only_known_accessible_premises() -> None:
         TracedTactic("exact top_after", "⊢ three", None, ("top_after", "base_a")),  # top_after is declared later
     )
     theorems = [
-        _theorem("traced", "Pkg/Top.lean", 10, ("mid_a", "top_after", "base_a"), tactics),
-        _theorem("by_statement", "Pkg/Top.lean", 20, ("unknown.name", "top_before", "base_a", "top_before")),
-        _theorem("nothing_known", "Pkg/Top.lean", 30, ("unknown.name", "other_a")),
+        theorem(name, path="Pkg/Top.lean", line=line, premises=premises, tactics=tactics, end=Position(line + 2, 1),
+                statement=f"theorem {name} : P", proof="by simp", proof_start=None)
+        for name, line, premises, tactics in [
+            ("traced", 10, ("mid_a", "top_after", "base_a"), tactics),
+            ("by_statement", 20, ("unknown.name", "top_before", "base_a", "top_before"), ()),
+            ("nothing_known", 30, ("unknown.name", "other_a"), ()),
+        ]
     ]
-    trace = _trace("/repos/one", PREMISES, theorems)
+    trace = repo_trace("/repos/one", theorems=theorems, premises=PREMISES, files=FILES, lean_version=None)
     corpus = PremiseCorpus([trace])
     examples = corpus.examples(trace)
     got = [(e.theorem, e.context, [corpus.premises[i].full_name for i in e.positives]) for e in examples]
@@ -125,8 +111,11 @@ def test_search_ranks_by_cosine_and_respects_the_mask(corpus: PremiseCorpus) -> 
 
 
 def test_recall_and_mrr_follow_their_definitions() -> None:
-    premises = [_premise(n, "Pkg/Base.lean", i + 1) for i, n in enumerate(["p0", "p1", "p2", "p3"])]
-    trace = _trace("/r", premises, [])
+    premises = [
+        premise(n, path="Pkg/Base.lean", line=i + 1, end=Position(i + 2, 1), code=f"theorem {n} : True := trivial")
+        for i, n in enumerate(["p0", "p1", "p2", "p3"])
+    ]
+    trace = repo_trace("/r", premises=premises, files=FILES, lean_version=None)
     corpus = PremiseCorpus([trace])
     index = PremiseIndex(corpus, np.eye(4, dtype=np.float32))
     at = Position(1, 1)

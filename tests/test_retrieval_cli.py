@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from fakes.tiny_encoder import tiny_encoder
 
 from agent.cli import EXIT_USAGE, main
-from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)
 

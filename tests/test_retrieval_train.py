@@ -9,23 +9,14 @@ import logging
 import numpy as np
 import pytest
 import torch
+from builders import premise, repo_trace, theorem
+from fakes.tiny_encoder import tiny_encoder
 
-from lean_env.records import (
-    DeclKind,
-    IngestBackend,
-    LeanFile,
-    Position,
-    Premise,
-    RepoSpec,
-    RepoTrace,
-    Theorem,
-    TheoremStatus,
-)
+from lean_env.records import LeanFile, Position, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.progressive import ProgressiveReport, ProgressRow, run_progressive, split
 from retrieval.train import Consolidation, ProgressiveTrainer, StepReport, TrainConfig
-from tests.fakes.tiny_encoder import tiny_encoder
 
 torch.set_num_threads(1)
 
@@ -36,18 +27,18 @@ def _repo(location: str, words: list[str]) -> RepoTrace:
     """Premise ``p<i>`` states a fact about word ``i``; theorems ``use_<i>_k`` speak of the
     *next* word and use ``p<i>``: no word in common, so an untrained encoder cannot match
     them and a trained one must learn the pairing."""
-    premises = tuple(
-        Premise(f"p{i}", "Lib/Facts.lean", Position(i + 1, 1), Position(i + 2, 1), DeclKind.THEOREM, f"theorem p{i} : {w} = {w}")
+    premises = [
+        premise(f"p{i}", path="Lib/Facts.lean", line=i + 1, end=Position(i + 2, 1), code=f"theorem p{i} : {w} = {w}")
         for i, w in enumerate(words)
-    )
-    theorems = tuple(
-        Theorem(f"use_{i}_{k}", "Lib/Main.lean", Position(10 * i + k + 1, 1), Position(10 * i + k + 2, 1),
-                f"{words[(i + 1) % len(words)]} {'holds' if k else 'is true'}", "by simp", TheoremStatus.PROVEN, premises=(f"p{i}",))
+    ]
+    theorems = [
+        theorem(f"use_{i}_{k}", path="Lib/Main.lean", line=10 * i + k + 1, premises=(f"p{i}",), end=Position(10 * i + k + 2, 1),
+                statement=f"{words[(i + 1) % len(words)]} {'holds' if k else 'is true'}", proof="by simp", proof_start=None)
         for i in range(len(words))
         for k in range(2)
-    )
+    ]
     files = (LeanFile("Lib/Facts.lean"), LeanFile("Lib/Main.lean", ("Lib.Facts",)))
-    return RepoTrace(RepoSpec(location), "c0", IngestBackend.SOURCE, None, files, premises, theorems)
+    return repo_trace(location, theorems=theorems, premises=premises, files=files, lean_version=None)
 
 
 def _config(**changes: object) -> TrainConfig:

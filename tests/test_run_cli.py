@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from db_cases import lean_project
 from fakes import fake_lean
 from fakes.tiny_encoder import tiny_encoder
+from projects import lean_project
 from prove_cases import AFTER_INTRO, START, demo_lake_repo, taught_generator
 
 import agent.lifelong
@@ -182,7 +182,7 @@ def test_a_missing_lean_is_reported_before_any_training(tmp_path, models, capsys
     bin_dir.mkdir()
     (bin_dir / "git").symlink_to(shutil.which("git"))
     monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", tmp_path / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     data = tmp_path / "data"
     code, _, err = _run(capsys, data, tmp_path / "repos.txt", "--model", str(encoder), "--generator", str(generator))
     assert code == EXIT_USAGE and len(err.splitlines()) == 1 and "elan" in err, err

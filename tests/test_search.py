@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from builders import target
 from fakes.proof_world import DONE, WorldSession
 from fakes.repl_support import fake_command, write_script
 
 from agent.search import Candidate, SearchConfig, SearchStatus, best_first_search
 from lean_env.interactive.interface import LeanError, TacticTimeout
 from lean_env.interactive.repl.backend import ReplBackend
-from lean_env.records import Position, Theorem, TheoremStatus
+from lean_env.records import Position
 
 
 class TableGenerator:
@@ -109,8 +110,7 @@ def test_search_proves_a_theorem_through_the_repl_backend(tmp_path: Path) -> Non
     project.mkdir()
     (project / "A.lean").write_text(
         "theorem and_both (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n", encoding="utf-8")
-    theorem = Theorem("and_both", "A.lean", Position(1, 1), Position(2, 8), "", None, TheoremStatus.SORRY,
-                      proof_start=Position(1, 59))
+    theorem = target("and_both", end=Position(2, 8), proof_start=Position(1, 59))
     generator = TableGenerator({
         G_AND: [("simp", 0.6), ("constructor", 0.4)],
         f"{G_LEFT}\n\n{G_RIGHT}": [("exact hq", 0.5), ("exact hp", 0.5)],

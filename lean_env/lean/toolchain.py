@@ -13,13 +13,22 @@ from pathlib import Path
 
 from lean_env.errors import LeanNotFoundError
 
-# elan installs its proxies here; look there too when PATH was not updated.
-_ELAN_BIN = Path(os.environ.get("ELAN_HOME", Path.home() / ".elan")) / "bin"
+
+def elan_bin() -> Path:
+    """Where elan installs its proxies (``$ELAN_HOME/bin``, by default ``~/.elan/bin``).
+
+    Read at each call rather than at import, so that a process (or a test) that sets
+    ``ELAN_HOME`` is looked up where it says, as elan itself would.
+    """
+    return Path(os.environ.get("ELAN_HOME", Path.home() / ".elan")) / "bin"
 
 
 def find_tool(name: str) -> Path | None:
-    """The executable ``name`` (``lean``, ``lake``, ``repl``) on PATH or in elan's bin, else None."""
-    found = shutil.which(name) or shutil.which(name, path=str(_ELAN_BIN))
+    """The executable ``name`` (``lean``, ``lake``, ``repl``) on PATH or in elan's bin, else None.
+
+    elan's bin counts too because its installer may not have updated this shell's PATH.
+    """
+    found = shutil.which(name) or shutil.which(name, path=str(elan_bin()))
     return Path(found) if found else None
 
 

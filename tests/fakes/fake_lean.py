@@ -255,7 +255,7 @@ def activate(monkeypatch, bin_dir: Path, script: dict) -> Path:
     script_file.write_text(json.dumps(script), encoding="utf-8")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_LEAN_SCRIPT", str(script_file))
-    monkeypatch.setattr("lean_env.lean.toolchain._ELAN_BIN", bin_dir / "no-elan")
+    monkeypatch.setenv("ELAN_HOME", str(bin_dir / "no-elan"))
     return script_file
 
 

@@ -19,9 +19,10 @@ import os
 import sys
 from pathlib import Path
 
-# This runs as a script, so its own directory is on sys.path: both stand-ins read requests
-# with one function.
-from fake_repl import read_request
+# This runs as a script, so only its own directory is on sys.path: add tests/, the root every
+# import of the stand-ins starts from, since both read requests with one function.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fakes.fake_repl import read_request  # noqa: E402
 
 
 def blocks(text: str, *, join: str) -> list[str]:
