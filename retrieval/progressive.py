@@ -3,8 +3,9 @@ and after every step the recall on every repository seen so far (LeanAgent's met
 matrix), from which forgetting is read.
 
 Each repository's examples are split by theorem (all steps of a theorem on one side),
-deterministically: a theorem is held out when a seeded hash of its name falls below the
-test fraction, so a repository keeps its split whatever else is trained.
+deterministically: a theorem is held out when a seeded hash of its repository's identity
+and its name falls below the test fraction, so a repository keeps its split whatever else
+is trained, and wherever it is checked out.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Protocol, TypeVar
 import torch
 
 from lean_env.errors import UserInputError
-from lean_env.records import RepoTrace
+from lean_env.records import RepoSpec, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
@@ -42,11 +43,18 @@ Example = TypeVar("Example", bound=_OfTheorem)
 
 def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     """(train, test) with every theorem's examples on one side (retrieval and tactic
-    examples alike: anything with a ``repo`` and a ``theorem``)."""
+    examples alike: anything with a ``repo`` location and a ``theorem``).
+
+    The side hashes the seed, the repository's :attr:`~lean_env.records.RepoSpec.identity`
+    and the theorem's name: not the location, which for a local project is where it is
+    checked out, so that every clone of a repository gets the same split."""
     train, test = [], []
+    identities: dict[str, str] = {}
     for example in examples:
+        if example.repo not in identities:
+            identities[example.repo] = RepoSpec(example.repo).identity
         # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform
-        digest = hashlib.blake2b(f"{seed}:{example.repo}:{example.theorem}".encode(), digest_size=8).digest()
+        digest = hashlib.blake2b(f"{seed}:{identities[example.repo]}:{example.theorem}".encode(), digest_size=8).digest()
         bucket = int.from_bytes(digest, "big") / 2**64
         (test if bucket < test_fraction else train).append(example)
     return train, test

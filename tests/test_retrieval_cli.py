@@ -35,28 +35,12 @@ def _run(capsys: pytest.CaptureFixture[str], data: Path, *args: str) -> tuple[in
     return code, out, err
 
 
-def _seed_splitting_every_repository(data: Path, test_fraction: float) -> int:
-    """A split seed that leaves every stored repository examples on both sides. Which
-    theorems are held out hashes the repository's location, i.e. where the examples are
-    checked out, so no fixed seed does this on every machine."""
-    from curriculum.store import Store
-    from retrieval.corpus import PremiseCorpus
-    from retrieval.progressive import split
-
-    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
-        traces = store.latest_traces()
-    corpus = PremiseCorpus(traces)
-    for seed in range(1000):
-        sides = [split(corpus.examples(t), test_fraction=test_fraction, seed=seed) for t in traces]
-        if all(train and test for train, test in sides):
-            return seed
-    raise AssertionError("no seed splits every example repository")
-
-
 def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys, tmp_path: Path) -> None:
     data, model = workspace
     out_dir = tmp_path / "trained"
-    seed = str(_seed_splitting_every_repository(data, 0.5))
+    # The split hashes the repositories' names (demo-logic, demo-arith), not where they are
+    # checked out, so a fixed seed splits alike everywhere; 0 leaves both examples on each side.
+    seed = "0"
     code, out, _ = _run(capsys, data, "retrieval", "train", "--model", str(model), "--epochs", "2", "--batch-size", "4",
                         "--test-fraction", "0.5", "--seed", seed, "--out", str(out_dir), "--json")
     assert code == 0
@@ -65,6 +49,7 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert len(repos) == 2 and {Path(r).name for r in repos} == {"demo-logic", "demo-arith"}
     matrix = payload["matrices"]["recall@10"]
     assert len(matrix) == 2 and matrix[0][1] is None  # the second repository is unseen after step 1
+    assert all(v is not None for v in matrix[1])  # every repository has held-out examples
     assert all(0.0 <= v <= 1.0 for row in matrix for v in row if v is not None)
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
     code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json")
