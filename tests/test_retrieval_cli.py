@@ -57,6 +57,25 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert not list((data / "checkpoints").glob("*"))  # removed once the encoder was saved
 
 
+def test_an_unversioned_checkpoint_is_one_line_and_exit_2(workspace, capsys) -> None:
+    """A checkpoint left by an older leanagent (pickled records) is refused, not trained over."""
+    from retrieval.index import RecallScores
+    from retrieval.progressive import ProgressRow
+    from retrieval.train import StepReport
+
+    data, model = workspace
+    checkpoint = data / "checkpoints" / "retrieval-train.pt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    row = ProgressRow("/r/a", "c0", 1, StepReport(1, 1, 0.5, 0.0), {"/r/a": RecallScores(1, {1: 1.0}, 1.0)})
+    torch.save({"key": "(...)", "rows": [row]}, checkpoint)
+    try:
+        code, _, err = _run(capsys, data, "retrieval", "train", "--model", str(model), "--epochs", "1")
+        assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert "older leanagent" in err and str(checkpoint) in err and "delete it" in err
+    finally:
+        checkpoint.unlink()
+
+
 def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace, capsys) -> None:
     data, model = workspace
     code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model), "--json")
