@@ -9,6 +9,7 @@ The models hold data only; every session and commit lives in :mod:`curriculum.st
      or path)      │                  ├─ theorems ── tactic_steps ── tactic_premises ─► premises
                    │                  └─ parse_problems
     runs ── proof_attempts ─► theorems
+    leanagent_schema (one row: the schema version)
 
 A repository is keyed by its location (URL, or absolute path of a local project); a version
 by (repository, commit). Everything a trace holds hangs off its version, so equal file paths
@@ -18,6 +19,10 @@ gives the records that were stored, in the same order.
 
 Timestamps are timezone-aware UTC on every backend (SQLite stores them naive; the
 :class:`UTCDateTime` type restores the zone on the way out).
+
+The database records the version of this schema it was made with (:class:`SchemaRow`);
+:meth:`curriculum.store.Store.open` opens only a database of :data:`SCHEMA_VERSION`, or an
+empty one, which it makes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    CheckConstraint,
     DateTime,
     Dialect,
     Enum,
@@ -89,6 +95,23 @@ class Base(DeclarativeBase):
         AttemptOutcome: _str_enum(AttemptOutcome),
         RunStatus: _str_enum(RunStatus),
     }
+
+
+# The version of the tables below: bump it with any change to them. A database made at
+# another version (or by an older leanagent, before versions were recorded) is refused,
+# not read with columns it lacks or written with rows it cannot hold.
+SCHEMA_VERSION = 1
+
+
+class SchemaRow(Base):
+    """The version of the schema the database was made with: one row, id 1."""
+
+    __tablename__ = "leanagent_schema"
+    # One row only: two processes making one database both insert id 1, and one of them loses.
+    __table_args__ = (CheckConstraint("id = 1", name="leanagent_schema_one_row"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    version: Mapped[int]
 
 
 class RepositoryRow(Base):

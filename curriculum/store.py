@@ -10,6 +10,9 @@ Callers speak records (:mod:`lean_env.records`) and the small result records of
 * **Merged view.** A new commit of a known repository is a new version; the merged view
   (:meth:`Store.latest_traces`, :meth:`Store.theorems`, the curriculum) takes the most
   recently ingested version of each repository.
+* **Only its own schema.** :meth:`Store.open` makes an empty database (tables and schema
+  version in one transaction) and refuses, before writing anything, one that has tables
+  but not this schema version (:data:`curriculum.db.SCHEMA_VERSION`).
 * **Errors at the boundary.** A database that cannot be opened or written (bad URL,
   unwritable path, server down) raises :class:`DatabaseUnavailableError` naming the URL
   (password hidden); any other database failure raises :class:`DatabaseError`.
@@ -25,18 +28,30 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.exc import (
     ArgumentError,
     IntegrityError,
     NoSuchModuleError,
     OperationalError,
+    ProgrammingError,
     SQLAlchemyError,
 )
 from sqlalchemy.orm import Session
 
 from curriculum import bulk
 from curriculum.db import (
+    SCHEMA_VERSION,
     AttemptOutcome,
     AttemptRow,
     Base,
@@ -45,6 +60,7 @@ from curriculum.db import (
     RepositoryRow,
     RunRow,
     RunStatus,
+    SchemaRow,
     TacticRow,
     TheoremRow,
     VersionRow,
@@ -90,7 +106,11 @@ class Store(ClosesOnExit):
 
     @classmethod
     def open(cls, url: str) -> Store:
-        """Connect to ``url`` (any SQLAlchemy URL) and create missing tables."""
+        """Connect to ``url`` (any SQLAlchemy URL). An empty database gets the tables and the
+        schema version (:data:`~curriculum.db.SCHEMA_VERSION`), in one transaction; one of
+        this schema version opens as it is; any other (tables but no version: an older
+        leanagent's or another program's; another version) is refused with a
+        :class:`DatabaseUnavailableError` before anything is written to it."""
         try:
             engine = create_engine(
                 url, connect_args={"timeout": 60} if url.startswith("sqlite") else {}
@@ -99,18 +119,28 @@ class Store(ClosesOnExit):
             raise DatabaseUnavailableError(
                 f"{_hide_password(url)!r} is not a usable database URL: {first_line(e)}"
             ) from e
-        if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_pragmas)
+        shown = engine.url.render_as_string(hide_password=True)
         try:
-            Base.metadata.create_all(engine)
+            # Looked at before the SQLite pragmas are set (WAL mode is written into the
+            # file: a database that is refused is left as it was), on a connection closed
+            # afterwards, so that every later one has them.
+            with engine.connect() as conn:
+                empty = _schema_is_missing(conn, shown)
+            engine.dispose()
+            if engine.dialect.name == "sqlite":
+                event.listen(engine, "connect", _sqlite_pragmas)
+            if empty:
+                _make_schema(engine, shown)
         except SQLAlchemyError as e:
             engine.dispose()
             # Whatever fails before the tables exist (no server, a path that cannot be
             # written, a file that is not a database) is the URL's fault: the user's to fix.
             raise DatabaseUnavailableError(
-                f"cannot use the database {engine.url.render_as_string(hide_password=True)} "
-                f"(creating tables): {_reason(e)}"
+                f"cannot use the database {shown} (opening it): {_reason(e)}"
             ) from e
+        except DatabaseUnavailableError:
+            engine.dispose()
+            raise
         return cls(engine)
 
     def close(self) -> None:
@@ -436,6 +466,52 @@ class Store(ClosesOnExit):
             .join(RepositoryRow, RepositoryRow.id == VersionRow.repository_id)
             .where(RepositoryRow.location == location, VersionRow.commit == commit)
         )
+
+
+def _schema_is_missing(conn: Connection, url: str) -> bool:
+    """True for an empty database (no tables), False for one of this schema version; any
+    other is refused (DatabaseUnavailableError). Reads only."""
+    tables = set(inspect(conn).get_table_names())
+    if not tables:
+        return True
+    if SchemaRow.__tablename__ not in tables:
+        raise DatabaseUnavailableError(
+            f"the database {url} was not made by this leanagent (it has tables but no schema "
+            "version: an older leanagent's or another program's); use another --db or data directory"
+        )
+    versions = list(conn.scalars(select(SchemaRow.version)))
+    if versions != [SCHEMA_VERSION]:
+        by = "a newer" if versions and max(versions) > SCHEMA_VERSION else "another"
+        found = ", ".join(map(str, versions)) or "none"
+        raise DatabaseUnavailableError(
+            f"the database {url} was made by {by} leanagent (schema version {found}; this one "
+            f"uses version {SCHEMA_VERSION}); use another --db or data directory, or that leanagent"
+        )
+    return False
+
+
+def _make_schema(engine: Engine, url: str) -> None:
+    """Create the tables and the version row of an empty database in one transaction.
+
+    Another process may be making the same database at once. On SQLite the transaction
+    takes the write lock first, so the second one waits and then finds the schema made; on
+    a server the loser's CREATE TABLE fails on a name the winner took, and it looks again.
+    """
+    for attempt in (1, 2):
+        try:
+            with engine.connect() as conn:
+                if engine.dialect.name == "sqlite":
+                    # pysqlite begins no transaction before DDL (each CREATE TABLE would commit
+                    # on its own); IMMEDIATE takes the write lock at once.
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                if _schema_is_missing(conn, url):
+                    Base.metadata.create_all(conn)
+                    conn.execute(insert(SchemaRow).values(id=1, version=SCHEMA_VERSION))
+                conn.commit()
+            return
+        except (IntegrityError, ProgrammingError):
+            if attempt == 2:
+                raise
 
 
 def _latest(rows: Sequence[tuple[VersionRow, str]]) -> list[tuple[VersionRow, str]]:

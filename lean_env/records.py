@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -72,6 +73,27 @@ class RepoSpec:
         """A short human name: the last path component without ``.git``."""
         tail = self.location.rstrip("/").rsplit("/", 1)[-1]
         return tail.removesuffix(".git") or self.location
+
+    @property
+    def identity(self) -> str:
+        """The repository's name wherever it is checked out: what seeds its held-out split.
+
+        A network URL gives its host (lower case, without user or port) and path, without a
+        trailing ``/`` or ``.git``: ``https://github.com/a/b``, ``https://github.com/a/b.git/``
+        and ``git@github.com:a/b.git`` are all ``github.com/a/b``. A local path (or a
+        ``file://`` URL) gives the project's directory name (:attr:`name`), not where that
+        directory is: moving or cloning a project keeps its identity, renaming its
+        directory does not. It is no key: two projects of one name share it.
+        """
+        if not self.is_remote or self.location.startswith("file://"):
+            return self.name
+        if "://" in self.location:
+            parts = urlsplit(self.location)
+            host, path = parts.hostname or "", parts.path
+        else:  # scp-like: git@host:owner/repo
+            host, _, path = self.location.partition("@")[2].partition(":")
+            host = host.lower()
+        return f"{host}/{path.strip('/').removesuffix('.git').rstrip('/')}"
 
     def __str__(self) -> str:
         return self.location if self.commit is None else f"{self.location}@{self.commit}"

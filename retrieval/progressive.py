@@ -3,25 +3,27 @@ and after every step the recall on every repository seen so far (LeanAgent's met
 matrix), from which forgetting is read.
 
 Each repository's examples are split by theorem (all steps of a theorem on one side),
-deterministically: a theorem is held out when a seeded hash of its name falls below the
-test fraction, so a repository keeps its split whatever else is trained.
+deterministically: a theorem is held out when a seeded hash of its repository's identity
+and its name falls below the test fraction, so a repository keeps its split whatever else
+is trained, and wherever it is checked out.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
+import json
 import logging
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from lean_env.errors import UserInputError
-from lean_env.records import RepoTrace
+from lean_env.records import RepoSpec, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
@@ -42,11 +44,18 @@ Example = TypeVar("Example", bound=_OfTheorem)
 
 def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
     """(train, test) with every theorem's examples on one side (retrieval and tactic
-    examples alike: anything with a ``repo`` and a ``theorem``)."""
+    examples alike: anything with a ``repo`` location and a ``theorem``).
+
+    The side hashes the seed, the repository's :attr:`~lean_env.records.RepoSpec.identity`
+    and the theorem's name: not the location, which for a local project is where it is
+    checked out, so that every clone of a repository gets the same split."""
     train, test = [], []
+    identities: dict[str, str] = {}
     for example in examples:
+        if example.repo not in identities:
+            identities[example.repo] = RepoSpec(example.repo).identity
         # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform
-        digest = hashlib.blake2b(f"{seed}:{example.repo}:{example.theorem}".encode(), digest_size=8).digest()
+        digest = hashlib.blake2b(f"{seed}:{identities[example.repo]}:{example.theorem}".encode(), digest_size=8).digest()
         bucket = int.from_bytes(digest, "big") / 2**64
         (test if bucket < test_fraction else train).append(example)
     return train, test
@@ -148,42 +157,44 @@ def run_progressive(
             scores[earlier.spec.location] = evaluate(index, encoder, test, ks=ks)
         rows.append(ProgressRow(location, trace.commit, len(train), step, scores))
         if checkpoint:
-            _save(checkpoint, {"key": key, "rows": rows, "encoder": encoder.model.state_dict(), "trainer": trainer.state_dict()})
+            _save(checkpoint, key, rows, encoder, trainer)
         if on_step:
             on_step(rows[-1])
     return ProgressiveReport(tuple(dict.fromkeys(row.repo for row in rows)), tuple(rows), picked_up)
 
 
-def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> str:
-    """What a checkpoint must match to be picked up: the same options and starting model."""
-    return repr((dataclasses.astuple(config), tuple(ks), test_fraction, model_id))
+def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> dict[str, Any]:
+    """What a checkpoint must match to be picked up: the same options and starting model.
+    Named field by field (JSON-able, lists not tuples), so that the key, and the learner
+    files that hold it, stay as they are when a TrainConfig field is renamed or moved; a
+    new field must be added here (a test checks that every field is)."""
+    return {
+        "consolidation": config.consolidation.value,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate,
+        "temperature": config.temperature,
+        "ewc_lambda": config.ewc_lambda,
+        "ewc_decay": config.ewc_decay,
+        "fisher_batches": config.fisher_batches,
+        "replay_size": config.replay_size,
+        "seed": config.seed,
+        "ks": list(ks),
+        "test_fraction": test_fraction,
+        "model": model_id,
+    }
 
 
 def learner_id(config: TrainConfig, *, test_fraction: float, model_id: str, ks: Sequence[int] = (1, 10), place: str = "") -> str:
     """A short name for a learner (a file name): the hash of what :func:`run_progressive`
     requires of a checkpoint to pick it up, and of ``place`` (e.g. the database it learns from)."""
-    key = _learner_key(config, ks, test_fraction, model_id) + place
+    key = json.dumps({"learner": _learner_key(config, ks, test_fraction, model_id), "place": place}, sort_keys=True)
     return hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
 
 
-def _resume(checkpoint: Path, key: str, encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
-    if not checkpoint.exists():
-        return []
-    # Our own file in the data directory; it holds pickled records besides tensors.
-    state = torch.load(checkpoint, weights_only=False)
-    own = encoder.model.state_dict()
-    fits = state["encoder"].keys() == own.keys() and all(v.shape == own[k].shape for k, v in state["encoder"].items())
-    if state["key"] != key or not fits:
-        log.info("checkpoint %s belongs to another learner (options or model); starting afresh", checkpoint)
-        return []
-    encoder.model.load_state_dict(state["encoder"])
-    trainer.load_state_dict(state["trainer"])
-    log.info("resuming after %d finished step(s) from %s", len(state["rows"]), checkpoint)
-    return list(state["rows"])
-
-
 class CheckpointError(UserInputError):
-    """The checkpoint cannot be written where it was asked to go."""
+    """The checkpoint cannot be written where it was asked to go, or is a file this
+    leanagent does not read (another format, or damaged)."""
 
 
 def prepare_checkpoint(checkpoint: Path) -> None:
@@ -194,11 +205,116 @@ def prepare_checkpoint(checkpoint: Path) -> None:
         raise CheckpointError(f"cannot keep the learner in {checkpoint.parent}: {error.strerror or error}") from error
 
 
-def _save(checkpoint: Path, state: dict[str, object]) -> None:
+# ---- the learner on disk ---------------------------------------------------------------
+#
+# One torch file: {"format": LEARNER_FORMAT, "meta": JSON text, "encoder": the model's
+# state_dict, "trainer": ProgressiveTrainer.state_dict()["tensors"]}, read back with
+# torch.load(weights_only=True), which loads tensors and plain containers and never runs
+# pickled code. The JSON meta is {"learner": _learner_key(...), "rows": [_row_to_json(row)],
+# "trainer": ProgressiveTrainer.state_dict()["meta"]}.
+
+LEARNER_FORMAT = 1  # bump with every change to what _save writes; _read refuses other formats
+
+_START_AGAIN = "move it away or delete it to start a new learner"
+
+
+def _resume(checkpoint: Path, key: dict[str, Any], encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
+    if not checkpoint.exists():
+        return []
+    state, meta = _read(checkpoint)
+    own = encoder.model.state_dict()
+    fits = state["encoder"].keys() == own.keys() and all(v.shape == own[k].shape for k, v in state["encoder"].items())
+    if meta.get("learner") != key or not fits:
+        log.info("checkpoint %s belongs to another learner (options or model); starting afresh", checkpoint)
+        return []
+    try:
+        rows = [_row_from_json(row) for row in meta["rows"]]
+        trainer_state = {"tensors": state["trainer"], "meta": meta["trainer"]}
+        encoder.model.load_state_dict(state["encoder"])
+        trainer.load_state_dict(trainer_state)
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}") from error
+    log.info("resuming after %d finished step(s) from %s", len(rows), checkpoint)
+    return rows
+
+
+def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file's parts and its parsed meta, or one CheckpointError saying what the file is."""
+    try:
+        state = torch.load(checkpoint, weights_only=True)
+    except OSError as error:
+        raise CheckpointError(f"cannot read the learner {checkpoint}: {error.strerror or error}") from error
+    except Exception as error:  # refused pickled classes, or a damaged file (zip reader, unpickler, anywhere)
+        raise CheckpointError(_unreadable(checkpoint)) from error
+    fmt = state.get("format") if isinstance(state, dict) else None
+    if not isinstance(fmt, int):
+        raise CheckpointError(f"{checkpoint} is not a learner file of leanagent (it has no format number); {_START_AGAIN}")
+    if fmt != LEARNER_FORMAT:
+        by = "a newer" if fmt > LEARNER_FORMAT else "another"
+        raise CheckpointError(f"the learner {checkpoint} was written by {by} leanagent (learner format {fmt}; "
+                              f"this one reads format {LEARNER_FORMAT}): use that leanagent, or {_START_AGAIN}")
+    try:
+        meta = json.loads(state["meta"])
+        if not (isinstance(meta, dict) and isinstance(state["encoder"], dict) and isinstance(state["trainer"], dict)):
+            raise TypeError("its parts are not what this format holds")
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}") from error
+    return state, meta
+
+
+def _unreadable(checkpoint: Path) -> str:
+    """Why torch.load(weights_only=True) refused a file: it holds pickled classes (an older
+    leanagent's learner pickled this package's records), or it is damaged."""
+    try:
+        classes = torch.serialization.get_unsafe_globals_in_checkpoint(checkpoint)
+    except Exception:  # not even a torch file whose pickle can be listed
+        classes = []
+    if any(name.startswith(("retrieval.", "lean_env.")) for name in classes):
+        return f"the learner {checkpoint} was written by an older leanagent (an unversioned learner); {_START_AGAIN}"
+    if classes:
+        return f"{checkpoint} holds pickled Python objects ({classes[0]}, ...), not a learner file of leanagent; {_START_AGAIN}"
+    return f"the learner {checkpoint} cannot be read (damaged or truncated); {_START_AGAIN}"
+
+
+def _save(checkpoint: Path, key: dict[str, Any], rows: Sequence[ProgressRow], encoder: TextEncoder,
+          trainer: ProgressiveTrainer) -> None:
     prepare_checkpoint(checkpoint)
-    partial = checkpoint.with_name(checkpoint.name + ".partial")
+    trainer_state = trainer.state_dict()
+    meta = {"learner": key, "rows": [_row_to_json(row) for row in rows], "trainer": trainer_state["meta"]}
+    state = {"format": LEARNER_FORMAT, "meta": json.dumps(meta), "encoder": encoder.model.state_dict(),
+             "trainer": trainer_state["tensors"]}
+    # A partial file of its own per writer (two processes saving one learner never write
+    # into one file), moved into place whole: a kill mid-write leaves the previous learner.
+    partial = checkpoint.with_name(f"{checkpoint.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
     try:
         torch.save(state, partial)
-        os.replace(partial, checkpoint)  # a kill mid-write leaves the previous checkpoint whole
+        os.replace(partial, checkpoint)
     except OSError as error:
         raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _row_to_json(row: ProgressRow) -> dict[str, Any]:
+    step = row.step
+    return {
+        "repo": row.repo,
+        "commit": row.commit,
+        "train_examples": row.train_examples,
+        "step": {"examples": step.examples, "batches": step.batches, "mean_loss": step.mean_loss,
+                 "mean_penalty": step.mean_penalty},
+        # recall's keys are ints (k), which JSON objects cannot have: [k, value] pairs
+        "scores": {repo: {"examples": s.examples, "recall": [[k, v] for k, v in s.recall.items()], "mrr": s.mrr}
+                   for repo, s in row.scores.items()},
+    }
+
+
+def _row_from_json(row: dict[str, Any]) -> ProgressRow:
+    step = row["step"]
+    return ProgressRow(
+        row["repo"],
+        row["commit"],
+        row["train_examples"],
+        StepReport(step["examples"], step["batches"], step["mean_loss"], step["mean_penalty"]),
+        {repo: RecallScores(s["examples"], {k: v for k, v in s["recall"]}, s["mrr"]) for repo, s in row["scores"].items()},
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from projects import lean_project
+from sqlalchemy import create_engine, text
 
 from agent.cli import main
 
@@ -179,6 +180,14 @@ def _not_a_database(tmp: Path) -> list[str]:
     return ["--db", f"sqlite:///{tmp / 'notes.txt'}", "db", "stats"]
 
 
+def _older_database(tmp: Path) -> list[str]:
+    """A database of our tables made before the schema version was recorded."""
+    url = f"sqlite:///{tmp / 'old.db'}"
+    with create_engine(url).begin() as conn:
+        conn.execute(text("CREATE TABLE repositories (id INTEGER PRIMARY KEY, location VARCHAR)"))
+    return ["--db", url, "db", "stats"]
+
+
 def _export_onto_a_file(tmp: Path) -> list[str]:
     lean_project(tmp / "proj")
     with contextlib.redirect_stdout(io.StringIO()):  # setup output is not under test
@@ -231,6 +240,9 @@ def _export_onto_a_file(tmp: Path) -> list[str]:
             id="unreachable-https-url",
         ),
         pytest.param(_not_a_database, "file is not a database", id="db-file-not-a-database"),
+        pytest.param(
+            _older_database, "was not made by this leanagent", id="db-without-schema-version"
+        ),
         pytest.param(
             _export_onto_a_file, "cannot write a benchmark directory", id="export-to-file"
         ),

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
@@ -15,11 +17,12 @@ from pathlib import Path
 import pytest
 from builders import premise, repo_trace, rich_trace, theorem
 from db_cases import POSTGRES_URL_ENV, db_url  # noqa: F401 (db_url is a fixture)
-from sqlalchemy import select
+from sqlalchemy import Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
 
 from curriculum import bulk
-from curriculum.db import PremiseRow, TacticPremiseRow
+from curriculum import store as store_module
+from curriculum.db import SCHEMA_VERSION, Base, PremiseRow, SchemaRow, TacticPremiseRow
 from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
 from lean_env.records import AttemptOutcome, RunStatus, TheoremStatus
 
@@ -379,3 +382,132 @@ def test_postgres_errors_name_the_url_without_the_password() -> None:
         Store.open(url.render_as_string(hide_password=False))
     message = str(info.value)
     assert "wrong-secret" not in message and "***" in message and ":1/" in message
+
+
+# ---- the schema version ----------------------------------------------------------------------
+
+
+def _tables(url: str) -> list[str]:
+    engine = create_engine(url)
+    try:
+        return sorted(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _execute(url: str, *statements: str) -> None:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def test_a_fresh_database_gets_the_tables_and_the_schema_version(db_url: str) -> None:  # noqa: F811
+    for _ in range(2):  # made, then opened as it is
+        with Store.open(db_url) as store:
+            assert store.stats().repositories == 0
+    assert _tables(db_url) == sorted(Base.metadata.tables)
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        assert conn.execute(select(SchemaRow.id, SchemaRow.version)).all() == [(1, SCHEMA_VERSION)]
+    engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("statements", "message"),
+    [
+        pytest.param(
+            ["CREATE TABLE repositories (id INTEGER PRIMARY KEY, url VARCHAR(200))"],
+            "was not made by this leanagent (it has tables but no schema version",
+            id="older-leanagent",
+        ),
+        pytest.param(
+            ["CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)"],
+            "was not made by this leanagent (it has tables but no schema version",
+            id="another-program",
+        ),
+        pytest.param(
+            ["CREATE TABLE leanagent_schema (id INTEGER PRIMARY KEY, version INTEGER)"],
+            "(schema version none; this one uses version 1)",
+            id="version-table-without-its-row",
+        ),
+    ],
+)
+def test_a_database_not_made_by_this_leanagent_is_refused_untouched(
+    db_url: str,  # noqa: F811
+    statements: list[str],
+    message: str,
+) -> None:
+    _execute(db_url, *statements)
+    before = _tables(db_url)
+    with pytest.raises(DatabaseUnavailableError, match=re.escape(message)) as info:
+        Store.open(db_url)
+    assert "\n" not in str(info.value) and "use another --db or data directory" in str(info.value)
+    assert _tables(db_url) == before  # no table of ours was added
+
+
+def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  # noqa: F811
+    Store.open(db_url).close()
+    _execute(db_url, "UPDATE leanagent_schema SET version = 999")
+    with pytest.raises(DatabaseUnavailableError, match=re.escape("made by a newer leanagent (schema version 999; this one uses version 1)")):
+        Store.open(db_url)
+
+
+def test_making_the_schema_is_one_transaction(db_url: str) -> None:  # noqa: F811
+    """A failure after the tables were created leaves none behind: the next open finds an
+    empty database and makes it, not one with tables and no version."""
+
+    def fail_on_the_version_row(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if statement.startswith("INSERT INTO leanagent_schema"):
+            raise KeyboardInterrupt
+
+    event.listen(Engine, "before_cursor_execute", fail_on_the_version_row)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Store.open(db_url)
+    finally:
+        event.remove(Engine, "before_cursor_execute", fail_on_the_version_row)
+    assert _tables(db_url) == []
+    Store.open(db_url).close()
+    assert _tables(db_url) == sorted(Base.metadata.tables)
+
+
+def test_stores_opening_a_fresh_database_at_once_all_succeed(
+    db_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every opener first sees an empty database (each waits for the others right after that
+    look), so all of them go on to make it: one does, and the others find it made."""
+    openers = 4
+    barrier = threading.Barrier(openers, timeout=30)
+    looked = threading.local()
+    look = store_module._schema_is_missing
+
+    def look_then_wait(conn, url):  # type: ignore[no-untyped-def]
+        missing = look(conn, url)
+        if not getattr(looked, "once", False):
+            looked.once = True
+            assert missing
+            barrier.wait()
+        return missing
+
+    monkeypatch.setattr(store_module, "_schema_is_missing", look_then_wait)
+    errors: list[BaseException] = []
+
+    def open_and_count() -> None:
+        try:
+            with Store.open(db_url) as store:
+                store.stats()
+        except BaseException as error:  # reported below, from the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_and_count) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert _tables(db_url) == sorted(Base.metadata.tables)

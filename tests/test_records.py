@@ -44,6 +44,25 @@ def test_repo_spec(spec, remote, name):
     assert spec.name == name
 
 
+@pytest.mark.parametrize(
+    ("location", "identity"),
+    [
+        pytest.param("https://github.com/a/b", "github.com/a/b", id="https"),
+        pytest.param("https://github.com/a/b.git", "github.com/a/b", id="https-dot-git"),
+        pytest.param("https://GitHub.com/a/b.git/", "github.com/a/b", id="host-case-trailing-slash"),
+        pytest.param("http://me:secret@github.com:8080/a/b", "github.com/a/b", id="user-and-port-dropped"),
+        pytest.param("git@github.com:a/b.git", "github.com/a/b", id="scp-like"),
+        pytest.param("ssh://git@github.com/a/b.git", "github.com/a/b", id="ssh"),
+        pytest.param("https://gitlab.com/a/b", "gitlab.com/a/b", id="other-host"),
+        pytest.param("/home/me/demo-logic", "demo-logic", id="local-path"),
+        pytest.param("/tmp/clone/demo-logic/", "demo-logic", id="local-path-elsewhere"),
+        pytest.param("file:///srv/git/demo-logic.git", "demo-logic", id="file-url"),
+    ],
+)
+def test_repo_identity_does_not_depend_on_the_checkout(location: str, identity: str) -> None:
+    assert RepoSpec(location).identity == identity
+
+
 def test_repo_spec_rejects_bad_commit():
     with pytest.raises(ValueError, match="commit"):
         RepoSpec("x", "bad commit")
