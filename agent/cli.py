@@ -73,8 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"where databases, caches and reports live (default: ${DATA_DIR_ENV} or "
-        "~/.local/share/leanagent)",
+        help=f"where databases, caches and reports live (default: ${DATA_DIR_ENV} or ~/.local/share/leanagent)",
     )
     parser.add_argument(
         "--db",
@@ -83,9 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"SQLAlchemy database URL, e.g. postgresql+psycopg://user@host/db (default: "
         f"${DB_URL_ENV} or SQLite in the data dir)",
     )
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)"
-    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)

@@ -72,13 +72,19 @@ class HFTacticGenerator:
     def load(cls, name_or_path: str | Path, **options: int) -> HFTacticGenerator:
         """The generator at a local directory or Hugging Face name."""
         loaded = load_pretrained(
-            name_or_path, "tactic generator", lambda c: AutoModelForSeq2SeqLM if c.is_encoder_decoder else AutoModelForCausalLM
+            name_or_path,
+            "tactic generator",
+            lambda c: AutoModelForSeq2SeqLM if c.is_encoder_decoder else AutoModelForCausalLM,
         )
         if loaded.max_positions:  # absolute positions: input and output share them in a decoder-only model
-            limit = loaded.max_positions - (0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", 128))
+            limit = loaded.max_positions - (
+                0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", 128)
+            )
             if limit < 16:
-                raise ModelLoadError(f"the tactic generator {str(name_or_path)!r} has only {loaded.max_positions} positions: "
-                                     "too few for a goal and a tactic")
+                raise ModelLoadError(
+                    f"the tactic generator {str(name_or_path)!r} has only {loaded.max_positions} positions: "
+                    "too few for a goal and a tactic"
+                )
             options["max_input_tokens"] = min(options.get("max_input_tokens", 1024), limit)
         return cls(loaded.model, loaded.tokenizer, **options)
 
@@ -90,7 +96,11 @@ class HFTacticGenerator:
         text = prompt(state, premises) + (SEPARATOR if self.decoder_only else "")
         # A decoder-only model continues the text: no end-of-sequence token may close it.
         inputs = self.tokenizer(
-            text, truncation=True, max_length=self.max_input_tokens, return_tensors="pt", add_special_tokens=not self.decoder_only
+            text,
+            truncation=True,
+            max_length=self.max_input_tokens,
+            return_tensors="pt",
+            add_special_tokens=not self.decoder_only,
         )
         with torch.inference_mode():
             # A configuration of our own, so that no default of the model's (repetition

@@ -123,7 +123,11 @@ class GeneratorScores:
 
 
 def evaluate_generator(
-    generator: HFTacticGenerator, examples: Sequence[TacticExample], *, batch_size: int = 8, max_generated: int | None = None
+    generator: HFTacticGenerator,
+    examples: Sequence[TacticExample],
+    *,
+    batch_size: int = 8,
+    max_generated: int | None = None,
 ) -> GeneratorScores:
     """Score ``examples`` the generator can write: the loss on all, exact match on the first
     ``max_generated`` (beam search costs far more than a loss)."""
@@ -148,7 +152,9 @@ def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) ->
     tokenizer, model = generator.tokenizer, generator.model
     prompts = [prompt(e.state, e.premises) for e in batch]
     if not generator.decoder_only:
-        inputs = tokenizer(prompts, truncation=True, max_length=generator.max_input_tokens, padding=True, return_tensors="pt")
+        inputs = tokenizer(
+            prompts, truncation=True, max_length=generator.max_input_tokens, padding=True, return_tensors="pt"
+        )
         targets = [_tactic_ids(generator, e.tactic) for e in batch]
         labels = _padded(targets, -100)
         return model(**inputs, labels=labels).loss

@@ -51,11 +51,15 @@ def job_lock(settings: Settings, command: str, *, wait: bool = False) -> Iterato
     docs); another holder raises :class:`JobLockedError`, or with ``wait`` is waited for."""
     me = holder_text(command)
     with contextlib.ExitStack() as locks:
-        locks.enter_context(_file_lock(settings.data_dir / LOCK_NAME, me, what=f"the data directory {settings.data_dir}", wait=wait))
+        locks.enter_context(
+            _file_lock(settings.data_dir / LOCK_NAME, me, what=f"the data directory {settings.data_dir}", wait=wait)
+        )
         sqlite = _sqlite_path(settings.db_url)
         if sqlite is not None:
             if sqlite.parent.resolve() != settings.data_dir.resolve():  # else the first lock covers it
-                locks.enter_context(_file_lock(sqlite.with_name(sqlite.name + ".lock"), me, what=f"the database {sqlite}", wait=wait))
+                locks.enter_context(
+                    _file_lock(sqlite.with_name(sqlite.name + ".lock"), me, what=f"the database {sqlite}", wait=wait)
+                )
         elif settings.db_url.startswith("postgresql"):
             locks.enter_context(_advisory_lock(settings.db_url, me, wait=wait))
         yield
@@ -76,8 +80,9 @@ def _file_lock(path: Path, me: str, *, what: str, wait: bool) -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout:
-        raise JobLockedError(f"{what} is in use by {_read(holder) or 'another leanagent job'}; "
-                             "wait for it to end, or give --wait") from None
+        raise JobLockedError(
+            f"{what} is in use by {_read(holder) or 'another leanagent job'}; wait for it to end, or give --wait"
+        ) from None
     except OSError as error:
         raise UserInputError(f"cannot lock {path}: {error.strerror or error}") from error
     try:
@@ -132,8 +137,10 @@ def _advisory_lock(url: str, me: str, *, wait: bool) -> Iterator[None]:
             if wait:
                 connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
             elif not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _ADVISORY_KEY}).scalar():
-                raise JobLockedError(f"the database {engine.url.render_as_string(hide_password=True)} is in use by "
-                                     f"{_advisory_holder(connection) or 'another leanagent job'}; wait for it to end, or give --wait")
+                raise JobLockedError(
+                    f"the database {engine.url.render_as_string(hide_password=True)} is in use by "
+                    f"{_advisory_holder(connection) or 'another leanagent job'}; wait for it to end, or give --wait"
+                )
             connection.commit()
             try:
                 yield
@@ -148,10 +155,13 @@ def _advisory_holder(connection: Any) -> str:
     from sqlalchemy import text
 
     key = _ADVISORY_KEY & 0xFFFFFFFFFFFFFFFF
-    row = connection.execute(text(
-        "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = :hi AND l.objid = :lo"
-    ), {"hi": key >> 32, "lo": key & 0xFFFFFFFF}).first()
+    row = connection.execute(
+        text(
+            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = :hi AND l.objid = :lo"
+        ),
+        {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+    ).first()
     return row[0] if row and row[0] else ""
 
 

@@ -130,7 +130,9 @@ class LifelongJob:
             prover = None
             if options.proving is not None:
                 targets = [t.spec.location for t in ordered if t.spec.location in mine]
-                prover = RepositoryProver.start(store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir)
+                prover = RepositoryProver.start(
+                    store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
+                )
             training = None
             try:
                 if options.training is not None:
@@ -144,7 +146,9 @@ class LifelongJob:
             name = f"run-{run.id}"
             proving = None
             if prover is not None:
-                proving = ProvingOutcome(tuple(prover.attempts), prover.target_count, prover.write_patches(self.reports_dir, name))
+                proving = ProvingOutcome(
+                    tuple(prover.attempts), prover.target_count, prover.write_patches(self.reports_dir, name)
+                )
             result = LifelongResult(
                 run_id=run.id,
                 resumed=resumed,
@@ -153,16 +157,29 @@ class LifelongJob:
                 training=training,
                 retriever_dir=settings.data_dir / "retriever",
                 proving=proving,
-                sorries=sum(t.status is TheoremStatus.SORRY for trace in ordered if trace.spec.location in mine for t in trace.theorems),
+                sorries=sum(
+                    t.status is TheoremStatus.SORRY
+                    for trace in ordered
+                    if trace.spec.location in mine
+                    for t in trace.theorems
+                ),
             )
             result = dataclasses.replace(result, plots=tuple(draw_plots(training, self.reports_dir, name)))
             # Inside the run: a report that cannot be written fails the run, which is then
             # resumed (its work kept) rather than left finished without a report.
-            paths = write_report(self.reports_dir, name, report_payload(result), title=f"leanagent run {run.id}",
-                                 sections=report_sections(result), images=result.plots)
+            paths = write_report(
+                self.reports_dir,
+                name,
+                report_payload(result),
+                title=f"leanagent run {run.id}",
+                sections=report_sections(result),
+                images=result.plots,
+            )
         return dataclasses.replace(result, report=tuple(paths))
 
-    def _train(self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None) -> ProgressiveReport:
+    def _train(
+        self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None
+    ) -> ProgressiveReport:
         """One step per repository the learner has not learned at its newest commit; with a
         prover, each file repository's sorries are attempted after its step."""
         from tqdm import tqdm
@@ -174,7 +191,9 @@ class LifelongJob:
         model_id = model_key(training.model)
         # One learner per database, starting model and options, kept across runs: it is the
         # lifelong state (another database or model starts another learner, it never mixes).
-        name = learner_id(training.config, test_fraction=training.test_fraction, model_id=model_id, place=settings.db_url)
+        name = learner_id(
+            training.config, test_fraction=training.test_fraction, model_id=model_id, place=settings.db_url
+        )
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
         encoder = TextEncoder.load(training.model)
@@ -188,7 +207,14 @@ class LifelongJob:
                 prover.prove(row.repo, retriever=encoder)
 
         with tqdm(desc="training", unit="repo", disable=None) as bar:
-            report = run_progressive(ordered, encoder, training.config, test_fraction=training.test_fraction,
-                                     on_step=after_step, checkpoint=learner, model_id=model_id)
+            report = run_progressive(
+                ordered,
+                encoder,
+                training.config,
+                test_fraction=training.test_fraction,
+                on_step=after_step,
+                checkpoint=learner,
+                model_id=model_id,
+            )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
         return report

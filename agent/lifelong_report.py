@@ -33,8 +33,12 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         "ingest": [dataclasses.asdict(o) for o in result.ingest],
         "curriculum": result.curriculum.as_dict(),
         "training": None if training is None else {"model": str(result.retriever_dir), **training_payload(training)},
-        "proving": None if proving is None else {
-            "attempts": [a.to_json() for a in proving.attempts], "targets": proving.targets, "patches": proving.patches,
+        "proving": None
+        if proving is None
+        else {
+            "attempts": [a.to_json() for a in proving.attempts],
+            "targets": proving.targets,
+            "patches": proving.patches,
         },
     }
 
@@ -60,8 +64,13 @@ def draw_plots(training: ProgressiveReport | None, directory: Path, name: str) -
     steps = [f"{Path(r.repo).name or r.repo} @ {short_commit(r.commit)}" for r in training.rows]
     images = []
     for metric, pick in (("recall@10", lambda s: s.recall[10]), ("MRR", lambda s: s.mrr)):
-        path = plot_matrix(directory / f"{name}-{metric.replace('@', '')}.png", steps=steps, repos=training.repos,
-                           matrix=training.matrix(pick), metric=metric)
+        path = plot_matrix(
+            directory / f"{name}-{metric.replace('@', '')}.png",
+            steps=steps,
+            repos=training.repos,
+            matrix=training.matrix(pick),
+            metric=metric,
+        )
         if path is not None:
             images.append((f"{metric} on each repository after each step", path))
     return images
@@ -78,6 +87,9 @@ def _proving_section(result: LifelongResult) -> str:
     if proving is None:
         return f"not asked: give --generator NAME|DIR to search proofs of the {result.sorries} sorry theorem(s)"
     proved = sum(a.proved for a in proving.attempts)
-    summary = f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean ({proving.targets} sorry theorem(s) in all)"
+    summary = (
+        f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "
+        f"({proving.targets} sorry theorem(s) in all)"
+    )
     patches = [f"proofs of {location} as a patch: {path}" for location, path in proving.patches.items()]
     return "\n".join(([attempts_table(proving.attempts)] if proving.attempts else []) + [summary, *patches])

@@ -92,20 +92,35 @@ def model_option(parser: argparse.ArgumentParser) -> None:
 
 
 def split_options(parser: argparse.ArgumentParser, *, test_fraction: float = 0.2) -> None:
-    parser.add_argument("--test-fraction", type=fraction, default=test_fraction,
-                        help=f"share of each repository's theorems held out (default: {test_fraction:g})")
+    parser.add_argument(
+        "--test-fraction",
+        type=fraction,
+        default=test_fraction,
+        help=f"share of each repository's theorems held out (default: {test_fraction:g})",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
 
 
 def add_train_options(parser: argparse.ArgumentParser) -> None:
     """The starting model and the training options (``retrieval train`` and ``run`` share them)."""
     model_option(parser)
-    parser.add_argument("--consolidation", choices=("ewc", "replay", "none"), default="replay", help="against forgetting (default: replay)")
-    parser.add_argument("--epochs", type=positive_int, default=1, help="passes over each repository's examples (default: 1)")
+    parser.add_argument(
+        "--consolidation",
+        choices=("ewc", "replay", "none"),
+        default="replay",
+        help="against forgetting (default: replay)",
+    )
+    parser.add_argument(
+        "--epochs", type=positive_int, default=1, help="passes over each repository's examples (default: 1)"
+    )
     # A contrastive batch needs a negative: two examples at least.
-    parser.add_argument("--batch-size", type=at_least(2), default=16, help="examples per contrastive batch, at least 2 (default: 16)")
+    parser.add_argument(
+        "--batch-size", type=at_least(2), default=16, help="examples per contrastive batch, at least 2 (default: 16)"
+    )
     parser.add_argument("--lr", type=positive_number, default=2e-5, help="AdamW learning rate (default: 2e-5)")
-    parser.add_argument("--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)")
+    parser.add_argument(
+        "--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)"
+    )
     split_options(parser)
 
 
@@ -128,19 +143,59 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 
 def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, generator_required: bool) -> None:
     """The generator, proof environment and search budgets (``prove`` and ``run`` share them)."""
-    parser.add_argument("--generator", required=generator_required, default=None, metavar="NAME|DIR",
-                        help="tactic generator: a local directory or a Hugging Face name "
-                        "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
-    parser.add_argument("--premises", type=positive_int, default=10, metavar="K", help="premises per goal from the retriever (default: 10)")
-    parser.add_argument(backend_flag, dest="proof_backend", choices=[c.value for c in ProofBackendChoice], default=ProofBackendChoice.AUTO.value,
-                        help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)")
-    parser.add_argument("--candidates", type=positive_int, default=8, help="tactics asked per expanded goal (default: 8)")
-    parser.add_argument("--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)")
-    parser.add_argument("--time-limit", type=positive_seconds, default=600.0, metavar="S", help="wall seconds of search per theorem (default: 600)")
-    parser.add_argument("--tactic-timeout", type=positive_seconds, default=60.0, metavar="S", help="seconds per tactic (default: 60)")
-    parser.add_argument("--check-timeout", type=positive_seconds, default=600.0, metavar="S", help="seconds for the final check's Lean run (default: 600)")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
-                        help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; default: 1, in this process)")
+    parser.add_argument(
+        "--generator",
+        required=generator_required,
+        default=None,
+        metavar="NAME|DIR",
+        help="tactic generator: a local directory or a Hugging Face name "
+        "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)",
+    )
+    parser.add_argument(
+        "--premises",
+        type=positive_int,
+        default=10,
+        metavar="K",
+        help="premises per goal from the retriever (default: 10)",
+    )
+    parser.add_argument(
+        backend_flag,
+        dest="proof_backend",
+        choices=[c.value for c in ProofBackendChoice],
+        default=ProofBackendChoice.AUTO.value,
+        help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)",
+    )
+    parser.add_argument(
+        "--candidates", type=positive_int, default=8, help="tactics asked per expanded goal (default: 8)"
+    )
+    parser.add_argument(
+        "--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=positive_seconds,
+        default=600.0,
+        metavar="S",
+        help="wall seconds of search per theorem (default: 600)",
+    )
+    parser.add_argument(
+        "--tactic-timeout", type=positive_seconds, default=60.0, metavar="S", help="seconds per tactic (default: 60)"
+    )
+    parser.add_argument(
+        "--check-timeout",
+        type=positive_seconds,
+        default=600.0,
+        metavar="S",
+        help="seconds for the final check's Lean run (default: 600)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; "
+        "default: 1, in this process)",
+    )
 
 
 def proving_config(args: argparse.Namespace) -> ProvingConfig:
@@ -156,7 +211,9 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
     return ProvingConfig(
         generator=args.generator,
         backend=ProofBackendChoice(args.proof_backend),
-        search=SearchConfig(num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit),
+        search=SearchConfig(
+            num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit
+        ),
         premises=args.premises,
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,

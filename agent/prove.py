@@ -127,11 +127,21 @@ def prove_theorem(
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
         return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}")
     if check.accepted:
-        return ProofAttempt(AttemptOutcome.PROVED, proof, result, check, f"proved in {len(result.proof)} tactics; Lean accepted the file")
+        return ProofAttempt(
+            AttemptOutcome.PROVED,
+            proof,
+            result,
+            check,
+            f"proved in {len(result.proof)} tactics; Lean accepted the file",
+        )
     if check.verdict is Verdict.TIMEOUT:
-        return ProofAttempt(AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time")
+        return ProofAttempt(
+            AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time"
+        )
     reasons = "; ".join(check.reasons) or check.verdict
-    return ProofAttempt(AttemptOutcome.FAILED, proof, result, check, f"search found a proof, the final check rejected it: {reasons}")
+    return ProofAttempt(
+        AttemptOutcome.FAILED, proof, result, check, f"search found a proof, the final check rejected it: {reasons}"
+    )
 
 
 class TheoremProver:
@@ -176,8 +186,13 @@ class TheoremProver:
         if backend is None:
             backend = self._backends[repo_dir] = self._open_backend(repo_dir)
         attempt = prove_theorem(
-            theorem, repo_dir=repo_dir, backend=backend, generator=self.generator,
-            runner=LeanRunner.for_project(repo_dir), search=self.search, check_timeout=self.check_timeout,
+            theorem,
+            repo_dir=repo_dir,
+            backend=backend,
+            generator=self.generator,
+            runner=LeanRunner.for_project(repo_dir),
+            search=self.search,
+            check_timeout=self.check_timeout,
             premises=premises.premises_for(location, theorem) if premises else None,
         )
         return attempt, backend.name

@@ -78,8 +78,10 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None) 
         if not found:
             raise UserInputError(f"no stored sorry theorem is called {name!r}")
         if len(found) > 1:
-            raise UserInputError(f"{name!r} is a sorry theorem of several repositories "
-                                 f"({', '.join(t.location for t in found)}); choose one with --repo")
+            raise UserInputError(
+                f"{name!r} is a sorry theorem of several repositories "
+                f"({', '.join(t.location for t in found)}); choose one with --repo"
+            )
         chosen += found
     return chosen
 
@@ -95,8 +97,10 @@ def _checkout(location: str, commit: str, cache_dir: Path) -> Path:
     # A local directory is proved where it is (its stored commit may be a content hash).
     checkout = resolve(RepoSpec(location, None if local else commit), cache_dir=cache_dir)
     if checkout.commit != commit:
-        raise UserInputError(f"{location} changed since it was ingested (now {checkout.commit[:16]}, stored {commit[:16]}); "
-                             "run 'leanagent ingest' on it again first")
+        raise UserInputError(
+            f"{location} changed since it was ingested (now {checkout.commit[:16]}, stored {commit[:16]}); "
+            "run 'leanagent ingest' on it again first"
+        )
     return checkout.path
 
 
@@ -119,9 +123,15 @@ def prove_targets(
     stored = {t.id: t for t in targets}
     for finished in tqdm(prove(jobs), total=len(jobs), desc="proving", unit="theorem", disable=None):
         attempt = finished.attempt
-        store.record_attempt(run_id=run_id, theorem_id=finished.job.key, outcome=attempt.outcome, seconds=attempt.seconds,
-                             nodes=attempt.search.expansions if attempt.search else 0, backend=finished.backend,
-                             proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None)
+        store.record_attempt(
+            run_id=run_id,
+            theorem_id=finished.job.key,
+            outcome=attempt.outcome,
+            seconds=attempt.seconds,
+            nodes=attempt.search.expansions if attempt.search else 0,
+            backend=finished.backend,
+            proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None,
+        )
         reports[finished.job.key] = AttemptReport.of(stored[finished.job.key], attempt)
     return [reports[job.key] for job in jobs if job.key in reports]
 
@@ -131,10 +141,18 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
     at ``theorems`` before now (a resumed run); what only the search knew is not stored."""
     by_id = {t.id: t for t in theorems}
     return [
-        AttemptReport(theorem=by_id[a.theorem_id].theorem.full_name, repository=by_id[a.theorem_id].location,
-                      outcome=a.outcome, proof=a.proof, tactics=None, expansions=a.nodes, seconds=a.seconds,
-                      detail="attempted before the run resumed")
-        for a in store.attempts(run_id=run_id) if a.theorem_id in by_id
+        AttemptReport(
+            theorem=by_id[a.theorem_id].theorem.full_name,
+            repository=by_id[a.theorem_id].location,
+            outcome=a.outcome,
+            proof=a.proof,
+            tactics=None,
+            expansions=a.nodes,
+            seconds=a.seconds,
+            detail="attempted before the run resumed",
+        )
+        for a in store.attempts(run_id=run_id)
+        if a.theorem_id in by_id
     ]
 
 
@@ -171,7 +189,14 @@ class RepositoryProver:
 
     @classmethod
     def start(
-        cls, store: Store, run_id: int, traces: Sequence[RepoTrace], locations: Sequence[str], config: ProvingConfig, *, data_dir: Path
+        cls,
+        store: Store,
+        run_id: int,
+        traces: Sequence[RepoTrace],
+        locations: Sequence[str],
+        config: ProvingConfig,
+        *,
+        data_dir: Path,
     ) -> RepositoryProver:
         """Check out the repositories ``locations`` (in curriculum order), make sure Lean is
         there and load the generator, before any training: a missing toolchain or a bad
@@ -186,8 +211,16 @@ class RepositoryProver:
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
         runner = ProofRunner.start(ProverRecipe(config, data_dir))
-        return cls(store, run_id, runner, targets=targets, known=known, checkouts=checkouts, traces=traces,
-                   snapshot=data_dir / "retriever")
+        return cls(
+            store,
+            run_id,
+            runner,
+            targets=targets,
+            known=known,
+            checkouts=checkouts,
+            traces=traces,
+            snapshot=data_dir / "retriever",
+        )
 
     @property
     def locations(self) -> list[str]:
@@ -211,7 +244,9 @@ class RepositoryProver:
             # Only the repository's own premises: no other repository's are accessible from
             # its theorems (imports are followed within a repository), so embedding them is waste.
             runner = runner.with_retriever(retriever, (self._traces[location],), snapshot=self.snapshot)
-        self.attempts += prove_targets(self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run)
+        self.attempts += prove_targets(
+            self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
+        )
 
     def write_patches(self, directory: Path, name: str) -> dict[str, str]:
         """One patch per repository with proofs found in this run (``git apply`` format),
@@ -221,8 +256,11 @@ class RepositoryProver:
 
         patches = {}
         for number, location in enumerate(self.locations, start=1):
-            edits = [ProofEdit(self._known[(location, a.theorem)].theorem, a.proof or "")
-                     for a in self.attempts if a.repository == location and a.proved]
+            edits = [
+                ProofEdit(self._known[(location, a.theorem)].theorem, a.proof or "")
+                for a in self.attempts
+                if a.repository == location and a.proved
+            ]
             if edits:
                 path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
                 write_text_atomically(path, render_diff(self.checkouts[location], edits))

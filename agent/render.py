@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from retrieval.index import RecallScores
     from retrieval.progressive import ProgressiveReport
 
+
 def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
     rows = [
         [
@@ -45,8 +46,7 @@ def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
                 ],
                 rows,
             ),
-            f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, "
-            f"{len(outcomes) - added} unchanged",
+            f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, {len(outcomes) - added} unchanged",
         ]
     )
 
@@ -114,8 +114,16 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
     return {
         "repositories": list(report.repos),
         "steps_before_this_run": report.picked_up,
-        "steps": [{"repo": r.repo, "commit": r.commit, "train_examples": r.train_examples, "mean_loss": r.step.mean_loss,
-                   "mean_penalty": r.step.mean_penalty} for r in report.rows],
+        "steps": [
+            {
+                "repo": r.repo,
+                "commit": r.commit,
+                "train_examples": r.train_examples,
+                "mean_loss": r.step.mean_loss,
+                "mean_penalty": r.step.mean_penalty,
+            }
+            for r in report.rows
+        ],
         "matrices": {name: report.matrix(metric) for name, metric in METRICS.items()},
         "forgetting": {name: report.forgetting(metric) for name, metric in METRICS.items()},
     }
@@ -123,14 +131,18 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
 
 def training_text(report: ProgressiveReport) -> str:
     """The recall@10 matrix and forgetting of a progressive run, for people."""
-    rows = [[f"after {r.repo} @ {short_commit(r.commit)}", r.train_examples, *(cell(v) for v in values)]
-            for r, values in zip(report.rows, report.matrix(METRICS["recall@10"]), strict=True)]
-    return "\n".join([
-        "recall@10 on each repository's held-out theorems after each step:",
-        table(["step", "trained on", *report.repos], rows),
-        f"forgetting (recall@10): {report.forgetting(METRICS['recall@10']):.3f}; "
-        f"{len(report.rows) - report.picked_up} step(s) taken now, {report.picked_up} before",
-    ])
+    rows = [
+        [f"after {r.repo} @ {short_commit(r.commit)}", r.train_examples, *(cell(v) for v in values)]
+        for r, values in zip(report.rows, report.matrix(METRICS["recall@10"]), strict=True)
+    ]
+    return "\n".join(
+        [
+            "recall@10 on each repository's held-out theorems after each step:",
+            table(["step", "trained on", *report.repos], rows),
+            f"forgetting (recall@10): {report.forgetting(METRICS['recall@10']):.3f}; "
+            f"{len(report.rows) - report.picked_up} step(s) taken now, {report.picked_up} before",
+        ]
+    )
 
 
 def scores_dict(scores: RecallScores) -> dict[str, Any]:
@@ -144,5 +156,8 @@ def cell(value: float | None) -> object:
 def attempts_table(attempts: Sequence[AttemptReport]) -> str:
     return table(
         ["theorem", "outcome", "tactics", "seconds", "detail"],
-        [[a.theorem, a.outcome.value, "-" if a.tactics is None else a.tactics, round(a.seconds, 1), a.detail] for a in attempts],
+        [
+            [a.theorem, a.outcome.value, "-" if a.tactics is None else a.tactics, round(a.seconds, 1), a.detail]
+            for a in attempts
+        ],
     )

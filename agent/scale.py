@@ -26,6 +26,7 @@ from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
     from retrieval.encoder import TextEncoder
+
     pass
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,9 @@ class ProverRecipe:
         return TheoremProver.load(self.config, data_dir=self.data_dir), premises
 
 
-def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver, premises: PremiseSource | None = None) -> Iterator[ProofDone]:
+def prove_here(
+    jobs: Sequence[ProofJob], prover: TheoremProver, premises: PremiseSource | None = None
+) -> Iterator[ProofDone]:
     """Prove ``jobs`` one after another in this process, in order."""
     for job in jobs:
         attempt, backend = prover.prove(job.location, job.repo_dir, job.theorem, premises=premises)
@@ -110,7 +113,9 @@ class ProofRunner:
         encoder itself, for Ray workers a copy saved to ``snapshot``. It shares this runner's
         prover: close this one, not it."""
         if self._prover is not None:
-            return ProofRunner(self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises))
+            return ProofRunner(
+                self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
+            )
         save_model(encoder, snapshot)
         return ProofRunner(dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus), None, None)
 
@@ -165,7 +170,9 @@ def prove_on_ray(jobs: Sequence[ProofJob], recipe: ProverRecipe, *, workers: int
         actors = [worker.remote(shared) for _ in range(max(1, min(workers, cpus, len(jobs))))]
         by_key = {job.key: job for job in jobs}
         try:
-            for key, attempt, backend in ActorPool(actors).map_unordered(lambda actor, job: actor.prove.remote(job), jobs):
+            for key, attempt, backend in ActorPool(actors).map_unordered(
+                lambda actor, job: actor.prove.remote(job), jobs
+            ):
                 yield ProofDone(by_key[key], attempt, backend)
         except ray.exceptions.RayTaskError as error:
             # e.g. a missing Lean in a worker: raised as the project's own error, whose
@@ -202,5 +209,3 @@ class _RayProver:
 
     def close(self) -> None:
         self.prover.close()
-
-

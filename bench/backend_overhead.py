@@ -101,8 +101,14 @@ def bench_dojo(steps: int) -> dict[str, float] | None:
     goal = "p : Prop\nh : p\n⊢ p"
     answers = {(goal, "skip"): lambda sid: lean_dojo.TacticState(goal, sid)}
     theorem = Theorem(
-        "chain", "Chain.lean", Position(1, 1), Position(2, 8), "theorem chain", "by\n  sorry",
-        TheoremStatus.SORRY, proof_start=Position(1, 40),
+        "chain",
+        "Chain.lean",
+        Position(1, 1),
+        Position(2, 8),
+        "theorem chain",
+        "by\n  sorry",
+        TheoremStatus.SORRY,
+        proof_start=Position(1, 40),
     )
     fake = dojo_class(start=goal, table=answers)
     backend = DojoBackend(timeout=60, repo_factory=lambda d: d, dojo_class=fake)

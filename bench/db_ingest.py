@@ -54,10 +54,7 @@ def synthetic_trace(*, theorems: int, premises: int, files: int, seed: int) -> R
     lean_files = tuple(
         LeanFile(
             p,
-            tuple(
-                f"Mathlib.Area{rng.randrange(50)}.File{rng.randrange(files)}"
-                for _ in range(rng.randint(1, 6))
-            ),
+            tuple(f"Mathlib.Area{rng.randrange(50)}.File{rng.randrange(files)}" for _ in range(rng.randint(1, 6))),
         )
         for p in paths
     )
@@ -116,35 +113,20 @@ def synthetic_trace(*, theorems: int, premises: int, files: int, seed: int) -> R
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="a tenth of the size (10k theorems, 20k premises)"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the size (10k theorems, 20k premises)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
-    parser.add_argument(
-        "--db", metavar="URL", help="database URL (default: a fresh SQLite file in a temp dir)"
-    )
+    parser.add_argument("--db", metavar="URL", help="database URL (default: a fresh SQLite file in a temp dir)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
     t0 = time.perf_counter()
-    trace = synthetic_trace(
-        theorems=100_000 // scale, premises=200_000 // scale, files=5_000 // scale, seed=args.seed
-    )
+    trace = synthetic_trace(theorems=100_000 // scale, premises=200_000 // scale, files=5_000 // scale, seed=args.seed)
     build_s = time.perf_counter() - t0
     tactic_steps = sum(len(t.tactics) for t in trace.theorems)
     links = sum(len(s.premises) for t in trace.theorems for s in t.tactics)
     imports = sum(len(f.imports) for f in trace.files)
-    rows = (
-        len(trace.files)
-        + imports
-        + len(trace.premises)
-        + len(trace.theorems)
-        + tactic_steps
-        + links
-    )
+    rows = len(trace.files) + imports + len(trace.premises) + len(trace.theorems) + tactic_steps + links
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"

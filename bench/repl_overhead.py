@@ -59,8 +59,13 @@ def lean_file(theorems: int) -> str:
 def theorem(i: int) -> Theorem:
     line = 3 + 3 * i
     return Theorem(
-        full_name=f"t{i}", path="Bench.lean", start=Position(line, 1), end=Position(line + 1, 7),
-        statement="", proof="by\n  simp", status=TheoremStatus.PROVEN,
+        full_name=f"t{i}",
+        path="Bench.lean",
+        start=Position(line, 1),
+        end=Position(line + 1, 7),
+        statement="",
+        proof="by\n  simp",
+        status=TheoremStatus.PROVEN,
         proof_start=Position(line, len(f"theorem t{i} (n : Nat) : n + 0 = n :=") + 1),
     )
 
@@ -75,8 +80,7 @@ def timed(fn: Callable[[], object], n: int) -> list[float]:
 
 
 def raw_pipe(command: ReplCommand, n: int) -> list[float]:
-    proc = subprocess.Popen(list(command.argv), cwd=command.cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(list(command.argv), cwd=command.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
 
@@ -132,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the numbers here")
     parser.add_argument("--tactics", type=int, default=2000, help="tactic round trips per layer")
     parser.add_argument("--theorems", type=int, default=20, help="theorems opened in the pool test")
-    parser.add_argument("--header-delay", type=float, default=0.2,
-                        help="seconds the fake takes to 'load imports'")
+    parser.add_argument("--header-delay", type=float, default=0.2, help="seconds the fake takes to 'load imports'")
     args = parser.parse_args(argv)
     n = 300 if args.quick else args.tactics
     theorems = 6 if args.quick else args.theorems
@@ -142,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         project = Path(tmp)
         (project / "script.json").write_text(json.dumps(script(args.header_delay)))
         (project / "Bench.lean").write_text(lean_file(max(theorems, 1)))
-        command = ReplCommand(argv=(sys.executable, str(FAKE_REPL), str(project / "script.json")),
-                              cwd=project)
+        command = ReplCommand(argv=(sys.executable, str(FAKE_REPL), str(project / "script.json")), cwd=project)
         layers = {
             "raw pipe": raw_pipe(command, n),
             "ReplProcess.request": process_layer(command, n),
@@ -153,21 +155,25 @@ def main(argv: list[str] | None = None) -> int:
         fresh = open_all(command, project, theorems, pooled=False)
 
     floor = statistics.median(layers["raw pipe"])
-    rows, payload = [], {"tactics": n, "theorems": theorems, "header_delay": args.header_delay,
-                         "layers": {}, "pool": {}}
+    rows, payload = (
+        [],
+        {"tactics": n, "theorems": theorems, "header_delay": args.header_delay, "layers": {}, "pool": {}},
+    )
     for name, samples in layers.items():
         median = statistics.median(samples)
         p95 = statistics.quantiles(samples, n=20)[-1]
         rows.append([name, n, median * 1e6, p95 * 1e6, (median - floor) * 1e6])
-        payload["layers"][name] = {"median_us": median * 1e6, "p95_us": p95 * 1e6,
-                                   "overhead_us": (median - floor) * 1e6}
+        payload["layers"][name] = {
+            "median_us": median * 1e6,
+            "p95_us": p95 * 1e6,
+            "overhead_us": (median - floor) * 1e6,
+        }
     print(table(["layer", "requests", "median us", "p95 us", "overhead us"], rows))
     print()
     pool_rows = []
     for name, (seconds, started) in (("pooled (one process)", pooled), ("process per theorem", fresh)):
         pool_rows.append([name, theorems, started, seconds, seconds / theorems * 1e3])
-        payload["pool"][name] = {"seconds": seconds, "processes": started,
-                                 "ms_per_theorem": seconds / theorems * 1e3}
+        payload["pool"][name] = {"seconds": seconds, "processes": started, "ms_per_theorem": seconds / theorems * 1e3}
     print(table(["mode", "theorems", "processes", "total s", "ms/theorem"], pool_rows))
     print(f"\npool speed-up: {fresh[0] / pooled[0]:.1f}x (header delay {args.header_delay:g} s)")
     if args.json:

@@ -9,7 +9,8 @@ text gives it away and it must be learned. Held-out theorems are other phrasings
 pairings. The repositories are trained in order, one step each (``retrieval.progressive``),
 and the table shows recall@1 on every repository after the last step, the mean forgetting
 (best earlier recall@1 minus the final one) and the time, for plain fine-tuning, replay and
-EWC at three penalty weights (``--method`` runs a subset). Also the untrained encoder, as the floor. Default encoder: the bundled MiniLM; ``--quick`` uses two smaller repositories.
+EWC at three penalty weights (``--method`` runs a subset). Also the untrained encoder, as
+the floor. Default encoder: the bundled MiniLM; ``--quick`` uses two smaller repositories.
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ from retrieval.encoder import TextEncoder  # noqa: E402
 from retrieval.progressive import run_progressive  # noqa: E402
 from retrieval.train import Consolidation, TrainConfig  # noqa: E402
 
-NOUNS = ("apple river stone cloud tiger maple ocean piano lemon eagle frost amber candle desert falcon garden harbor "
-         "island jungle kettle ladder meadow needle orchid pepper quartz rocket saddle temple violin walnut yogurt "
-         "zebra anchor bridge castle dragon engine forest glacier hammer").split()
+NOUNS = (
+    "apple river stone cloud tiger maple ocean piano lemon eagle frost amber candle desert falcon garden harbor "
+    "island jungle kettle ladder meadow needle orchid pepper quartz rocket saddle temple violin walnut yogurt "
+    "zebra anchor bridge castle dragon engine forest glacier hammer"
+).split()
 PHRASES = ("{} holds", "{} is true", "we know {}", "assume {} then done")
 
 
@@ -53,13 +56,27 @@ def synthetic_repo(index: int, premises: int, seed: int) -> RepoTrace:
     cues = rng.sample(NOUNS, premises)
     name = f"Repo{index}"
     premise_records = tuple(
-        Premise(f"{name}.p{i}", f"{name}/Facts.lean", Position(i + 1, 1), Position(i + 2, 1), DeclKind.THEOREM,
-                f"theorem {name}.p{i} : {fact} = {fact}")
+        Premise(
+            f"{name}.p{i}",
+            f"{name}/Facts.lean",
+            Position(i + 1, 1),
+            Position(i + 2, 1),
+            DeclKind.THEOREM,
+            f"theorem {name}.p{i} : {fact} = {fact}",
+        )
         for i, fact in enumerate(facts)
     )
     theorems = tuple(
-        Theorem(f"{name}.use_{i}_{k}", f"{name}/Main.lean", Position(10 * i + k + 1, 1), Position(10 * i + k + 2, 1),
-                phrase.format(cue), "by simp", TheoremStatus.PROVEN, premises=(f"{name}.p{i}",))
+        Theorem(
+            f"{name}.use_{i}_{k}",
+            f"{name}/Main.lean",
+            Position(10 * i + k + 1, 1),
+            Position(10 * i + k + 2, 1),
+            phrase.format(cue),
+            "by simp",
+            TheoremStatus.PROVEN,
+            premises=(f"{name}.p{i}",),
+        )
         for i, cue in enumerate(cues)
         for k, phrase in enumerate(PHRASES)
     )
@@ -73,15 +90,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="OUT", type=Path)
     parser.add_argument("--model", default=None, help="encoder (default: the bundled MiniLM)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--method", action="append", default=None,
-                        help="run only this row (repeatable), e.g. --method replay --method 'ewc λ=1e+10'")
+    parser.add_argument(
+        "--method",
+        action="append",
+        default=None,
+        help="run only this row (repeatable), e.g. --method replay --method 'ewc λ=1e+10'",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     repos, premises, epochs = (2, 12, 10) if args.quick else (3, 24, 10)
     traces = [synthetic_repo(i, premises, args.seed) for i in range(repos)]
     names = [t.spec.location.split("/")[-1] for t in traces]
     rows, payload = [], []
-    runs = [("untrained", Consolidation.NONE, 0.0), ("none", Consolidation.NONE, 0.0), ("replay", Consolidation.REPLAY, 0.0)]
+    runs = [
+        ("untrained", Consolidation.NONE, 0.0),
+        ("none", Consolidation.NONE, 0.0),
+        ("replay", Consolidation.REPLAY, 0.0),
+    ]
     runs += [(f"ewc λ={lam:g}", Consolidation.EWC, lam) for lam in (1e6, 1e8, 1e10)]
     if args.method:
         runs = [r for r in runs if r[0] in args.method]
@@ -102,12 +127,20 @@ def main(argv: list[str] | None = None) -> int:
         final = report.matrix(lambda s: s.recall[1])[-1]
         forgetting = report.forgetting(lambda s: s.recall[1])
         rows.append([method, *final, round(forgetting, 3), round(seconds, 1)])
-        payload.append({"method": method, "final_recall_at_1": dict(zip(names, final, strict=True)),
-                        "forgetting_recall_at_1": forgetting, "seconds": seconds,
-                        "matrix_recall_at_1": report.matrix(lambda s: s.recall[1])})
+        payload.append(
+            {
+                "method": method,
+                "final_recall_at_1": dict(zip(names, final, strict=True)),
+                "forgetting_recall_at_1": forgetting,
+                "seconds": seconds,
+                "matrix_recall_at_1": report.matrix(lambda s: s.recall[1]),
+            }
+        )
         print(rows[-1], file=sys.stderr)
-    print(f"{repos} synthetic repositories x {premises} premises x {len(PHRASES)} phrasings, {epochs} epochs per step; "
-          "recall@1 on held-out theorems after the last step")
+    print(
+        f"{repos} synthetic repositories x {premises} premises x {len(PHRASES)} phrasings, {epochs} epochs per step; "
+        "recall@1 on held-out theorems after the last step"
+    )
     print(table(["method", *names, "forgetting", "seconds"], rows))
     if args.json:
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -100,12 +100,32 @@ class Mix:
 # tactic proofs of 2.4 steps of ~66 characters, 16% comments, no `sorry`. This mix gives
 # 2,965 / 3,540 / 3,070 per MB, 54% term proofs and 16% comments (seed 0), and keeps 2%
 # `sorry` so that finding them is timed too.
-MATHLIB = Mix(term_share=0.62, steps=(1, 4), long_steps=True, doc_share=0.4, doc_sentences=2, binders=(3, 8),
-              sorry_share=0.02, containers=0.15, instances=1.2, aliases=0.03)
+MATHLIB = Mix(
+    term_share=0.62,
+    steps=(1, 4),
+    long_steps=True,
+    doc_share=0.4,
+    doc_sentences=2,
+    binders=(3, 8),
+    sorry_share=0.02,
+    containers=0.15,
+    instances=1.2,
+    aliases=0.03,
+)
 # The earlier generator's mix: denser in everything (3.3x the steps of Mathlib per MB), kept
 # to compare with earlier measurements.
-DENSE = Mix(term_share=0.3, steps=(1, 7), long_steps=False, doc_share=0.5, doc_sentences=3, binders=(1, 4),
-            sorry_share=0.2, containers=1.0, instances=1.0, aliases=0.0)
+DENSE = Mix(
+    term_share=0.3,
+    steps=(1, 7),
+    long_steps=False,
+    doc_share=0.5,
+    doc_sentences=3,
+    binders=(1, 4),
+    sorry_share=0.2,
+    containers=1.0,
+    instances=1.0,
+    aliases=0.0,
+)
 MIXES = {"mathlib": MATHLIB, "dense": DENSE}
 
 
@@ -116,9 +136,7 @@ def generate(*, size_bytes: int, seed: int, chunk: int = 1, mix: Mix = MATHLIB) 
     counter = 0
     target = size_bytes // chunk
     for index in range(chunk):
-        out = [
-            f"/-!\n# Generated module {index}\n\n{_sentence(rng)} /- nested -/ {_sentence(rng)}\n-/\n\n"
-        ]
+        out = [f"/-!\n# Generated module {index}\n\n{_sentence(rng)} /- nested -/ {_sentence(rng)}\n-/\n\n"]
         size = 0
         lemmas: list[str] = []
         while size < target:
@@ -143,8 +161,12 @@ def _block(rng: random.Random, counter: int, lemmas: list[str], mix: Mix) -> str
         )
     for _ in range(int(mix.instances) + (rng.random() < mix.instances % 1)):
         # Class binders with long names, as Mathlib writes them (`[PreservesLimitsOfShape J F]`).
-        block.append(f"instance [HasFiniteLimitsAndPreserves{counter} α] [DecidableEq α] : Inhabited (Option α) := ⟨none⟩\n\n")
-    block.append(f"/-- {_sentence(rng)} -/\ndef f{counter} (n : Nat) : Nat := n + {rng.randint(0, 9)} -- {_sentence(rng)}\n\n")
+        block.append(
+            f"instance [HasFiniteLimitsAndPreserves{counter} α] [DecidableEq α] : Inhabited (Option α) := ⟨none⟩\n\n"
+        )
+    block.append(
+        f"/-- {_sentence(rng)} -/\ndef f{counter} (n : Nat) : Nat := n + {rng.randint(0, 9)} -- {_sentence(rng)}\n\n"
+    )
     for k in range(rng.randint(10, 30)):
         if rng.random() < 0.1:
             block.append(f"/-! ### {_sentence(rng)} -/\n\n")
@@ -156,17 +178,29 @@ def _block(rng: random.Random, counter: int, lemmas: list[str], mix: Mix) -> str
         statement = f"{attr}theorem {name} {binders} :\n    f{counter} (n + 0) * 1 = f{counter} n + 0 * m"
         lemma = rng.choice(lemmas) if lemmas else f"f{counter}"
         if rng.random() < mix.term_share:
-            proof = "sorry" if rng.random() < mix.sorry_share else rng.choice(
-                ("rfl", "fun h => h.symm", "Nat.le_refl _", f"by simp [f{counter}]", f"({lemma} _ _).trans (Nat.le_of_eq rfl)",
-                 f"⟨fun h => {lemma} h (Nat.le_refl _), fun h => h.elim⟩",
-                 f"Nat.le_antisymm ({lemma} (n + 0) m) (Nat.le_trans (Nat.le_of_lt_succ hx) (Nat.le_refl _))",
-                 f"fun a b hab => (Nat.mul_le_mul_left _ ({lemma} a b hab)).trans_eq (Nat.mul_comm _ _)")
+            proof = (
+                "sorry"
+                if rng.random() < mix.sorry_share
+                else rng.choice(
+                    (
+                        "rfl",
+                        "fun h => h.symm",
+                        "Nat.le_refl _",
+                        f"by simp [f{counter}]",
+                        f"({lemma} _ _).trans (Nat.le_of_eq rfl)",
+                        f"⟨fun h => {lemma} h (Nat.le_refl _), fun h => h.elim⟩",
+                        f"Nat.le_antisymm ({lemma} (n + 0) m) (Nat.le_trans (Nat.le_of_lt_succ hx) (Nat.le_refl _))",
+                        f"fun a b hab => (Nat.mul_le_mul_left _ ({lemma} a b hab)).trans_eq (Nat.mul_comm _ _)",
+                    )
+                )
             )
             block.append(f"{doc}{statement} :=\n  {proof}\n\n")
         else:
             steps = []
             for _ in range(rng.randint(*mix.steps)):
-                tactic = rng.choice(_LONG_TACTICS if mix.long_steps else _TACTICS).format(lemma=lemma).replace("\n", "\n  ")
+                tactic = (
+                    rng.choice(_LONG_TACTICS if mix.long_steps else _TACTICS).format(lemma=lemma).replace("\n", "\n  ")
+                )
                 if rng.random() < 0.15:
                     tactic = f"· {tactic}\n    simp /- inline -/"
                 steps.append(tactic)
@@ -219,7 +253,14 @@ def _measure(mix: Mix, name: str, *, size: int, seed: int, repeats: int) -> list
         repo_s = _time(lambda: extract_repo(root, spec=spec, commit="bench", lean_version=None), repeats)
     return [
         [name, "extract_file (1 file)", round(mb, 2), *single_counts, round(single_s, 3), round(mb / single_s, 2)],
-        [name, "extract_repo (20 files)", round(repo_mb, 2), *repo_counts, round(repo_s, 3), round(repo_mb / repo_s, 2)],
+        [
+            name,
+            "extract_repo (20 files)",
+            round(repo_mb, 2),
+            *repo_counts,
+            round(repo_s, 3),
+            round(repo_mb / repo_s, 2),
+        ],
     ]
 
 
@@ -230,8 +271,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, default=4.0, help="megabytes of source to generate")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs; the best counts")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mix", nargs="+", choices=sorted(MIXES), default=["mathlib", "dense"],
-                        help="generated mixes: mathlib (calibrated on Mathlib files) and/or dense (the earlier, denser one)")
+    parser.add_argument(
+        "--mix",
+        nargs="+",
+        choices=sorted(MIXES),
+        default=["mathlib", "dense"],
+        help="generated mixes: mathlib (calibrated on Mathlib files) and/or dense (the earlier, denser one)",
+    )
     args = parser.parse_args(argv)
     megabytes, repeats = (1.0, 2) if args.quick else (args.mb, args.repeats)
     size = int(megabytes * 1_000_000)

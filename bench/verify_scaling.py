@@ -53,7 +53,11 @@ from verify.synth import SynthConfig, random_spec  # noqa: E402
 
 # Unique hardmax with a periodic positional encoding: exact lengths do not reduce to short
 # ones (verify.completeness), so the solver does the work.
-PERIODIC: dict[str, object] = {"attention": Attention.UNIQUE_HARDMAX, "positional": PositionalKind.PERIODIC, "positional_rows": 3}
+PERIODIC: dict[str, object] = {
+    "attention": Attention.UNIQUE_HARDMAX,
+    "positional": PositionalKind.PERIODIC,
+    "positional_rows": 3,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,9 @@ def _solve(section: str, config: str, spec: EncoderSpec, n: int, label: int, opt
     return Row(section, config, n, label, result.verdict.value, result.checks[-1].method.value, round(seconds, 3))
 
 
-def _enumerate(spec: EncoderSpec, n: int, labels: range, *, budget_words: int | None) -> dict[int, tuple[bool, float, bool]]:
+def _enumerate(
+    spec: EncoderSpec, n: int, labels: range, *, budget_words: int | None
+) -> dict[int, tuple[bool, float, bool]]:
     """Enumerate words of length n in order, in growing batches, as a search per label would.
 
     One pass times every label: a label's time is the time until the end of the batch holding
@@ -130,7 +136,9 @@ def length_rows(lengths: list[int], cases: list[tuple[str, dict[str, object]]], 
     return rows
 
 
-def enum_rows(cases: list[tuple[str, int, int, dict[str, object]]], options: QueryOptions, budget: int | None) -> list[Row]:
+def enum_rows(
+    cases: list[tuple[str, int, int, dict[str, object]]], options: QueryOptions, budget: int | None
+) -> list[Row]:
     rows = []
     smt_only = QueryOptions(timeout=options.timeout, presearch=0)
     for name, vocab, n, config in cases:
@@ -145,8 +153,20 @@ def enum_rows(cases: list[tuple[str, int, int, dict[str, object]]], options: Que
                 if r.verdict != "unknown" and not extrapolated:
                     assert found == (r.verdict == "sat"), f"enumeration disagrees with the query on {r}"
             note = "~" if extrapolated else ""
-            rows.append(Row(row.section, row.config + note, n, label, row.verdict, row.by, row.seconds, smt.seconds,
-                            round(enum_s, 4), round(enum_s / max(row.seconds, 1e-3), 1)))
+            rows.append(
+                Row(
+                    row.section,
+                    row.config + note,
+                    n,
+                    label,
+                    row.verdict,
+                    row.by,
+                    row.seconds,
+                    smt.seconds,
+                    round(enum_s, 4),
+                    round(enum_s / max(row.seconds, 1e-3), 1),
+                )
+            )
             print(rows[-1], file=sys.stderr)
     return rows
 
@@ -156,21 +176,41 @@ def long_rows(lengths: list[int], options: QueryOptions) -> list[Row]:
     spec = _spec(1, vocab_size=4, accept=Accept.ARGMAX, classes=4, **PERIODIC)  # the enum section's encoder
     for n in lengths:
         row = _solve("long", "unique_hardmax periodic V4", spec, n, 0, options)
-        smt = _solve("long", "unique_hardmax periodic V4", spec, n, 0, QueryOptions(timeout=options.timeout, presearch=0))
+        smt = _solve(
+            "long", "unique_hardmax periodic V4", spec, n, 0, QueryOptions(timeout=options.timeout, presearch=0)
+        )
         # a solver timeout shows in the config: its seconds are then only a lower bound
         rows.append(replace(row, config=f"{row.config} (smt: {smt.verdict})", smt_s=smt.seconds))
         print(rows[-1], file=sys.stderr)
     result = trsat(spec, max_len=40, label=0, options=options)
     scope = "all lengths" if result.all_lengths else f"lengths 1..{result.checks[-1].length}"
-    rows.append(Row("long", f"unique_hardmax periodic V4 ({scope})", result.checks[-1].length, 0, result.verdict.value,
-                    result.checks[-1].method.value, round(sum(c.seconds for c in result.checks), 3)))
+    rows.append(
+        Row(
+            "long",
+            f"unique_hardmax periodic V4 ({scope})",
+            result.checks[-1].length,
+            0,
+            result.verdict.value,
+            result.checks[-1].method.value,
+            round(sum(c.seconds for c in result.checks), 3),
+        )
+    )
     print(rows[-1], file=sys.stderr)
     return rows
 
 
 def shape_rows(n: int, options: QueryOptions) -> list[Row]:
     rows = []
-    for layers, heads, width in [(1, 1, 8), (2, 1, 8), (3, 1, 8), (1, 2, 8), (1, 4, 8), (1, 1, 4), (1, 1, 12), (1, 1, 16)]:
+    for layers, heads, width in [
+        (1, 1, 8),
+        (2, 1, 8),
+        (3, 1, 8),
+        (1, 2, 8),
+        (1, 4, 8),
+        (1, 1, 4),
+        (1, 1, 12),
+        (1, 1, 16),
+    ]:
         spec = _spec(2, layers=layers, heads=heads, width=width, weight_width=min(width, 8), **PERIODIC)
         rows.append(_solve("shape", f"unique_hardmax periodic L{layers} H{heads} w{width}", spec, n, 1, options))
         print(rows[-1], file=sys.stderr)
@@ -190,18 +230,28 @@ def solver_rows(n: int, timeout: float) -> list[Row]:
     for kind, config in _outside_complete_class():
         spec = _spec(0, **config)  # the encoders of the length section
         for name in names:
-            rows.append(_solve("solver", f"{kind} {name}", spec, n, 0, QueryOptions(solver=name, timeout=timeout, presearch=0)))
+            rows.append(
+                _solve("solver", f"{kind} {name}", spec, n, 0, QueryOptions(solver=name, timeout=timeout, presearch=0))
+            )
             print(rows[-1], file=sys.stderr)
     return rows
 
 
 def ablation_rows(n: int, timeout: float) -> list[Row]:
     rows = []
-    variants = {"full": EncodingOptions(), "no-tabulate": EncodingOptions(tabulate=False), "no-prune": EncodingOptions(prune=False)}
+    variants = {
+        "full": EncodingOptions(),
+        "no-tabulate": EncodingOptions(tabulate=False),
+        "no-prune": EncodingOptions(prune=False),
+    }
     for kind, config in [("unique_hardmax periodic", PERIODIC)] + _outside_complete_class()[:2]:
         spec = _spec(4, **config)
         for name, enc in variants.items():
-            rows.append(_solve("ablation", f"{kind} {name}", spec, n, 1, QueryOptions(timeout=timeout, encoding=enc, presearch=0)))
+            rows.append(
+                _solve(
+                    "ablation", f"{kind} {name}", spec, n, 1, QueryOptions(timeout=timeout, encoding=enc, presearch=0)
+                )
+            )
             print(rows[-1], file=sys.stderr)
     return rows
 
@@ -218,15 +268,21 @@ def main() -> int:
     unique, average, softmax = Attention.UNIQUE_HARDMAX, Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE
     periodic = PERIODIC
     if args.quick:
-        rows = length_rows([4, 16, 64], [("unique_hardmax", {"attention": unique}), ("unique_hardmax periodic", periodic)], options)
+        rows = length_rows(
+            [4, 16, 64], [("unique_hardmax", {"attention": unique}), ("unique_hardmax periodic", periodic)], options
+        )
         rows += enum_rows([("unique_hardmax", 2, 20, {"attention": unique})], options, budget=1 << 17)
         rows += ablation_rows(8, timeout)[:3]
     else:
         length_cases = [(kind.value, {"attention": kind}) for kind in kinds] + [("unique_hardmax periodic", periodic)]
         rows = length_rows([4, 8, 16, 32, 64], length_cases, options)
         cases = [(kind.value, 2, 20, {"attention": kind}) for kind in kinds]
-        cases += [("unique_hardmax", 4, 10, {"attention": unique}), ("unique_hardmax periodic", 4, 10, periodic),
-                  ("average_hardmax", 4, 10, {"attention": average}), ("softmax_table", 4, 10, {"attention": softmax})]
+        cases += [
+            ("unique_hardmax", 4, 10, {"attention": unique}),
+            ("unique_hardmax periodic", 4, 10, periodic),
+            ("average_hardmax", 4, 10, {"attention": average}),
+            ("softmax_table", 4, 10, {"attention": softmax}),
+        ]
         rows += enum_rows(cases, options, budget=None)
         rows += long_rows([20, 40, 64], options)
         rows += shape_rows(16, options)

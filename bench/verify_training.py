@@ -71,7 +71,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="two tasks, one attention kind, 6 and 8 bits")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--tasks", default=None, help="comma-separated task names (default: all, or two with --quick)")
-    parser.add_argument("--widths", default=None, help="comma-separated bit widths (default: 4,6,8,12, or 6,8 with --quick)")
+    parser.add_argument(
+        "--widths", default=None, help="comma-separated bit widths (default: 4,6,8,12, or 6,8 with --quick)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -85,12 +87,23 @@ def main() -> int:
         table(
             headers,
             [
-                [r["task"], r["attention"], r["bits"], r["train_seconds"], r["float_accuracy"], r["quantized_accuracy"], r["gap"], r["agreement"]]
+                [
+                    r["task"],
+                    r["attention"],
+                    r["bits"],
+                    r["train_seconds"],
+                    r["float_accuracy"],
+                    r["quantized_accuracy"],
+                    r["gap"],
+                    r["agreement"],
+                ]
                 for r in rows
             ],
         )
     )
-    print(f"\ntotal {time.perf_counter() - started:.1f}s; accuracy on every word up to length 10 (or the training length)")
+    print(
+        f"\ntotal {time.perf_counter() - started:.1f}s; accuracy on every word up to length 10 (or the training length)"
+    )
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "seed": args.seed}, indent=2) + "\n", encoding="utf-8")
     return 0

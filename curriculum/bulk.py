@@ -77,10 +77,7 @@ def _copy_rows(conn: Connection, table: Table, rows: Iterable[dict[str, Any]]) -
     # left to the driver there, which would send a list as an ARRAY here).
     processors = [_copy_processor(conn, table.c[name].type) for name in columns]
     quote = conn.dialect.identifier_preparer
-    statement = (
-        f"COPY {quote.format_table(table)} ({', '.join(quote.quote(c) for c in columns)}) "
-        "FROM STDIN"
-    )
+    statement = f"COPY {quote.format_table(table)} ({', '.join(quote.quote(c) for c in columns)}) FROM STDIN"
     count = 0
     with conn.connection.dbapi_connection.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
         for row in itertools.chain([first], it):
@@ -118,13 +115,9 @@ def write_trace(conn: Connection, trace: RepoTrace, *, version_id: int) -> dict[
         ),
     )
     premises = _table(PremiseRow)
-    insert_rows(
-        conn, premises, (_premise_row(version_id, i, p) for i, p in enumerate(trace.premises))
-    )
+    insert_rows(conn, premises, (_premise_row(version_id, i, p) for i, p in enumerate(trace.premises)))
     theorems = _table(TheoremRow)
-    insert_rows(
-        conn, theorems, (_theorem_row(version_id, i, t) for i, t in enumerate(trace.theorems))
-    )
+    insert_rows(conn, theorems, (_theorem_row(version_id, i, t) for i, t in enumerate(trace.theorems)))
     theorem_ids = _ids_by_idx(conn, theorems, version_id)
     tactics = _table(TacticRow)
     num_tactics = insert_rows(
@@ -161,25 +154,19 @@ def write_trace(conn: Connection, trace: RepoTrace, *, version_id: int) -> dict[
     }
 
 
-def _write_tactic_premises(
-    conn: Connection, trace: RepoTrace, *, version_id: int, theorem_ids: Sequence[int]
-) -> int:
+def _write_tactic_premises(conn: Connection, trace: RepoTrace, *, version_id: int, theorem_ids: Sequence[int]) -> int:
     tactics = _table(TacticRow)
     tactic_ids = {
         (theorem_id, idx): id_
         for id_, theorem_id, idx in conn.execute(
-            select(tactics.c.id, tactics.c.theorem_id, tactics.c.idx).where(
-                tactics.c.version_id == version_id
-            )
+            select(tactics.c.id, tactics.c.theorem_id, tactics.c.idx).where(tactics.c.version_id == version_id)
         )
     }
     premises = _table(PremiseRow)
     premise_ids: dict[str, int] = {}
     # The first definition wins when a name repeats (source extraction can see duplicates).
     for id_, name in conn.execute(
-        select(premises.c.id, premises.c.full_name)
-        .where(premises.c.version_id == version_id)
-        .order_by(premises.c.idx)
+        select(premises.c.id, premises.c.full_name).where(premises.c.version_id == version_id).order_by(premises.c.idx)
     ):
         premise_ids.setdefault(name, id_)
     return insert_rows(
@@ -258,16 +245,12 @@ def read_trace(conn: Connection, version: VersionRow, location: str) -> RepoTrac
     premises = _table(PremiseRow)
     premise_records = tuple(
         Premise(r.full_name, r.path, *_span(r), kind=r.kind, code=r.code)
-        for r in conn.execute(
-            select(premises).where(premises.c.version_id == vid).order_by(premises.c.idx)
-        )
+        for r in conn.execute(select(premises).where(premises.c.version_id == vid).order_by(premises.c.idx))
     )
     problems = _table(ProblemRow)
     problem_records = tuple(
         ParseProblem(r.path, r.line, r.reason)
-        for r in conn.execute(
-            select(problems).where(problems.c.version_id == vid).order_by(problems.c.idx)
-        )
+        for r in conn.execute(select(problems).where(problems.c.version_id == vid).order_by(problems.c.idx))
     )
     return RepoTrace(
         spec=RepoSpec(location, version.requested_ref),
@@ -292,25 +275,19 @@ def read_theorems(
     where: list[ColumnElement[bool]] = [theorems.c.version_id.in_(version_ids)]
     if status is not None:
         where.append(theorems.c.status == status)
-    rows = list(
-        conn.execute(select(theorems).where(*where).order_by(theorems.c.version_id, theorems.c.idx))
-    )
+    rows = list(conn.execute(select(theorems).where(*where).order_by(theorems.c.version_id, theorems.c.idx)))
     step_query = select(tactics).where(tactics.c.version_id.in_(version_ids))
     link_query = select(links.c.tactic_id, links.c.name).where(links.c.version_id.in_(version_ids))
     if status is not None:  # only the steps of the selected theorems
         step_query = step_query.where(tactics.c.theorem_id.in_(select(theorems.c.id).where(*where)))
-        link_query = link_query.where(
-            links.c.tactic_id.in_(step_query.with_only_columns(tactics.c.id))
-        )
+        link_query = link_query.where(links.c.tactic_id.in_(step_query.with_only_columns(tactics.c.id)))
     step_premises: dict[int, list[str]] = defaultdict(list)
     for tactic_id, name in conn.execute(link_query.order_by(links.c.tactic_id, links.c.idx)):
         step_premises[tactic_id].append(name)
     steps: dict[int, list[TracedTactic]] = defaultdict(list)
     for r in conn.execute(step_query.order_by(tactics.c.theorem_id, tactics.c.idx)):
         steps[r.theorem_id].append(
-            TracedTactic(
-                r.tactic, r.state_before, r.state_after, tuple(step_premises.get(r.id, ()))
-            )
+            TracedTactic(r.tactic, r.state_before, r.state_after, tuple(step_premises.get(r.id, ())))
         )
     # In the caller's version order (the SQL order is by version id, which is ingest order).
     version_rank = {vid: rank for rank, vid in enumerate(version_ids)}
@@ -319,11 +296,7 @@ def read_theorems(
 
 
 def _theorem_record(r: Any, tactics: Iterable[TracedTactic]) -> Theorem:
-    proof_start = (
-        Position(r.proof_start_line, r.proof_start_column)
-        if r.proof_start_line is not None
-        else None
-    )
+    proof_start = Position(r.proof_start_line, r.proof_start_column) if r.proof_start_line is not None else None
     start, end = _span(r)
     return Theorem(
         full_name=r.full_name,
@@ -342,9 +315,7 @@ def _theorem_record(r: Any, tactics: Iterable[TracedTactic]) -> Theorem:
 
 def _ids_by_idx(conn: Connection, table: Table, version_id: int) -> list[int]:
     return list(
-        conn.execute(
-            select(table.c.id).where(table.c.version_id == version_id).order_by(table.c.idx)
-        ).scalars()
+        conn.execute(select(table.c.id).where(table.c.version_id == version_id).order_by(table.c.idx)).scalars()
     )
 
 

@@ -83,9 +83,7 @@ def ingest_specs(
     return outcomes
 
 
-def ingest_traces(
-    store: Store, traces: Iterable[RepoTrace], *, progress: bool = False
-) -> list[IngestOutcome]:
+def ingest_traces(store: Store, traces: Iterable[RepoTrace], *, progress: bool = False) -> list[IngestOutcome]:
     """Store ready-made traces (e.g. read from a LeanDojo Benchmark 4 directory)."""
     traces = list(traces)
     outcomes = []
@@ -100,9 +98,7 @@ def ingest_traces(
 
 def _bar(total: int, progress: bool) -> tqdm[Any]:
     # disable=None: draw only when stderr is a terminal (no bar noise in logs and pipes).
-    return tqdm(
-        total=total, desc="ingest", unit="repo", file=sys.stderr, disable=None if progress else True
-    )
+    return tqdm(total=total, desc="ingest", unit="repo", file=sys.stderr, disable=None if progress else True)
 
 
 def _store(store: Store, trace: RepoTrace) -> bool:

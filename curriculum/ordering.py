@@ -75,17 +75,14 @@ def order_repositories(
     theorems (they still bring premises), with zero counts.
     """
     theorems = list(summaries)
-    bounds = thresholds(
-        s for t in theorems if (s := log_difficulty(t.status, t.num_steps)) is not None
-    )
+    bounds = thresholds(s for t in theorems if (s := log_difficulty(t.status, t.num_steps)) is not None)
     counts: defaultdict[tuple[str, str], Counter[Bucket]] = defaultdict(
         Counter, {key: Counter() for key in repositories}
     )
     for t in theorems:
         counts[(t.location, t.commit)][bucket(t.status, t.num_steps, bounds)] += 1
     repos = [
-        RepoCurriculum(location, commit, **{b.value: c[b] for b in Bucket})
-        for (location, commit), c in counts.items()
+        RepoCurriculum(location, commit, **{b.value: c[b] for b in Bucket}) for (location, commit), c in counts.items()
     ]
     repos.sort(key=lambda r: (-r.easy, r.location, r.commit))
     return Curriculum(bounds, tuple(repos))
@@ -104,6 +101,4 @@ def traces_in_curriculum_order(store: Store, curriculum: Curriculum) -> list[Rep
     by_location = {t.spec.location: t for t in store.latest_traces()}
     order = [r.location for r in curriculum.repos if r.location in by_location]
     ordered = set(order)
-    return [by_location[loc] for loc in order] + [
-        t for loc, t in by_location.items() if loc not in ordered
-    ]
+    return [by_location[loc] for loc in order] + [t for loc, t in by_location.items() if loc not in ordered]

@@ -112,9 +112,7 @@ class Store(ClosesOnExit):
         leanagent's or another program's; another version) is refused with a
         :class:`DatabaseUnavailableError` before anything is written to it."""
         try:
-            engine = create_engine(
-                url, connect_args={"timeout": 60} if url.startswith("sqlite") else {}
-            )
+            engine = create_engine(url, connect_args={"timeout": 60} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
             raise DatabaseUnavailableError(
                 f"{_hide_password(url)!r} is not a usable database URL: {first_line(e)}"
@@ -135,9 +133,7 @@ class Store(ClosesOnExit):
             engine.dispose()
             # Whatever fails before the tables exist (no server, a path that cannot be
             # written, a file that is not a database) is the URL's fault: the user's to fix.
-            raise DatabaseUnavailableError(
-                f"cannot use the database {shown} (opening it): {_reason(e)}"
-            ) from e
+            raise DatabaseUnavailableError(f"cannot use the database {shown} (opening it): {_reason(e)}") from e
         except DatabaseUnavailableError:
             engine.dispose()
             raise
@@ -146,7 +142,6 @@ class Store(ClosesOnExit):
     def close(self) -> None:
         """Release pooled connections; idempotent."""
         self._engine.dispose()
-
 
     # ---- repository versions ---------------------------------------------------------
 
@@ -199,9 +194,7 @@ class Store(ClosesOnExit):
             session.add(version)
             session.flush()
             counts = bulk.write_trace(session.connection(), trace, version_id=version.id)
-        log.info(
-            "stored %s@%s: %s", location, commit, ", ".join(f"{v} {k}" for k, v in counts.items())
-        )
+        log.info("stored %s@%s: %s", location, commit, ", ".join(f"{v} {k}" for k, v in counts.items()))
         return True
 
     def version(self, location: str, commit: str) -> VersionInfo | None:
@@ -248,33 +241,21 @@ class Store(ClosesOnExit):
         """The newest version of every repository, as records, ordered by location."""
         with self._guard("reading the merged view"), Session(self._engine) as session:
             conn = session.connection()
-            return [
-                bulk.read_trace(conn, v, loc) for v, loc in _latest(self._all_versions(session))
-            ]
+            return [bulk.read_trace(conn, v, loc) for v, loc in _latest(self._all_versions(session))]
 
-    def theorems(
-        self, *, status: TheoremStatus | None = None, location: str | None = None
-    ) -> list[StoredTheorem]:
+    def theorems(self, *, status: TheoremStatus | None = None, location: str | None = None) -> list[StoredTheorem]:
         """Theorems of the merged view (optionally one status, one repository), with ids."""
         with self._guard("reading theorems"), Session(self._engine) as session:
-            latest = [
-                (v, loc)
-                for v, loc in _latest(self._all_versions(session))
-                if location in (None, loc)
-            ]
+            latest = [(v, loc) for v, loc in _latest(self._all_versions(session)) if location in (None, loc)]
             by_id = {v.id: (loc, v.commit) for v, loc in latest}
             theorem_version = dict(
                 session.execute(
-                    select(TheoremRow.id, TheoremRow.version_id).where(
-                        TheoremRow.version_id.in_(by_id)
-                    )
+                    select(TheoremRow.id, TheoremRow.version_id).where(TheoremRow.version_id.in_(by_id))
                 ).all()
             )
             return [
                 StoredTheorem(id_, *by_id[theorem_version[id_]], theorem)
-                for id_, theorem in bulk.read_theorems(
-                    session.connection(), list(by_id), status=status
-                )
+                for id_, theorem in bulk.read_theorems(session.connection(), list(by_id), status=status)
             ]
 
     def theorem_summaries(self) -> list[TheoremSummary]:
@@ -291,10 +272,7 @@ class Store(ClosesOnExit):
                 .where(TheoremRow.version_id.in_(by_id))
                 .order_by(TheoremRow.version_id, TheoremRow.idx)
             ).all()
-            return [
-                TheoremSummary(*by_id[vid], name, status, steps)
-                for vid, name, status, steps in rows
-            ]
+            return [TheoremSummary(*by_id[vid], name, status, steps) for vid, name, status, steps in rows]
 
     def stats(self) -> DbStats:
         """Counts of every table and the per-repository merged view."""
@@ -399,9 +377,7 @@ class Store(ClosesOnExit):
             _get(session, RunRow, run_id)
             theorem = _get(session, TheoremRow, theorem_id)
             existing = session.scalar(
-                select(AttemptRow).where(
-                    AttemptRow.run_id == run_id, AttemptRow.theorem_id == theorem_id
-                )
+                select(AttemptRow).where(AttemptRow.run_id == run_id, AttemptRow.theorem_id == theorem_id)
             )
             if existing is not None:
                 return _attempt_record(existing)
@@ -417,9 +393,7 @@ class Store(ClosesOnExit):
             session.add(row)
             if outcome is AttemptOutcome.PROVED and theorem.status is TheoremStatus.SORRY:
                 session.execute(
-                    update(TheoremRow)
-                    .where(TheoremRow.id == theorem_id)
-                    .values(status=TheoremStatus.PROVED_BY_US)
+                    update(TheoremRow).where(TheoremRow.id == theorem_id).values(status=TheoremStatus.PROVED_BY_US)
                 )
             session.flush()
             return _attempt_record(row)
@@ -440,9 +414,7 @@ class Store(ClosesOnExit):
         try:
             yield
         except OperationalError as e:
-            raise DatabaseUnavailableError(
-                f"cannot use the database {self.url} ({action}): {_reason(e)}"
-            ) from e
+            raise DatabaseUnavailableError(f"cannot use the database {self.url} ({action}): {_reason(e)}") from e
         except SQLAlchemyError as e:
             raise DatabaseError(f"database {self.url} failed ({action}): {_reason(e)}") from e
 
@@ -526,14 +498,8 @@ def _latest(rows: Sequence[tuple[VersionRow, str]]) -> list[tuple[VersionRow, st
     return [newest[loc] for loc in sorted(newest)]
 
 
-def _count_by_version(
-    session: Session, model: type[Any], version_ids: Sequence[int], where: Any
-) -> Counter[int]:
-    query = (
-        select(model.version_id, func.count())
-        .where(model.version_id.in_(version_ids))
-        .group_by(model.version_id)
-    )
+def _count_by_version(session: Session, model: type[Any], version_ids: Sequence[int], where: Any) -> Counter[int]:
+    query = select(model.version_id, func.count()).where(model.version_id.in_(version_ids)).group_by(model.version_id)
     if where is not None:
         query = query.where(where)
     return Counter(dict(session.execute(query).all()))

@@ -114,9 +114,7 @@ def parse_repos_file(path: Path) -> list[RepoSpec]:
         if not fields:
             continue
         if len(fields) > 2:
-            raise RepoSpecError(
-                f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}"
-            )
+            raise RepoSpecError(f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}")
         commit = fields[1] if len(fields) == 2 else None
         specs.append(_make_spec(fields[0], commit, base_dir=path.parent, where=where))
     if not specs:
@@ -134,9 +132,7 @@ def _make_spec(location: str, commit: str | None, *, base_dir: Path, where: str)
     return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit)
 
 
-def resolve(
-    spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT
-) -> Checkout:
+def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> Checkout:
     """Pin ``spec`` to a local directory at a concrete commit (cloning or archiving into
     ``cache_dir`` when needed)."""
     if spec.is_remote:
@@ -152,13 +148,9 @@ def _resolve_local(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Checko
     _require_lean_project(root)
     toplevel = _git_toplevel(root, timeout=timeout)
     if spec.commit is None:
-        return Checkout(
-            spec, root, _local_commit(root, toplevel, timeout=timeout), read_toolchain(root)
-        )
+        return Checkout(spec, root, _local_commit(root, toplevel, timeout=timeout), read_toolchain(root))
     if toplevel is None:
-        raise RepoSpecError(
-            f"{root} is not a git repository, so commit {spec.commit!r} cannot be checked out"
-        )
+        raise RepoSpecError(f"{root} is not a git repository, so commit {spec.commit!r} cannot be checked out")
     sha = _rev_parse(toplevel, spec.commit, timeout=timeout, what=str(root))
     prefix = root.relative_to(toplevel).as_posix()
     dest = cache_dir / "archives" / _slug(str(root)) / sha
@@ -177,22 +169,16 @@ def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Check
     if not (clone / ".git").is_dir():
         _clone(url, clone, timeout=timeout)
     elif not (
-        spec.commit is not None
-        and _SHA_RE.fullmatch(spec.commit)
-        and _has_commit(clone, spec.commit, timeout=timeout)
+        spec.commit is not None and _SHA_RE.fullmatch(spec.commit) and _has_commit(clone, spec.commit, timeout=timeout)
     ):
         # A branch or the default head may have moved: fetch (a known SHA cannot move).
         try:
-            _git(
-                clone, "fetch", "--quiet", "--tags", "--force", "origin", timeout=timeout, what=url
-            )
+            _git(clone, "fetch", "--quiet", "--tags", "--force", "origin", timeout=timeout, what=url)
         except RepoUnavailableError as e:
             fetch_error = e
     ref = spec.commit or "HEAD"
     # A branch name means the remote's branch (origin/<ref>), never a stale local one.
-    sha = _try_rev_parse(clone, f"origin/{ref}", timeout=timeout) or _try_rev_parse(
-        clone, ref, timeout=timeout
-    )
+    sha = _try_rev_parse(clone, f"origin/{ref}", timeout=timeout) or _try_rev_parse(clone, ref, timeout=timeout)
     if sha is None:
         raise fetch_error or RepoUnavailableError(f"{url} has no commit {ref!r}")
     if fetch_error is not None:
@@ -227,9 +213,7 @@ def _move_into_place(tmp: Path, dest: Path, *, done: Path) -> None:
 
 def _require_lean_project(root: Path, *, what: str | None = None) -> None:
     if not any((root / marker).is_file() for marker in PROJECT_MARKERS):
-        raise RepoSpecError(
-            f"{what or root} is not a Lean project (it has none of {', '.join(PROJECT_MARKERS)})"
-        )
+        raise RepoSpecError(f"{what or root} is not a Lean project (it has none of {', '.join(PROJECT_MARKERS)})")
 
 
 def _local_commit(root: Path, toplevel: Path | None, *, timeout: float) -> str:
@@ -392,6 +376,4 @@ def _run_git(repo: Path | None, *args: str, timeout: float) -> subprocess.Comple
     except FileNotFoundError as e:
         raise RepoUnavailableError("git is not installed; it is needed to read repositories") from e
     except subprocess.TimeoutExpired as e:
-        raise RepoUnavailableError(
-            f"git {args[0]} timed out after {timeout:.0f}s in {repo or Path.cwd()}"
-        ) from e
+        raise RepoUnavailableError(f"git {args[0]} timed out after {timeout:.0f}s in {repo or Path.cwd()}") from e

@@ -59,7 +59,10 @@ class PremiseCorpus:
                 per_file.setdefault(premise.path, []).append(index)
             for path, indices in per_file.items():
                 indices.sort(key=lambda i: premises[i].start)
-                self._by_file[(repo, path)] = (np.asarray(indices, dtype=np.int64), [premises[i].start for i in indices])
+                self._by_file[(repo, path)] = (
+                    np.asarray(indices, dtype=np.int64),
+                    [premises[i].start for i in indices],
+                )
             self._graphs[repo] = _import_graph(trace)
         self.premises: tuple[Premise, ...] = tuple(premises)
         self._imported = lru_cache(maxsize=4096)(self._imported_mask)
@@ -101,9 +104,13 @@ class PremiseCorpus:
         for theorem in trace.theorems:
             allowed = self.accessible(repo, theorem.path, theorem.start)
             for context, names in _queries(theorem):
-                positives = tuple(dict.fromkeys(i for i in (self.index_of(repo, n) for n in names) if i is not None and allowed[i]))
+                positives = tuple(
+                    dict.fromkeys(i for i in (self.index_of(repo, n) for n in names) if i is not None and allowed[i])
+                )
                 if positives:
-                    out.append(RetrievalExample(repo, theorem.full_name, theorem.path, theorem.start, context, positives))
+                    out.append(
+                        RetrievalExample(repo, theorem.full_name, theorem.path, theorem.start, context, positives)
+                    )
         return out
 
 

@@ -55,7 +55,9 @@ class TextEncoder:
         """The encoder at a local directory or Hugging Face name (None: the bundled MiniLM)."""
         source = default_model_path() if name_or_path is None else name_or_path
         # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
-        loaded = load_pretrained(source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel)
+        loaded = load_pretrained(
+            source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel
+        )
         # Longer inputs than the model has positions for would crash it: truncate to fit.
         limit = loaded.max_positions
         return cls(loaded.model, loaded.tokenizer, max_length=min(max_length, limit) if limit else max_length)
@@ -66,12 +68,18 @@ class TextEncoder:
 
     @property
     def dimension(self) -> int:
-        return int(self.model.config.hidden_size if hasattr(self.model.config, "hidden_size") else self.model.config.d_model)
+        return int(
+            self.model.config.hidden_size if hasattr(self.model.config, "hidden_size") else self.model.config.d_model
+        )
 
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
         """(N, d) unit vectors, differentiable: mean over the non-padding tokens."""
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-        hidden = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state  # (N, T, d)
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+        hidden = self.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state  # (N, T, d)
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (N, T, 1)
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return torch.nn.functional.normalize(pooled, dim=-1)
@@ -91,4 +99,3 @@ class TextEncoder:
         finally:
             self.model.train(was_training)
         return out
-

@@ -39,7 +39,9 @@ class PremiseIndex:
         self._faiss.add(self.embeddings)
 
     @classmethod
-    def build(cls, corpus: PremiseCorpus, encoder: Encoder, *, progress: Callable[[int], None] | None = None) -> PremiseIndex:
+    def build(
+        cls, corpus: PremiseCorpus, encoder: Encoder, *, progress: Callable[[int], None] | None = None
+    ) -> PremiseIndex:
         """Embed every premise of ``corpus`` with ``encoder``."""
         texts = [premise_text(p) for p in corpus.premises]
         return cls(corpus, encoder.encode(texts, progress=progress))

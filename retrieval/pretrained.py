@@ -51,7 +51,10 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
     if text.startswith(("/", ".", "~")):
         source = Path(text).expanduser()
         if source.is_file():
-            raise ModelLoadError(f"cannot load the {what} {text!r}: it is a file; a model is a directory (config.json, weights, tokenizer)")
+            raise ModelLoadError(
+                f"cannot load the {what} {text!r}: it is a file; "
+                "a model is a directory (config.json, weights, tokenizer)"
+            )
         if not source.is_dir():
             raise ModelLoadError(f"cannot load the {what} {text!r}: no such directory")
     try:
@@ -60,7 +63,11 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
             model = model_class(config).from_pretrained(source, config=config)
             tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # missing, malformed or mismatched files
-        where = "a local directory" if Path(text).exists() else "a local directory or a Hugging Face model reachable from here"
+        where = (
+            "a local directory"
+            if Path(text).exists()
+            else "a local directory or a Hugging Face model reachable from here"
+        )
         raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {first_line(error)}") from error
     log.info("loaded %s %s (%s)", what, text, type(model).__name__)
     return Loaded(config, model, tokenizer)

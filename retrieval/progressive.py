@@ -55,7 +55,9 @@ def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tu
         if example.repo not in identities:
             identities[example.repo] = RepoSpec(example.repo).identity
         # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform
-        digest = hashlib.blake2b(f"{seed}:{identities[example.repo]}:{example.theorem}".encode(), digest_size=8).digest()
+        digest = hashlib.blake2b(
+            f"{seed}:{identities[example.repo]}:{example.theorem}".encode(), digest_size=8
+        ).digest()
         bucket = int.from_bytes(digest, "big") / 2**64
         (test if bucket < test_fraction else train).append(example)
     return train, test
@@ -185,7 +187,9 @@ def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, m
     }
 
 
-def learner_id(config: TrainConfig, *, test_fraction: float, model_id: str, ks: Sequence[int] = (1, 10), place: str = "") -> str:
+def learner_id(
+    config: TrainConfig, *, test_fraction: float, model_id: str, ks: Sequence[int] = (1, 10), place: str = ""
+) -> str:
     """A short name for a learner (a file name): the hash of what :func:`run_progressive`
     requires of a checkpoint to pick it up, and of ``place`` (e.g. the database it learns from)."""
     key = json.dumps({"learner": _learner_key(config, ks, test_fraction, model_id), "place": place}, sort_keys=True)
@@ -218,7 +222,9 @@ LEARNER_FORMAT = 1  # bump with every change to what _save writes; _read refuses
 _START_AGAIN = "move it away or delete it to start a new learner"
 
 
-def _resume(checkpoint: Path, key: dict[str, Any], encoder: TextEncoder, trainer: ProgressiveTrainer) -> list[ProgressRow]:
+def _resume(
+    checkpoint: Path, key: dict[str, Any], encoder: TextEncoder, trainer: ProgressiveTrainer
+) -> list[ProgressRow]:
     if not checkpoint.exists():
         return []
     state, meta = _read(checkpoint)
@@ -233,7 +239,9 @@ def _resume(checkpoint: Path, key: dict[str, Any], encoder: TextEncoder, trainer
         encoder.model.load_state_dict(state["encoder"])
         trainer.load_state_dict(trainer_state)
     except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}") from error
+        raise CheckpointError(
+            f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}"
+        ) from error
     log.info("resuming after %d finished step(s) from %s", len(rows), checkpoint)
     return rows
 
@@ -248,17 +256,23 @@ def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise CheckpointError(_unreadable(checkpoint)) from error
     fmt = state.get("format") if isinstance(state, dict) else None
     if not isinstance(fmt, int):
-        raise CheckpointError(f"{checkpoint} is not a learner file of leanagent (it has no format number); {_START_AGAIN}")
+        raise CheckpointError(
+            f"{checkpoint} is not a learner file of leanagent (it has no format number); {_START_AGAIN}"
+        )
     if fmt != LEARNER_FORMAT:
         by = "a newer" if fmt > LEARNER_FORMAT else "another"
-        raise CheckpointError(f"the learner {checkpoint} was written by {by} leanagent (learner format {fmt}; "
-                              f"this one reads format {LEARNER_FORMAT}): use that leanagent, or {_START_AGAIN}")
+        raise CheckpointError(
+            f"the learner {checkpoint} was written by {by} leanagent (learner format {fmt}; "
+            f"this one reads format {LEARNER_FORMAT}): use that leanagent, or {_START_AGAIN}"
+        )
     try:
         meta = json.loads(state["meta"])
         if not (isinstance(meta, dict) and isinstance(state["encoder"], dict) and isinstance(state["trainer"], dict)):
             raise TypeError("its parts are not what this format holds")
     except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}") from error
+        raise CheckpointError(
+            f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}"
+        ) from error
     return state, meta
 
 
@@ -272,17 +286,29 @@ def _unreadable(checkpoint: Path) -> str:
     if any(name.startswith(("retrieval.", "lean_env.")) for name in classes):
         return f"the learner {checkpoint} was written by an older leanagent (an unversioned learner); {_START_AGAIN}"
     if classes:
-        return f"{checkpoint} holds pickled Python objects ({classes[0]}, ...), not a learner file of leanagent; {_START_AGAIN}"
+        return (
+            f"{checkpoint} holds pickled Python objects ({classes[0]}, ...), "
+            f"not a learner file of leanagent; {_START_AGAIN}"
+        )
     return f"the learner {checkpoint} cannot be read (damaged or truncated); {_START_AGAIN}"
 
 
-def _save(checkpoint: Path, key: dict[str, Any], rows: Sequence[ProgressRow], encoder: TextEncoder,
-          trainer: ProgressiveTrainer) -> None:
+def _save(
+    checkpoint: Path,
+    key: dict[str, Any],
+    rows: Sequence[ProgressRow],
+    encoder: TextEncoder,
+    trainer: ProgressiveTrainer,
+) -> None:
     prepare_checkpoint(checkpoint)
     trainer_state = trainer.state_dict()
     meta = {"learner": key, "rows": [_row_to_json(row) for row in rows], "trainer": trainer_state["meta"]}
-    state = {"format": LEARNER_FORMAT, "meta": json.dumps(meta), "encoder": encoder.model.state_dict(),
-             "trainer": trainer_state["tensors"]}
+    state = {
+        "format": LEARNER_FORMAT,
+        "meta": json.dumps(meta),
+        "encoder": encoder.model.state_dict(),
+        "trainer": trainer_state["tensors"],
+    }
     # A partial file of its own per writer (two processes saving one learner never write
     # into one file), moved into place whole: a kill mid-write leaves the previous learner.
     partial = checkpoint.with_name(f"{checkpoint.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
@@ -301,11 +327,17 @@ def _row_to_json(row: ProgressRow) -> dict[str, Any]:
         "repo": row.repo,
         "commit": row.commit,
         "train_examples": row.train_examples,
-        "step": {"examples": step.examples, "batches": step.batches, "mean_loss": step.mean_loss,
-                 "mean_penalty": step.mean_penalty},
+        "step": {
+            "examples": step.examples,
+            "batches": step.batches,
+            "mean_loss": step.mean_loss,
+            "mean_penalty": step.mean_penalty,
+        },
         # recall's keys are ints (k), which JSON objects cannot have: [k, value] pairs
-        "scores": {repo: {"examples": s.examples, "recall": [[k, v] for k, v in s.recall.items()], "mrr": s.mrr}
-                   for repo, s in row.scores.items()},
+        "scores": {
+            repo: {"examples": s.examples, "recall": [[k, v] for k, v in s.recall.items()], "mrr": s.mrr}
+            for repo, s in row.scores.items()
+        },
     }
 
 
@@ -316,5 +348,8 @@ def _row_from_json(row: dict[str, Any]) -> ProgressRow:
         row["commit"],
         row["train_examples"],
         StepReport(step["examples"], step["batches"], step["mean_loss"], step["mean_penalty"]),
-        {repo: RecallScores(s["examples"], {k: v for k, v in s["recall"]}, s["mrr"]) for repo, s in row["scores"].items()},
+        {
+            repo: RecallScores(s["examples"], {k: v for k, v in s["recall"]}, s["mrr"])
+            for repo, s in row["scores"].items()
+        },
     )

@@ -8,8 +8,9 @@ those the example also used. ``loss = CE(q . P^T / temperature, own column)``.
 Against forgetting (LeanAgent uses EWC; replay is the common baseline):
 
 * ``ewc``: after a repository, a diagonal approximation ``F`` of the Fisher information
-  (squared batch-loss gradients on its examples, averaged) is added to a running total (``F <- decay * F + F_new``) and the weights
-  are remembered as ``theta*``; later steps add ``lambda / 2 * sum F (theta - theta*)^2``.
+  (squared batch-loss gradients on its examples, averaged) is added to a running total
+  (``F <- decay * F + F_new``) and the weights are remembered as ``theta*``; later steps add
+  ``lambda / 2 * sum F (theta - theta*)^2``.
 * ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
   examples is mixed into each later batch, one replayed example per new one.
 
@@ -96,7 +97,11 @@ class ProgressiveTrainer:
         self._seen = 0  # examples offered to the reservoir so far
 
     def step(
-        self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample], *, progress: Callable[[int], None] | None = None
+        self,
+        corpus: PremiseCorpus,
+        examples: Sequence[RetrievalExample],
+        *,
+        progress: Callable[[int], None] | None = None,
     ) -> StepReport:
         """Train on one repository's ``examples`` (premises from ``corpus``), then consolidate."""
         config = self.config
@@ -133,7 +138,9 @@ class ProgressiveTrainer:
         keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen])  # (B, d)
         logits = queries @ keys.T / self.config.temperature  # (B, B)
         # Another example's premise that this example also used is not a negative.
-        used = torch.tensor([[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)])
+        used = torch.tensor(
+            [[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)]
+        )
         logits = logits.masked_fill(used, float("-inf"))
         return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
 
@@ -168,7 +175,9 @@ class ProgressiveTrainer:
                     if slot < config.replay_size:
                         self._reservoir[slot] = kept
 
-    def _fisher_information(self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]) -> dict[str, torch.Tensor]:
+    def _fisher_information(
+        self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample]
+    ) -> dict[str, torch.Tensor]:
         """A diagonal approximation of the Fisher information: the squared gradient of the
         batch loss, averaged over batches (dropout off, so it measures the model itself)."""
         model = self.encoder.model
@@ -198,7 +207,9 @@ class ProgressiveTrainer:
         for example, names in self._reservoir:
             positives = tuple(i for i in (corpus.index_of(example.repo, n) for n in names) if i is not None)
             if positives:
-                replay.append(example if positives == example.positives else dataclasses.replace(example, positives=positives))
+                replay.append(
+                    example if positives == example.positives else dataclasses.replace(example, positives=positives)
+                )
         return replay
 
     @property

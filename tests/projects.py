@@ -25,9 +25,7 @@ def lean_project(root: Path, *, source: str = LEAN_SOURCE) -> Path:
     """A minimal Lake project (lakefile, lean-toolchain, one module) at ``root``."""
     (root / "Demo").mkdir(parents=True, exist_ok=True)
     (root / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
-    (root / "lakefile.lean").write_text(
-        "import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8"
-    )
+    (root / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8")
     (root / "Demo" / "Basic.lean").write_text(source, encoding="utf-8")
     return root
 

@@ -226,9 +226,7 @@ def rich_benchmark_trace() -> RepoTrace:
             "theorem f_eq (n : Nat) : f n = n",
         ),
         Premise("Rich.g", lib, P(9, 1), P(9, 30), DeclKind.UNKNOWN, "alias g := f"),
-        Premise(
-            "Rich.main_thm", main, P(4, 1), P(7, 10), DeclKind.THEOREM, "theorem main_thm : f 1 = 1"
-        ),
+        Premise("Rich.main_thm", main, P(4, 1), P(7, 10), DeclKind.THEOREM, "theorem main_thm : f 1 = 1"),
     )
     theorems = (
         Theorem(
@@ -341,13 +339,9 @@ def test_repositories_group_by_url_and_commit(tmp_path: Path) -> None:
     train.write_text(json.dumps([*entries, other]))
     traces = {t.spec.location: t for t in read_benchmark(copy)}
     assert set(traces) == {URL, "https://github.com/example/other"}
-    assert [t.full_name for t in traces["https://github.com/example/other"].theorems] == [
-        "Other.thm"
-    ]
+    assert [t.full_name for t in traces["https://github.com/example/other"].theorems] == ["Other.thm"]
     main = traces[URL]
-    assert {f.path for f in traces["https://github.com/example/other"].files} == {
-        "DemoArith/Basic.lean"
-    }
+    assert {f.path for f in traces["https://github.com/example/other"].files} == {"DemoArith/Basic.lean"}
     assert {f.path for f in main.files} == {INIT, "DemoArith/Basic.lean", "DemoArith/Comm.lean"}
     assert main.premises == fixture_expected().premises
 
@@ -379,9 +373,7 @@ def test_without_our_extension_a_written_directory_reads_like_leandojo_data(tmp_
     write_benchmark([trace], tmp_path, seed=0)
     for split_file in tmp_path.glob("*/*.json"):
         entries = json.loads(split_file.read_text())
-        split_file.write_text(
-            json.dumps([{k: v for k, v in e.items() if k != "leanagent"} for e in entries])
-        )
+        split_file.write_text(json.dumps([{k: v for k, v in e.items() if k != "leanagent"} for e in entries]))
     got = {t.full_name: t for t in read_benchmark(tmp_path)[0].theorems}
     main = got["Rich.main_thm"]
     assert main.proof is None and main.proof_start is None
@@ -413,27 +405,17 @@ def test_written_directory_is_in_the_real_layout(tmp_path: Path) -> None:
         seen.append(data["path"])
         corpus[data["path"]] = data["premises"]
     assert "Mathlib/Tactic.lean" in seen and corpus["Mathlib/Tactic.lean"] == []
-    traced = [
-        json.loads(line)["traced_file_path"] for line in (tmp_path / "traced_files.jsonl").open()
-    ]
+    traced = [json.loads(line)["traced_file_path"] for line in (tmp_path / "traced_files.jsonl").open()]
     assert sorted(traced) == ["Rich/Lib.lean", "Rich/Main.lean"]
     metadata = json.loads((tmp_path / "metadata.json").read_text())
     assert metadata["from_repo"] == {"url": trace.spec.location, "commit": trace.commit}
 
-    entries = [
-        e
-        for n in ("train", "val", "test")
-        for e in json.loads((tmp_path / "random" / f"{n}.json").read_text())
-    ]
+    entries = [e for n in ("train", "val", "test") for e in json.loads((tmp_path / "random" / f"{n}.json").read_text())]
     assert sorted(e["full_name"] for e in entries) == sorted(t.full_name for t in trace.theorems)
     for entry in entries:
         # ReProver's get_accessible_premises looks the theorem's file up in the corpus.
         assert entry["file_path"] in corpus, entry["file_path"]
-        assert (
-            LEANDOJO_THEOREM_KEYS
-            <= set(entry)
-            <= LEANDOJO_THEOREM_KEYS | {"theorem_statement", "leanagent"}
-        )
+        assert LEANDOJO_THEOREM_KEYS <= set(entry) <= LEANDOJO_THEOREM_KEYS | {"theorem_statement", "leanagent"}
         for tactic in entry["traced_tactics"]:
             assert set(tactic) == LEANDOJO_TACTIC_KEYS
             text, provenances = tactic["annotated_tactic"]
@@ -441,8 +423,7 @@ def test_written_directory_is_in_the_real_layout(tmp_path: Path) -> None:
             assert len(re.findall(r"<a>.+?</a>", text)) == len(provenances)
             for prov in provenances:  # ReProver's locate_premise finds each one
                 assert any(
-                    p["full_name"] == prov["full_name"]
-                    and p["start"] <= prov["def_pos"] <= p["end"]
+                    p["full_name"] == prov["full_name"] and p["start"] <= prov["def_pos"] <= p["end"]
                     for p in corpus[prov["def_path"]]
                 )
     main = next(e for e in entries if e["full_name"] == "Rich.main_thm")
@@ -520,24 +501,17 @@ def test_written_splits_are_seeded_and_order_independent(tmp_path: Path) -> None
         return {p.relative_to(out).as_posix(): p.read_text() for p in out.glob("*/*.json")}
 
     write_benchmark([trace], tmp_path / "a", seed=11)
-    write_benchmark(
-        [dataclasses.replace(trace, theorems=trace.theorems[::-1])], tmp_path / "b", seed=11
-    )
+    write_benchmark([dataclasses.replace(trace, theorems=trace.theorems[::-1])], tmp_path / "b", seed=11)
     write_benchmark([trace], tmp_path / "c", seed=12)
     assert split_files(tmp_path / "a") == split_files(tmp_path / "b")
     assert split_files(tmp_path / "a") != split_files(tmp_path / "c")
     novel = {
-        n: {
-            e["full_name"]
-            for e in json.loads((tmp_path / "a" / "novel_premises" / f"{n}.json").read_text())
-        }
+        n: {e["full_name"] for e in json.loads((tmp_path / "a" / "novel_premises" / f"{n}.json").read_text())}
         for n in ("train", "val", "test")
     }
     by_name = {t.full_name: t for t in trace.theorems}
     train_premises = {p for name in novel["train"] for p in by_name[name].premises}
-    assert all(
-        set(by_name[name].premises) - train_premises for name in novel["val"] | novel["test"]
-    )
+    assert all(set(by_name[name].premises) - train_premises for name in novel["val"] | novel["test"])
 
 
 # ---------------------------------------------------------------------------- malformed input
@@ -615,9 +589,7 @@ def _break(root: Path, relative: str, text: str) -> None:
         ),
     ],
 )
-def test_malformed_files_name_the_file_and_line(
-    tmp_path: Path, relative: str, text: str, message: str
-) -> None:
+def test_malformed_files_name_the_file_and_line(tmp_path: Path, relative: str, text: str, message: str) -> None:
     root = tmp_path / "bench"
     shutil.copytree(FIXTURE, root)
     _break(root, relative, text)
@@ -658,12 +630,8 @@ def test_a_directory_without_splits_is_refused(tmp_path: Path) -> None:
             DeclKind.DEF,
             id="nested",
         ),
-        pytest.param(
-            "commanddeclaration", "class inductive C", DeclKind.CLASS, id="class-inductive"
-        ),
-        pytest.param(
-            "commanddeclaration", "instance : Foo Nat := ⟨⟩", DeclKind.INSTANCE, id="instance"
-        ),
+        pytest.param("commanddeclaration", "class inductive C", DeclKind.CLASS, id="class-inductive"),
+        pytest.param("commanddeclaration", "instance : Foo Nat := ⟨⟩", DeclKind.INSTANCE, id="instance"),
         pytest.param("mathlibtacticlemma", "lemma l : True", DeclKind.LEMMA, id="mathlib-lemma"),
         pytest.param("stdtacticaliasalias", "alias g := f", DeclKind.UNKNOWN, id="alias"),
         pytest.param("structure", "", DeclKind.STRUCTURE, id="ours"),
@@ -678,9 +646,7 @@ def test_decl_kind(kind: str, code: str, expected: DeclKind) -> None:
     ("path", "module"),
     [
         pytest.param("Mathlib/Logic/Basic.lean", "Mathlib.Logic.Basic", id="own"),
-        pytest.param(
-            ".lake/packages/batteries/Batteries/Data.lean", "Batteries.Data", id="dependency"
-        ),
+        pytest.param(".lake/packages/batteries/Batteries/Data.lean", "Batteries.Data", id="dependency"),
         pytest.param(".lake/packages/lean4/src/lean/Init.lean", "Init", id="lean-core"),
         pytest.param("lake-packages/std/Std.lean", "Std", id="old-lake"),
     ],

@@ -37,9 +37,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
         pytest.param(("generator",), {"train"}, id="generator"),
         pytest.param(("check",), set(), id="check"),
         pytest.param(("env",), {"doctor"}, id="env"),
-        pytest.param(
-            ("verify",), {"trsat", "robust", "equiv", "export-smt", "train-example"}, id="verify"
-        ),
+        pytest.param(("verify",), {"trsat", "robust", "equiv", "export-smt", "train-example"}, id="verify"),
     ],
 )
 def test_the_parser_has_exactly_these_commands(command, expected):
@@ -50,9 +48,7 @@ def test_the_parser_has_exactly_these_commands(command, expected):
 
 
 def test_help_lists_every_command():
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "--help"], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, "-m", "agent.cli", "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     # build_parser names the choices COMMAND, so there is no `{a,b,...}` line: argparse lists
     # one command per row, indented four spaces (options two, wrapped help text further).

@@ -123,9 +123,7 @@ def test_ingest_export_and_reingest_a_benchmark(
     assert cli(tmp_path, *other, "ingest", "--benchmark", str(tmp_path / "bench"), "--json") == 0
     outcomes = json_out(capsys)
     assert isinstance(outcomes, list)
-    assert sorted(
-        (Path(o["location"]).name, o["backend"], o["theorems"], o["sorries"]) for o in outcomes
-    ) == [
+    assert sorted((Path(o["location"]).name, o["backend"], o["theorems"], o["sorries"]) for o in outcomes) == [
         ("arith", "benchmark", 3, 0),
         ("logic", "benchmark", 4, 1),
     ]
@@ -133,9 +131,7 @@ def test_ingest_export_and_reingest_a_benchmark(
     assert "curriculum order" in capsys.readouterr().out
 
 
-def test_curriculum_and_stats_of_an_empty_database(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_curriculum_and_stats_of_an_empty_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(tmp_path, "curriculum", "--json") == 0
     assert json_out(capsys) == {"thresholds": None, "order": []}
     assert cli(tmp_path, "db", "stats") == 0
@@ -201,9 +197,7 @@ def _export_onto_a_file(tmp: Path) -> list[str]:
     [
         pytest.param(_not_lean, "is not a Lean project", id="not-a-lean-project"),
         pytest.param(lambda t: ["ingest", str(t / "missing")], "does not exist", id="missing-path"),
-        pytest.param(
-            _malformed, r"repos.txt:2: expected 'LOCATION \[COMMIT\]'", id="malformed-repos-line"
-        ),
+        pytest.param(_malformed, r"repos.txt:2: expected 'LOCATION \[COMMIT\]'", id="malformed-repos-line"),
         pytest.param(
             lambda t: ["run", str(t / "none.txt")],
             "cannot read repos file",
@@ -215,24 +209,16 @@ def _export_onto_a_file(tmp: Path) -> list[str]:
             id="unreachable-url",
         ),
         pytest.param(_unwritable_db, "cannot use the database sqlite:///", id="unwritable-db"),
-        pytest.param(
-            _unwritable_data_dir, "cannot create the data directory", id="unwritable-data-dir"
-        ),
+        pytest.param(_unwritable_data_dir, "cannot create the data directory", id="unwritable-data-dir"),
         pytest.param(
             lambda t: ["--db", "nonsense", "db", "stats"],
             "not a usable database URL",
             id="bad-db-url",
         ),
         pytest.param(lambda t: ["ingest"], "exactly one of them", id="nothing-to-ingest"),
-        pytest.param(
-            lambda t: ["ingest", "x", "--repos", "y"], "exactly one of them", id="two-sources"
-        ),
-        pytest.param(
-            lambda t: ["ingest", "--benchmark", str(t)], "has no split files", id="not-a-benchmark"
-        ),
-        pytest.param(
-            lambda t: ["export", str(t / "out")], "nothing to export", id="export-empty-db"
-        ),
+        pytest.param(lambda t: ["ingest", "x", "--repos", "y"], "exactly one of them", id="two-sources"),
+        pytest.param(lambda t: ["ingest", "--benchmark", str(t)], "has no split files", id="not-a-benchmark"),
+        pytest.param(lambda t: ["export", str(t / "out")], "nothing to export", id="export-empty-db"),
         pytest.param(_empty_repos_file, "lists no repositories", id="empty-repos-file"),
         pytest.param(
             lambda t: ["ingest", "https://127.0.0.1:9/o/r.git"],
@@ -240,12 +226,8 @@ def _export_onto_a_file(tmp: Path) -> list[str]:
             id="unreachable-https-url",
         ),
         pytest.param(_not_a_database, "file is not a database", id="db-file-not-a-database"),
-        pytest.param(
-            _older_database, "was not made by this leanagent", id="db-without-schema-version"
-        ),
-        pytest.param(
-            _export_onto_a_file, "cannot write a benchmark directory", id="export-to-file"
-        ),
+        pytest.param(_older_database, "was not made by this leanagent", id="db-without-schema-version"),
+        pytest.param(_export_onto_a_file, "cannot write a benchmark directory", id="export-to-file"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -262,9 +244,7 @@ def test_bad_input_exits_2_with_one_line(
     assert re.search(message, err), err
 
 
-def test_the_example_repos_file(
-    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_example_repos_file(tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repos = examples_dir / "repos.txt"
     assert cli(tmp_path, "run", str(repos), "--backend", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)

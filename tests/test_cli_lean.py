@@ -76,11 +76,17 @@ def test_check_diff_of_an_accepted_proof(repo, capsys):
 
 def test_check_apply_commits_on_a_branch(repo, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
-    for args in (["init", "-q", "-b", "main"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "."],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+    ):
         subprocess.run(["git", "-C", str(repo), *args], check=True)
     assert cli.main(_check(repo, "--apply", "--branch", "proofs", "--json")) == 0
     assert _json(capsys)["branch"] == "proofs"
-    shown = subprocess.run(["git", "-C", str(repo), "show", "proofs:Demo.lean"], capture_output=True, text=True, check=True)
+    shown = subprocess.run(
+        ["git", "-C", str(repo), "show", "proofs:Demo.lean"], capture_output=True, text=True, check=True
+    )
     assert "intro h\n  exact h" in shown.stdout
     assert (repo / "Demo.lean").read_text(encoding="utf-8") == SOURCE
 
@@ -96,7 +102,9 @@ def test_check_apply_outside_git_shows_the_verdict_then_the_error(repo, capsys):
     ("file", "name", "proof", "message"),
     [
         pytest.param(
-            "Demo.lean", "Demo.nope", GOOD,
+            "Demo.lean",
+            "Demo.nope",
+            GOOD,
             "no theorem Demo.nope in Demo.lean; theorems there: Demo.imp_self', Demo.two",
             id="unknown-theorem",
         ),

@@ -20,9 +20,7 @@ from lean_env.records import TheoremStatus
 PROVEN, SORRY, OURS = TheoremStatus.PROVEN, TheoremStatus.SORRY, TheoremStatus.PROVED_BY_US
 
 
-def summaries(
-    location: str, steps: list[int | None], *, commit: str = "c1"
-) -> list[TheoremSummary]:
+def summaries(location: str, steps: list[int | None], *, commit: str = "c1") -> list[TheoremSummary]:
     """Theorems with the given S values (None: a `sorry`)."""
     return [
         TheoremSummary(location, commit, f"{location}.t{i}", SORRY if s is None else PROVEN, s or 0)
@@ -88,9 +86,7 @@ def test_buckets_on_a_fixture_with_known_s_values() -> None:
 def test_sorries_do_not_move_the_thresholds() -> None:
     proved = [1, 2, 3, 4, 5, 6]
     with_sorries = order_repositories(summaries("r", [*proved, *[None] * 4])).thresholds
-    assert (
-        with_sorries == thresholds(proved) == Thresholds(pytest.approx(2.65), pytest.approx(4.35))
-    )  # type: ignore[arg-type]
+    assert with_sorries == thresholds(proved) == Thresholds(pytest.approx(2.65), pytest.approx(4.35))  # type: ignore[arg-type]
     # LeanAgent's way (sorries as infinite difficulty inside the percentiles) shifts them up.
     leanagent_33 = float(np.percentile([math.exp(s) for s in proved] + [math.inf] * 4, 33))
     assert math.log(leanagent_33) == pytest.approx(3.98, abs=0.01)  # vs 2.65 without them
@@ -105,9 +101,7 @@ def test_log_space_buckets_equal_difficulty_space_buckets() -> None:
         e33, e67 = np.percentile([math.exp(s) for s in steps], [33, 67])
         for s in steps:
             d = math.exp(s)
-            in_difficulty_space = (
-                Bucket.EASY if d <= e33 else Bucket.MEDIUM if d <= e67 else Bucket.HARD
-            )
+            in_difficulty_space = Bucket.EASY if d <= e33 else Bucket.MEDIUM if d <= e67 else Bucket.HARD
             assert bucket(PROVEN, s, bounds) is in_difficulty_space
 
 
@@ -173,9 +167,7 @@ def test_curriculum_over_the_merged_view(db_url: str) -> None:  # noqa: F811
         order = curriculum_of(store)
     # S over the merged view: /r: 1, 4; /s: 1, 1, 2, 1 -> [1,1,1,1,2,4]: 33rd = 1.0, 67th = 1.35.
     assert order.thresholds == Thresholds(pytest.approx(1.0), pytest.approx(1.35))  # type: ignore[arg-type]
-    assert [
-        (r.location, r.commit, r.easy, r.medium, r.hard, r.hard_no_proof) for r in order.repos
-    ] == [
+    assert [(r.location, r.commit, r.easy, r.medium, r.hard, r.hard_no_proof) for r in order.repos] == [
         ("/s", "c1", 3, 0, 1, 0),
         ("/r", "new", 1, 0, 1, 1),
         ("/t", "c1", 0, 0, 0, 0),

@@ -62,9 +62,7 @@ def test_ingesting_the_same_version_twice_changes_nothing(store: Store) -> None:
     assert store.stats().versions == 1
 
 
-def test_losing_a_race_to_store_the_same_version_is_not_an_error(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_losing_a_race_to_store_the_same_version_is_not_an_error(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     trace = rich_trace()
     store.add_trace(trace)
     before = counts(store)
@@ -82,9 +80,7 @@ def test_losing_a_race_to_store_the_same_version_is_not_an_error(
 
 
 def test_equal_paths_and_names_in_two_repositories_do_not_collide(store: Store) -> None:
-    one = repo_trace(
-        "/repos/one", commit="c1", theorems=[theorem("foo", steps=1)], premises=[premise("bar")]
-    )
+    one = repo_trace("/repos/one", commit="c1", theorems=[theorem("foo", steps=1)], premises=[premise("bar")])
     two = repo_trace(
         "/repos/two",
         commit="c1",
@@ -127,9 +123,7 @@ def test_new_commit_is_a_new_version_and_the_merged_view_takes_the_newest(store:
             "https://example.org/new.git",
             id="error-at-theorems-new-repo",
         ),
-        pytest.param(
-            KeyboardInterrupt(), 6, "https://example.org/r.git", id="ctrl-c-at-premise-links"
-        ),
+        pytest.param(KeyboardInterrupt(), 6, "https://example.org/r.git", id="ctrl-c-at-premise-links"),
     ],
 )
 def test_an_ingest_killed_half_way_leaves_the_database_as_before(
@@ -191,9 +185,7 @@ def test_a_process_killed_mid_transaction_leaves_the_database_as_before(db_url: 
         before = counts(store)
     tests_dir = Path(__file__).parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_CHILD, db_url], stdout=subprocess.PIPE, text=True, env=env
-    )
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, db_url], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "inserted"
     finally:
@@ -229,9 +221,7 @@ def test_tactic_premise_links_resolve_to_premises_of_the_same_version(store: Sto
 
 def test_theorems_filter_by_status_and_location(store: Store) -> None:
     store.add_trace(rich_trace("https://example.org/a.git"))
-    store.add_trace(
-        repo_trace("/b", commit="c1", theorems=[theorem("x", steps=None), theorem("y", steps=2)])
-    )
+    store.add_trace(repo_trace("/b", commit="c1", theorems=[theorem("x", steps=None), theorem("y", steps=2)]))
     sorries = store.theorems(status=TheoremStatus.SORRY)
     assert [(t.location, t.theorem.full_name) for t in sorries] == [
         ("/b", "x"),
@@ -275,17 +265,11 @@ def test_runs_and_attempts(store: Store) -> None:
     )
     assert again == proved
     assert store.attempts(run_id=run.id) == [failed, proved]
-    assert [t.theorem.full_name for t in store.theorems(status=TheoremStatus.PROVED_BY_US)] == [
-        "B.hole"
-    ]
+    assert [t.theorem.full_name for t in store.theorems(status=TheoremStatus.PROVED_BY_US)] == ["B.hole"]
     assert store.stats().latest_by_status == {"proven": 4, "sorry": 0, "proved_by_us": 1}
 
     ended = store.finish_run(run.id)
-    assert (
-        ended.status is RunStatus.FINISHED
-        and ended.ended_at is not None
-        and ended.ended_at.tzinfo is UTC
-    )
+    assert ended.status is RunStatus.FINISHED and ended.ended_at is not None and ended.ended_at.tzinfo is UTC
     assert store.runs(status=RunStatus.RUNNING) == []
     assert store.runs()[0].config == {"seed": 1, "repos": ["a"]}
 
@@ -312,14 +296,10 @@ def test_an_unfinished_run_with_the_same_config_is_resumed(store: Store) -> None
     [
         pytest.param({"run_id": 999}, RecordNotFoundError, id="unknown-run"),
         pytest.param({"theorem_id": 999}, RecordNotFoundError, id="unknown-theorem"),
-        pytest.param(
-            {"outcome": AttemptOutcome.PROVED, "proof": None}, ValueError, id="proved-without-proof"
-        ),
+        pytest.param({"outcome": AttemptOutcome.PROVED, "proof": None}, ValueError, id="proved-without-proof"),
     ],
 )
-def test_record_attempt_rejects_bad_references(
-    store: Store, kwargs: dict[str, object], error: type[Exception]
-) -> None:
+def test_record_attempt_rejects_bad_references(store: Store, kwargs: dict[str, object], error: type[Exception]) -> None:
     store.add_trace(rich_trace())
     run = store.start_run({})
     theorem_id = store.theorems()[0].id
@@ -351,18 +331,12 @@ def test_timestamps_are_aware_utc(store: Store) -> None:
             "missing/dir",
             id="missing-dir",
         ),
-        pytest.param(
-            lambda tmp: f"sqlite:///{tmp / 'a-file'}", "file is not a database", id="not-a-database"
-        ),
+        pytest.param(lambda tmp: f"sqlite:///{tmp / 'a-file'}", "file is not a database", id="not-a-database"),
         pytest.param(lambda tmp: "not a url", "not a usable database URL", id="not-a-url"),
-        pytest.param(
-            lambda tmp: "nosuchdb://x/y", "not a usable database URL", id="unknown-dialect"
-        ),
+        pytest.param(lambda tmp: "nosuchdb://x/y", "not a usable database URL", id="unknown-dialect"),
     ],
 )
-def test_an_unusable_database_is_one_clear_error(
-    tmp_path: Path, make_url_for, fragment: str
-) -> None:  # type: ignore[no-untyped-def]
+def test_an_unusable_database_is_one_clear_error(tmp_path: Path, make_url_for, fragment: str) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "a-file").write_text("not a directory")
     with pytest.raises(DatabaseUnavailableError, match=fragment) as info:
         Store.open(make_url_for(tmp_path))
@@ -452,7 +426,10 @@ def test_a_database_not_made_by_this_leanagent_is_refused_untouched(
 def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  # noqa: F811
     Store.open(db_url).close()
     _execute(db_url, "UPDATE leanagent_schema SET version = 999")
-    with pytest.raises(DatabaseUnavailableError, match=re.escape("made by a newer leanagent (schema version 999; this one uses version 1)")):
+    with pytest.raises(
+        DatabaseUnavailableError,
+        match=re.escape("made by a newer leanagent (schema version 999; this one uses version 1)"),
+    ):
         Store.open(db_url)
 
 

@@ -102,7 +102,14 @@ def test_after_a_timeout_the_dojo_restarts_and_replays_the_path(tmp_path):
         assert session.run_tactic(state, "spin") == TacticTimeout(30.0)
         assert session.run_tactic(state, "exact h") == ProofFinished("done")
     assert [entry[0] for entry in log] == [
-        "enter", "run", "run", "exit", "enter", "run", "run", "exit",
+        "enter",
+        "run",
+        "run",
+        "exit",
+        "enter",
+        "run",
+        "run",
+        "exit",
     ]
     assert log[5:7] == [("run", "intro h"), ("run", "exact h")]
 

@@ -73,9 +73,7 @@ class FakeLeanFile:  # lean_dojo.LeanFile: the source, sliced by Pos (end exclus
 
     def find(self, needle: str, occurrence: int = 0) -> FakePos:
         """Test helper: the position of ``needle`` (its ``occurrence``-th match)."""
-        hits = [
-            (i + 1, line.index(needle) + 1) for i, line in enumerate(self.code) if needle in line
-        ]
+        hits = [(i + 1, line.index(needle) + 1) for i, line in enumerate(self.code) if needle in line]
         return FakePos(*hits[occurrence])
 
     def after(self, needle: str) -> FakePos:
@@ -182,9 +180,7 @@ theorem broken : True := trivial
 end DemoArith"""
 
 
-def _premise(
-    name: str, start: FakePos, end: FakePos, code: str, kind: str = "commanddeclaration"
-) -> dict[str, Any]:
+def _premise(name: str, start: FakePos, end: FakePos, code: str, kind: str = "commanddeclaration") -> dict[str, Any]:
     return {"full_name": name, "code": code, "start": list(start), "end": list(end), "kind": kind}
 
 
@@ -219,11 +215,7 @@ def fake_traced_repo() -> FakeTracedRepo:
     dep = FakeTracedFile(
         Path(".lake/packages/batteries/Batteries/Triv.lean"),
         dep_file,
-        premises=[
-            _premise(
-                "Batteries.triv", FakePos(1, 1), FakePos(1, 41), "theorem Batteries.triv : True"
-            )
-        ],
+        premises=[_premise("Batteries.triv", FakePos(1, 1), FakePos(1, 41), "theorem Batteries.triv : True")],
         dependencies=[("Init", INIT_PATH)],
         theorems=[
             FakeTracedTheorem(
@@ -334,9 +326,7 @@ def test_conversion_of_a_traced_repo() -> None:
     assert add_comm.statement == "theorem add_comm' (a b : Nat) : a + b = b + a"
     assert add_comm.status is TheoremStatus.PROVEN and add_comm.num_steps == 1
     assert add_comm.tactics == (
-        TracedTactic(
-            "rw [Nat.add_comm]", "a b : Nat\n⊢ a + b = b + a", "no goals", ("Nat.add_comm",)
-        ),
+        TracedTactic("rw [Nat.add_comm]", "a b : Nat\n⊢ a + b = b + a", "no goals", ("Nat.add_comm",)),
     )
     assert add_comm.premises == ("Nat", "Nat.add_comm")
 
@@ -349,11 +339,7 @@ def test_conversion_of_a_traced_repo() -> None:
     assert term.proof == "rfl" and term.tactics == () and term.num_steps == 1
 
     [problem] = trace.problems
-    assert (
-        problem.path == "DemoArith/Comm.lean"
-        and problem.line == 13
-        and "DemoArith.broken" in problem.reason
-    )
+    assert problem.path == "DemoArith/Comm.lean" and problem.line == 13 and "DemoArith.broken" in problem.reason
 
 
 def test_dependency_theorems_are_opt_in_and_lean_core_never() -> None:
@@ -477,9 +463,7 @@ def test_configure_refuses_a_lean_dojo_imported_with_other_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env: dict[str, str] = {}
-    stale = types.SimpleNamespace(
-        CACHE_DIR=Path.home() / ".cache/lean_dojo", DISABLE_REMOTE_CACHE=False
-    )
+    stale = types.SimpleNamespace(CACHE_DIR=Path.home() / ".cache/lean_dojo", DISABLE_REMOTE_CACHE=False)
     monkeypatch.setitem(sys.modules, "lean_dojo.constants", stale)
     with pytest.raises(DojoTraceError, match="imported before its environment was set"):
         configure_dojo_env(tmp_path, environ=env)
@@ -510,18 +494,12 @@ def test_missing_lean_fails_before_lean_dojo_is_configured(
 ) -> None:
     monkeypatch.setattr(dojo_trace, "find_tool", lambda name: None)
     with pytest.raises(LeanNotFoundError) as info:
-        trace_repo(
-            tmp_path, spec=RepoSpec(str(tmp_path)), commit=COMMIT, cache_dir=tmp_path / "cache"
-        )
-    assert LeanNotFoundError.INSTALL_HINT in str(info.value) and "lean is not on PATH" in str(
-        info.value
-    )
+        trace_repo(tmp_path, spec=RepoSpec(str(tmp_path)), commit=COMMIT, cache_dir=tmp_path / "cache")
+    assert LeanNotFoundError.INSTALL_HINT in str(info.value) and "lean is not on PATH" in str(info.value)
     assert "CACHE_DIR" not in isolated_env
 
 
-def _fake_lean_dojo(
-    traced: FakeTracedRepo, seen_env: dict[str, str], head: str
-) -> types.ModuleType:
+def _fake_lean_dojo(traced: FakeTracedRepo, seen_env: dict[str, str], head: str) -> types.ModuleType:
     module = types.ModuleType("lean_dojo")
     module.__version__ = "4.20.0"
 
@@ -556,9 +534,7 @@ def test_trace_repo_configures_then_traces(
     monkeypatch.setitem(sys.modules, "lean_dojo", _fake_lean_dojo(fake_traced_repo(), seen, COMMIT))
     monkeypatch.delitem(sys.modules, "lean_dojo.constants", raising=False)
     trace = trace_repo(checkout, spec=RepoSpec(URL), commit=COMMIT, cache_dir=tmp_path / "cache")
-    assert seen["DISABLE_REMOTE_CACHE"] == "1" and seen["CACHE_DIR"] == str(
-        (tmp_path / "cache").resolve()
-    )
+    assert seen["DISABLE_REMOTE_CACHE"] == "1" and seen["CACHE_DIR"] == str((tmp_path / "cache").resolve())
     assert str(tmp_path / "elan" / "bin") in seen["PATH"].split(os.pathsep)
     assert trace.spec == RepoSpec(URL) and trace.commit == COMMIT and len(trace.theorems) == 3
 
@@ -586,9 +562,7 @@ def test_trace_repo_input_errors(
     monkeypatch.setitem(sys.modules, "lean_dojo", _fake_lean_dojo(fake_traced_repo(), {}, "9" * 40))
     monkeypatch.delitem(sys.modules, "lean_dojo.constants", raising=False)
     with pytest.raises(DojoInputError, match=message):
-        trace_repo(
-            checkout, spec=spec or RepoSpec(str(checkout)), commit=COMMIT, cache_dir=tmp_path / "c"
-        )
+        trace_repo(checkout, spec=spec or RepoSpec(str(checkout)), commit=COMMIT, cache_dir=tmp_path / "c")
 
 
 def test_trace_repo_without_lean_dojo_says_how_to_install_it(
@@ -619,17 +593,11 @@ def test_trace_demo_arith_with_real_lean(tmp_path: Path, examples_dir: Path) -> 
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "demo"], check=True)
-    commit = subprocess.run(
-        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    trace = trace_repo(
-        checkout, spec=RepoSpec(str(checkout)), commit=commit, cache_dir=tmp_path / "cache"
-    )
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    trace = trace_repo(checkout, spec=RepoSpec(str(checkout)), commit=commit, cache_dir=tmp_path / "cache")
     assert trace.backend is IngestBackend.DOJO and trace.commit == commit
     own = [t for t in trace.theorems if not t.path.startswith(".lake/")]
     assert own, "demo-arith has theorems"
-    assert any(t.tactics for t in own) and all(
-        "⊢" in s.state_before for t in own for s in t.tactics
-    )
+    assert any(t.tactics for t in own) and all("⊢" in s.state_before for t in own for s in t.tactics)
     assert {t.path for t in own} <= {f.path for f in trace.files}
     assert trace.premises

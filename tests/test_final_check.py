@@ -42,26 +42,49 @@ def _check(repo: Path, name: str, proof: str, timeout: float = 20.0):
 @pytest.mark.parametrize(
     ("name", "proof", "verdict", "reason"),
     [
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h", Verdict.ACCEPTED, None,
-                     id="other-theorems-sorry-is-not-ours"),
+        pytest.param(
+            "Demo.imp_self'", "by\n  intro h\n  exact h", Verdict.ACCEPTED, None, id="other-theorems-sorry-is-not-ours"
+        ),
         pytest.param("Demo.imp_self'", "fun h => h", Verdict.ACCEPTED, None, id="term-proof"),
         pytest.param("Demo.two", "rfl", Verdict.ACCEPTED, None, id="earlier-theorems-sorry"),
-        pytest.param("Demo.imp_self'", "by\n  cheat", Verdict.REJECTED,
-                     "theorem Demo.imp_self' still uses sorry (line 3)", id="own-sorry-warning"),
-        pytest.param("Demo.imp_self'", "by\n  intro h", Verdict.REJECTED,
-                     "error in Demo.imp_self' (line 3): unsolved goals", id="unsolved-goals"),
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact?", Verdict.REJECTED,
-                     "unknown tactic", id="lean-error"),
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  sorry", Verdict.REJECTED,
-                     "uses `sorry`", id="sorry-in-proof"),
-        pytest.param("Demo.imp_self'", "by\n  admit", Verdict.REJECTED, "uses `sorry` or `admit`",
-                     id="admit-in-proof"),
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h\n#exit", Verdict.REJECTED,
-                     "contains the command `#exit`", id="exit-after-the-proof"),
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h\n\ntheorem imp_self' : True := trivial",
-                     Verdict.REJECTED, "contains the command `theorem`", id="redefines-the-theorem"),
-        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact h -- no sorry needed", Verdict.ACCEPTED,
-                     None, id="sorry-in-a-comment"),
+        pytest.param(
+            "Demo.imp_self'",
+            "by\n  cheat",
+            Verdict.REJECTED,
+            "theorem Demo.imp_self' still uses sorry (line 3)",
+            id="own-sorry-warning",
+        ),
+        pytest.param(
+            "Demo.imp_self'",
+            "by\n  intro h",
+            Verdict.REJECTED,
+            "error in Demo.imp_self' (line 3): unsolved goals",
+            id="unsolved-goals",
+        ),
+        pytest.param("Demo.imp_self'", "by\n  intro h\n  exact?", Verdict.REJECTED, "unknown tactic", id="lean-error"),
+        pytest.param("Demo.imp_self'", "by\n  intro h\n  sorry", Verdict.REJECTED, "uses `sorry`", id="sorry-in-proof"),
+        pytest.param("Demo.imp_self'", "by\n  admit", Verdict.REJECTED, "uses `sorry` or `admit`", id="admit-in-proof"),
+        pytest.param(
+            "Demo.imp_self'",
+            "by\n  intro h\n  exact h\n#exit",
+            Verdict.REJECTED,
+            "contains the command `#exit`",
+            id="exit-after-the-proof",
+        ),
+        pytest.param(
+            "Demo.imp_self'",
+            "by\n  intro h\n  exact h\n\ntheorem imp_self' : True := trivial",
+            Verdict.REJECTED,
+            "contains the command `theorem`",
+            id="redefines-the-theorem",
+        ),
+        pytest.param(
+            "Demo.imp_self'",
+            "by\n  intro h\n  exact h -- no sorry needed",
+            Verdict.ACCEPTED,
+            None,
+            id="sorry-in-a-comment",
+        ),
     ],
 )
 def test_verdicts(repo, name, proof, verdict, reason):
@@ -121,7 +144,8 @@ def test_real_lean_accepts_an_example_projects_own_proof(examples_dir):
             continue
         rel = file.relative_to(project).as_posix()
         proven = [
-            t for t in extract_file(file.read_text(encoding="utf-8"), path=rel).theorems
+            t
+            for t in extract_file(file.read_text(encoding="utf-8"), path=rel).theorems
             if t.status is TheoremStatus.PROVEN and t.proof and t.proof_start
         ]
         if proven:

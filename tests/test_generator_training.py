@@ -27,7 +27,10 @@ from lean_env.benchmark.read import read_benchmark
 torch.set_num_threads(1)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "benchmark4"
-EXAMPLES = [TacticExample("r", "t1", "⊢ p ∧ q → q ∧ p", "intro h"), TacticExample("r", "t2", "n : Nat\n⊢ n + 0 = n", "simp")]
+EXAMPLES = [
+    TacticExample("r", "t1", "⊢ p ∧ q → q ∧ p", "intro h"),
+    TacticExample("r", "t2", "n : Nat\n⊢ n + 0 = n", "simp"),
+]
 
 
 def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premises() -> None:
@@ -39,6 +42,7 @@ def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premise
             def retrieve(goal: str) -> list[str]:
                 asked.append((theorem.full_name, goal))
                 return [f"premise for {theorem.full_name}"]
+
             return retrieve
 
     examples = tactic_examples([trace], premises=Premises())
@@ -49,7 +53,9 @@ def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premise
         ("DemoArith.double_comm", "exact add_comm' n n"),
         ("DemoArith.add_zero'", "simp [Nat.add_zero, Nat.add_zero]"),
     ]
-    assert examples[1].state == "n : Nat\n⊢ double n = n + n" and examples[1].premises == ("premise for DemoArith.double_comm",)
+    assert examples[1].state == "n : Nat\n⊢ double n = n + n" and examples[1].premises == (
+        "premise for DemoArith.double_comm",
+    )
     assert asked == [(e.theorem, e.state) for e in examples]
 
 
@@ -82,7 +88,9 @@ def test_training_learns_the_examples_and_leaves_out_tactics_too_long_to_write(m
     generator = make(0)
     too_long = TacticExample("r", "t3", "⊢ True", "x" * 100)
     before = evaluate_generator(generator, EXAMPLES)
-    report = train_generator(generator, [*EXAMPLES, too_long], GeneratorTrainConfig(epochs=80, batch_size=2, learning_rate=5e-3))
+    report = train_generator(
+        generator, [*EXAMPLES, too_long], GeneratorTrainConfig(epochs=80, batch_size=2, learning_rate=5e-3)
+    )
     after = evaluate_generator(generator, EXAMPLES)
     assert (report.examples, report.left_out, report.batches) == (2, 1, 80)
     assert not generator.model.training
@@ -95,8 +103,24 @@ def test_generator_train_on_a_benchmark_directory(tmp_path: Path, capsys: pytest
     data = ["--data-dir", str(tmp_path / "data")]
     assert main([*data, "ingest", "--benchmark", str(FIXTURE)]) == 0
     capsys.readouterr()
-    code = main([*data, "generator", "train", "--model", str(tmp_path / "tiny"), "--epochs", "40", "--lr", "5e-3",
-                 "--batch-size", "4", "--test-fraction", "0.3", "--json"])
+    code = main(
+        [
+            *data,
+            "generator",
+            "train",
+            "--model",
+            str(tmp_path / "tiny"),
+            "--epochs",
+            "40",
+            "--lr",
+            "5e-3",
+            "--batch-size",
+            "4",
+            "--test-fraction",
+            "0.3",
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["train"]["examples"] + payload["held_out"]["examples"] == 4 and payload["train"]["batches"] > 0
@@ -115,8 +139,11 @@ def test_a_database_without_goal_states_is_a_user_error(tmp_path: Path, examples
 
 
 # Tactics of different token counts, all short enough for the tiny generators.
-UNEVEN = [TacticExample("r", "t1", "⊢ p ∧ q → q ∧ p", "intro h"), TacticExample("r", "t2", "n : Nat\n⊢ n + 0 = n", "simp [Nat.add_zero]"),
-          TacticExample("r", "t3", "⊢ True", "trivial")]
+UNEVEN = [
+    TacticExample("r", "t1", "⊢ p ∧ q → q ∧ p", "intro h"),
+    TacticExample("r", "t2", "n : Nat\n⊢ n + 0 = n", "simp [Nat.add_zero]"),
+    TacticExample("r", "t3", "⊢ True", "trivial"),
+]
 
 
 @pytest.mark.parametrize("make", [tiny_t5, tiny_gpt2], ids=["t5", "gpt2"])
@@ -147,7 +174,9 @@ def test_a_learning_rate_that_is_not_a_finite_number_is_a_user_error(tmp_path, c
     data = ["--data-dir", str(tmp_path / "data")]
     assert main([*data, "ingest", "--benchmark", str(FIXTURE)]) == 0
     capsys.readouterr()
-    code = main([*data, "generator", "train", "--model", str(tmp_path / "tiny"), "--out", str(tmp_path / "out"), "--lr", value])
+    code = main(
+        [*data, "generator", "train", "--model", str(tmp_path / "tiny"), "--out", str(tmp_path / "out"), "--lr", value]
+    )
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "--lr" in err, err
     assert not (tmp_path / "out").exists()

@@ -62,14 +62,10 @@ def test_ingest_is_idempotent_and_does_not_trace_twice(tmp_path: Path, store: St
     second = ingest_specs(store, specs, cache_dir=tmp_path / "cache", tracer=tracer)
     assert [o.status for o in second] == [IngestStatus.UNCHANGED] * 2
     assert len(tracer.traced) == 2
-    assert [(o.files, o.premises, o.theorems) for o in second] == [
-        (o.files, o.premises, o.theorems) for o in first
-    ]
+    assert [(o.files, o.premises, o.theorems) for o in second] == [(o.files, o.premises, o.theorems) for o in first]
 
 
-def test_a_failure_mid_list_keeps_earlier_repos_and_a_rerun_resumes(
-    tmp_path: Path, store: Store
-) -> None:
+def test_a_failure_mid_list_keeps_earlier_repos_and_a_rerun_resumes(tmp_path: Path, store: Store) -> None:
     specs = [RepoSpec(str(lean_project(tmp_path / name))) for name in ("a", "b", "c")]
     with pytest.raises(RuntimeError, match="tracer crashed"):
         ingest_specs(
@@ -89,9 +85,7 @@ def test_a_failure_mid_list_keeps_earlier_repos_and_a_rerun_resumes(
     assert [c.location for c in tracer.traced] == [specs[1].location, specs[2].location]
 
 
-def test_a_new_commit_is_a_new_version_and_an_edit_of_a_plain_dir_too(
-    tmp_path: Path, store: Store
-) -> None:
+def test_a_new_commit_is_a_new_version_and_an_edit_of_a_plain_dir_too(tmp_path: Path, store: Store) -> None:
     repo, first = git_project(tmp_path / "repo")
     plain = lean_project(tmp_path / "plain")
     specs = [RepoSpec(str(repo)), RepoSpec(str(plain))]
@@ -131,13 +125,9 @@ def test_ingest_traces_stores_ready_made_traces_once(store: Store) -> None:
 @pytest.mark.parametrize(
     ("choice", "lean", "dojo", "expected"),
     [
-        pytest.param(
-            TracerChoice.AUTO, True, True, IngestBackend.DOJO, id="auto-with-lean-and-dojo"
-        ),
+        pytest.param(TracerChoice.AUTO, True, True, IngestBackend.DOJO, id="auto-with-lean-and-dojo"),
         pytest.param(TracerChoice.AUTO, False, True, IngestBackend.SOURCE, id="auto-without-lean"),
-        pytest.param(
-            TracerChoice.AUTO, True, False, IngestBackend.SOURCE, id="auto-without-lean-dojo"
-        ),
+        pytest.param(TracerChoice.AUTO, True, False, IngestBackend.SOURCE, id="auto-without-lean-dojo"),
         pytest.param(TracerChoice.SOURCE, True, True, IngestBackend.SOURCE, id="source"),
         pytest.param(TracerChoice.DOJO, True, False, IngestBackend.DOJO, id="dojo"),
     ],
@@ -149,9 +139,7 @@ def test_choose_backend(
     lean_path = Path("/opt/elan/bin/lean") if lean else None
     monkeypatch.setattr(choice_module, "find_tool", lambda name: lean_path)
     monkeypatch.setattr(choice_module, "require_tool", lambda name: lean_path)
-    monkeypatch.setattr(
-        choice_module.importlib.util, "find_spec", lambda name: object() if dojo else None
-    )
+    monkeypatch.setattr(choice_module.importlib.util, "find_spec", lambda name: object() if dojo else None)
     with caplog.at_level(logging.INFO, logger="lean_env.trace.choice"):
         assert choose_backend(choice) is expected
     if choice is TracerChoice.AUTO:
@@ -188,9 +176,7 @@ def test_auto_extracts_from_source_what_lean_dojo_cannot_trace(
 def test_the_source_backend_end_to_end(tmp_path: Path, store: Store) -> None:
     root = lean_project(tmp_path / "proj")
     tracer = make_tracer(TracerChoice.SOURCE, dojo_cache=tmp_path / "lean_dojo")
-    [outcome] = ingest_specs(
-        store, [RepoSpec(str(root))], cache_dir=tmp_path / "cache", tracer=tracer
-    )
+    [outcome] = ingest_specs(store, [RepoSpec(str(root))], cache_dir=tmp_path / "cache", tracer=tracer)
     assert (outcome.status, outcome.backend, outcome.theorems, outcome.sorries) == (
         IngestStatus.ADDED, IngestBackend.SOURCE, 4, 1,
     )  # fmt: skip

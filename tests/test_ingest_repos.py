@@ -30,17 +30,13 @@ from lean_env.repos import (
             RepoSpec("https://github.com/o/r", "abc123"),
             id="url-at-commit",
         ),
-        pytest.param(
-            "git@github.com:o/r.git", RepoSpec("git@github.com:o/r.git"), id="scp-url-not-a-commit"
-        ),
+        pytest.param("git@github.com:o/r.git", RepoSpec("git@github.com:o/r.git"), id="scp-url-not-a-commit"),
         pytest.param(
             "git@github.com:o/r.git@v1.0",
             RepoSpec("git@github.com:o/r.git", "v1.0"),
             id="scp-url-at-tag",
         ),
-        pytest.param(
-            "proj@deadbeef", RepoSpec("/base/proj", "deadbeef"), id="relative-path-at-commit"
-        ),
+        pytest.param("proj@deadbeef", RepoSpec("/base/proj", "deadbeef"), id="relative-path-at-commit"),
         pytest.param("/abs/proj", RepoSpec("/abs/proj"), id="absolute-path"),
     ],
 )
@@ -52,10 +48,7 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
     repos = tmp_path / "lists" / "repos.txt"
     repos.parent.mkdir()
     repos.write_text(
-        "# the demo projects\n\n"
-        "../demo-logic\n"
-        "  https://github.com/o/r  0123abc   # pinned\n"
-        "/abs/path main\n",
+        "# the demo projects\n\n../demo-logic\n  https://github.com/o/r  0123abc   # pinned\n/abs/path main\n",
         encoding="utf-8",
     )
     assert parse_repos_file(repos) == [
@@ -73,15 +66,11 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
             r"repos\.txt:2: expected 'LOCATION \[COMMIT\]'",
             id="three-fields",
         ),
-        pytest.param(
-            "# c\n\nhttps://x/y ab$c\n", r"repos\.txt:3: not a valid commit", id="bad-commit"
-        ),
+        pytest.param("# c\n\nhttps://x/y ab$c\n", r"repos\.txt:3: not a valid commit", id="bad-commit"),
         pytest.param("# only comments\n\n", r"lists no repositories", id="empty"),
     ],
 )
-def test_a_malformed_repos_file_names_file_and_line(
-    tmp_path: Path, content: str, message: str
-) -> None:
+def test_a_malformed_repos_file_names_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     repos = tmp_path / "repos.txt"
     repos.write_text(content, encoding="utf-8")
     with pytest.raises(RepoSpecError, match=message):
@@ -117,9 +106,7 @@ def test_a_plain_directory_gets_a_stable_content_hash(tmp_path: Path) -> None:
         pytest.param(lambda p: p.write_text("x"), "is not a directory", id="a-file"),
     ],
 )
-def test_a_local_path_that_is_not_a_project_is_one_clear_error(
-    tmp_path: Path, setup, message: str
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_local_path_that_is_not_a_project_is_one_clear_error(tmp_path: Path, setup, message: str) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "thing"
     setup(path)
     with pytest.raises(RepoSpecError, match=message):
@@ -154,9 +141,7 @@ def test_a_commit_of_a_local_repo_is_archived_without_touching_the_working_tree(
     checkout = resolve(RepoSpec(str(root), old[:10]), cache_dir=tmp_path / "cache")
     assert checkout.commit == old and checkout.location == str(root)
     assert checkout.path.is_relative_to(tmp_path / "cache")
-    assert (
-        checkout.path / "Demo" / "Basic.lean"
-    ).read_text() == "theorem old_one : True := trivial\n"
+    assert (checkout.path / "Demo" / "Basic.lean").read_text() == "theorem old_one : True := trivial\n"
     # The user's tree, index and worktree list are as they were.
     assert (root / "Demo" / "Basic.lean").read_text() == "theorem uncommitted : True := trivial\n"
     assert git(root, "status", "--porcelain") == status_before
@@ -172,12 +157,8 @@ def test_a_commit_of_a_subdirectory_project_is_archived_from_that_subdirectory(
     lean_project(tmp_path / "examples" / "demo")
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "c")
-    checkout = resolve(
-        RepoSpec(str(tmp_path / "examples" / "demo"), "HEAD"), cache_dir=tmp_path / "cache"
-    )
-    assert (checkout.path / "lakefile.lean").is_file() and (
-        checkout.path / "Demo" / "Basic.lean"
-    ).is_file()
+    checkout = resolve(RepoSpec(str(tmp_path / "examples" / "demo"), "HEAD"), cache_dir=tmp_path / "cache")
+    assert (checkout.path / "lakefile.lean").is_file() and (checkout.path / "Demo" / "Basic.lean").is_file()
 
 
 @pytest.mark.parametrize(
@@ -221,9 +202,7 @@ def test_a_url_is_cloned_into_the_cache_at_the_default_head_or_a_commit(
     assert "demo_comm" in (pinned.path / "Demo" / "Basic.lean").read_text()
 
 
-def test_a_branch_is_fetched_again_when_it_moves(
-    tmp_path: Path, remote: tuple[str, str, str]
-) -> None:
+def test_a_branch_is_fetched_again_when_it_moves(tmp_path: Path, remote: tuple[str, str, str]) -> None:
     url, _, second = remote
     cache = tmp_path / "cache"
     assert resolve(RepoSpec(url, "main"), cache_dir=cache).commit == second
@@ -275,9 +254,7 @@ and the repository exists.
 @pytest.mark.parametrize(
     ("stderr", "reason"),
     [
-        pytest.param(
-            SSH_FAILURE, "ssh: connect to host 127.0.0.1 port 9: Connection refused", id="ssh"
-        ),
+        pytest.param(SSH_FAILURE, "ssh: connect to host 127.0.0.1 port 9: Connection refused", id="ssh"),
         pytest.param(
             "warning: redirecting\nfatal: repository 'x' not found\n",
             "fatal: repository 'x' not found",

@@ -17,6 +17,7 @@ from lean_env.records import TheoremStatus
 
 torch.set_num_threads(1)
 
+
 @pytest.fixture(scope="module")
 def generator_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return taught_generator(tmp_path_factory.mktemp("generator") / "model")
@@ -32,14 +33,35 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _prove(capsys: pytest.CaptureFixture[str], data: Path, generator: Path, *extra: str) -> tuple[int, dict, str]:
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "prove", "--generator", str(generator), "--backend", "file",
-                 "--candidates", "2", "--max-expansions", "6", "--tactic-timeout", "20", "--check-timeout", "20", "--json", *extra])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "prove",
+            "--generator",
+            str(generator),
+            "--backend",
+            "file",
+            "--candidates",
+            "2",
+            "--max-expansions",
+            "6",
+            "--tactic-timeout",
+            "20",
+            "--check-timeout",
+            "20",
+            "--json",
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else {}), err
 
 
 def test_a_found_proof_is_checked_recorded_and_the_theorem_becomes_proved_by_us(data, generator_dir, capsys) -> None:
-    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.imp_self'", "--repo", str(data.parent / "repo"))
+    code, payload, _ = _prove(
+        capsys, data, generator_dir, "--theorem", "Demo.imp_self'", "--repo", str(data.parent / "repo")
+    )
     assert code == 0
     (attempt,) = payload["attempts"]
     assert attempt["outcome"] == "proved" and attempt["proof"] == "by\n  intro h\n  exact h"

@@ -48,8 +48,24 @@ def test_ray_workers_give_the_in_process_attempts(tmp_path: Path, monkeypatch: p
         return ["--data-dir", str(data), "prove", "--generator", str(generator), "--backend", "file", *SEARCH, *extra]
 
     def run(data: Path, *extra: str) -> list[str]:
-        return ["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--backend", "source", "--model", str(tmp_path / "encoder"),
-                "--batch-size", "2", "--generator", str(generator), "--proof-backend", "file", *SEARCH, *extra]
+        return [
+            "--data-dir",
+            str(data),
+            "run",
+            str(tmp_path / "repos.txt"),
+            "--backend",
+            "source",
+            "--model",
+            str(tmp_path / "encoder"),
+            "--batch-size",
+            "2",
+            "--generator",
+            str(generator),
+            "--proof-backend",
+            "file",
+            *SEARCH,
+            *extra,
+        ]
 
     expected = {"Demo.imp_self'": ("proved", "by\n  intro h\n  exact h"), "Demo.two": ("failed", None)}
     assert _attempts(capsys, prove(tmp_path / "prove-here")) == expected
@@ -91,12 +107,16 @@ def test_a_bad_generator_on_ray_workers_is_a_one_line_user_error(ray_session, tm
     in-process (where the model is loaded before the run starts)."""
     data = _ingested_demo(tmp_path, monkeypatch)
     capsys.readouterr()
-    code = main([*data, "prove", "--generator", str(tmp_path / "missing"), "--backend", "file", *SEARCH, "--workers", "2"])
+    code = main(
+        [*data, "prove", "--generator", str(tmp_path / "missing"), "--backend", "file", *SEARCH, "--workers", "2"]
+    )
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "tactic generator" in err, err
 
 
-def test_a_missing_lean_on_ray_workers_is_a_one_line_error(ray_session, tmp_path, monkeypatch, generator, capsys) -> None:
+def test_a_missing_lean_on_ray_workers_is_a_one_line_error(
+    ray_session, tmp_path, monkeypatch, generator, capsys
+) -> None:
     """The workers find no lean (Ray was started without it on PATH): exit 2 and one line that
     says how to install Lean, as in-process."""
     data = _ingested_demo(tmp_path, monkeypatch)
@@ -123,11 +143,28 @@ def test_more_workers_than_ray_cpus_does_not_hang(tmp_path, monkeypatch, generat
     """``prove --workers 2`` on a Ray with one CPU (two sorries) ends within a minute: proved
     on the one worker Ray can place, or a one-line error; never waiting for ever."""
     data = _ingested_demo(tmp_path, monkeypatch)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests")]), "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, "-c", _MORE_WORKERS_THAN_CPUS, *data, "prove", "--generator", str(generator), "--backend", "file",
-            *SEARCH, "--workers", "2"]
-    process = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests")]),
+        "OMP_NUM_THREADS": "1",
+    }
+    argv = [
+        sys.executable,
+        "-c",
+        _MORE_WORKERS_THAN_CPUS,
+        *data,
+        "prove",
+        "--generator",
+        str(generator),
+        "--backend",
+        "file",
+        *SEARCH,
+        "--workers",
+        "2",
+    ]
+    process = subprocess.Popen(
+        argv, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         _, err = process.communicate(timeout=60)
     except subprocess.TimeoutExpired:

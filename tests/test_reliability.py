@@ -46,19 +46,30 @@ def test_special_files_are_skipped_with_a_reason_and_never_opened(special_files_
     }
 
 
-def test_ingest_of_special_files_records_problems_and_does_not_hang(special_files_project: Path, tmp_path: Path) -> None:
-    done = leanagent("ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60)
+def test_ingest_of_special_files_records_problems_and_does_not_hang(
+    special_files_project: Path, tmp_path: Path
+) -> None:
+    done = leanagent(
+        "ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60
+    )
     assert done.returncode == 0, done.stderr
     (outcome,) = json.loads(done.stdout)
     # Basic.lean and its symlinked alias are read (the same 4 theorems twice).
     assert outcome["status"] == "added" and outcome["files"] == 2 and outcome["theorems"] == 8
-    again = leanagent("ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60)
+    again = leanagent(
+        "ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60
+    )
     assert json.loads(again.stdout)[0]["status"] == "unchanged"  # the content hash is stable
     from curriculum.store import Store
 
     with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
         (trace,) = store.latest_traces()
-    assert sorted(p.path for p in trace.problems) == ["Demo/Dangling.lean", "Demo/Dir.lean", "Demo/Fifo.lean", "Demo/Loop.lean"]
+    assert sorted(p.path for p in trace.problems) == [
+        "Demo/Dangling.lean",
+        "Demo/Dir.lean",
+        "Demo/Fifo.lean",
+        "Demo/Loop.lean",
+    ]
     assert all(p.reason.startswith("skipped: ") for p in trace.problems)
 
 
@@ -67,8 +78,11 @@ def test_a_repos_file_names_a_path_with_spaces_by_quoting(tmp_path: Path) -> Non
     from lean_env.repos import parse_repos_file
 
     repos = tmp_path / "repos.txt"
-    repos.write_text('"my repo" main  # quoted\n\'other repo\'\n', encoding="utf-8")
-    assert parse_repos_file(repos) == [RepoSpec(str(tmp_path / "my repo"), "main"), RepoSpec(str(tmp_path / "other repo"))]
+    repos.write_text("\"my repo\" main  # quoted\n'other repo'\n", encoding="utf-8")
+    assert parse_repos_file(repos) == [
+        RepoSpec(str(tmp_path / "my repo"), "main"),
+        RepoSpec(str(tmp_path / "other repo")),
+    ]
 
 
 def test_an_unclosed_quote_in_a_repos_file_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -89,14 +103,38 @@ def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     "args, message",
     [
-        pytest.param(["run", "r.txt", "--workers", "0"], "argument --workers: must be at least 1, got 0", id="run-workers-0"),
-        pytest.param(["run", "r.txt", "--premises", "-1"], "argument --premises: must be at least 1, got -1", id="run-premises"),
-        pytest.param(["run", "r.txt", "--time-limit", "-1"], "argument --time-limit: must be a positive number of seconds, got -1", id="run-time-limit"),
-        pytest.param(["prove", "--generator", "g", "--tactic-timeout", "inf"], "must be a positive number of seconds, got inf", id="prove-inf"),
-        pytest.param(["retrieval", "search", "goal", "-k", "0"], "argument -k: must be at least 1, got 0", id="search-k-0"),
-        pytest.param(["retrieval", "train", "--lr", "nan"], "argument --lr: must be a positive number, got nan", id="train-lr-nan"),
-        pytest.param(["retrieval", "eval", "--test-fraction", "1"], "must be between 0 and 1, got 1", id="eval-fraction"),
-        pytest.param(["generator", "train", "--model", "m", "--epochs", "x"], "must be a whole number, got 'x'", id="generator-epochs"),
+        pytest.param(
+            ["run", "r.txt", "--workers", "0"], "argument --workers: must be at least 1, got 0", id="run-workers-0"
+        ),
+        pytest.param(
+            ["run", "r.txt", "--premises", "-1"], "argument --premises: must be at least 1, got -1", id="run-premises"
+        ),
+        pytest.param(
+            ["run", "r.txt", "--time-limit", "-1"],
+            "argument --time-limit: must be a positive number of seconds, got -1",
+            id="run-time-limit",
+        ),
+        pytest.param(
+            ["prove", "--generator", "g", "--tactic-timeout", "inf"],
+            "must be a positive number of seconds, got inf",
+            id="prove-inf",
+        ),
+        pytest.param(
+            ["retrieval", "search", "goal", "-k", "0"], "argument -k: must be at least 1, got 0", id="search-k-0"
+        ),
+        pytest.param(
+            ["retrieval", "train", "--lr", "nan"],
+            "argument --lr: must be a positive number, got nan",
+            id="train-lr-nan",
+        ),
+        pytest.param(
+            ["retrieval", "eval", "--test-fraction", "1"], "must be between 0 and 1, got 1", id="eval-fraction"
+        ),
+        pytest.param(
+            ["generator", "train", "--model", "m", "--epochs", "x"],
+            "must be a whole number, got 'x'",
+            id="generator-epochs",
+        ),
     ],
 )
 def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
@@ -106,8 +144,14 @@ def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: lis
     poison.mkdir()
     (poison / "torch.py").write_text("raise ImportError('torch was imported before the options were checked')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poison), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "agent.cli", "--data-dir", str(tmp_path / "data"), *args],
-                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "--data-dir", str(tmp_path / "data"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert message in done.stderr and "torch" not in done.stderr
     assert not (tmp_path / "data").exists()
@@ -126,8 +170,14 @@ def test_doctor_without_lean_exits_2_like_every_missing_toolchain(tmp_path: Path
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     env = {**os.environ, "PATH": str(bin_dir), "ELAN_HOME": str(tmp_path / "no-elan")}
-    done = subprocess.run([sys.executable, "-m", "agent.cli", "env", "doctor", "--project", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "env", "doctor", "--project", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     lean = json.loads(done.stdout)["tools"][0]
     assert (lean["name"], lean["found"], lean["path"]) == ("lean", False, None) and "elan" in lean["detail"]
@@ -146,8 +196,13 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
 
     (tmp_path / "repos.txt").write_text(f"{lean_project(tmp_path / 'proj')}\n", encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen([*ENTRY, "--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [*ENTRY, "--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     time.sleep(delay)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
@@ -156,9 +211,11 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
 
 
 def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) -> None:
-    code = ("import os, signal, sys\nfrom agent.cli import main\n"
-            f"code = main(['--data-dir', {str(tmp_path / 'data')!r}, 'db', 'stats', '--json'], standalone=True)\n"
-            "os.kill(os.getpid(), signal.SIGINT)\nsys.exit(code)\n")
+    code = (
+        "import os, signal, sys\nfrom agent.cli import main\n"
+        f"code = main(['--data-dir', {str(tmp_path / 'data')!r}, 'db', 'stats', '--json'], standalone=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\nsys.exit(code)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert json.loads(done.stdout)["repositories"] == 0

@@ -131,8 +131,7 @@ def backend(tmp_path: Path, log: Path):
 
 def header_loads(log: Path) -> list[int]:
     """The pids of processes that loaded an import header (a command without env)."""
-    return [e["pid"] for e in read_log(log) if "request" in e and "cmd" in e["request"]
-            and "env" not in e["request"]]
+    return [e["pid"] for e in read_log(log) if "request" in e and "cmd" in e["request"] and "env" not in e["request"]]
 
 
 def test_backend_satisfies_the_protocols(backend: ReplBackend, project: Path) -> None:
@@ -151,8 +150,9 @@ def test_backend_satisfies_the_protocols(backend: ReplBackend, project: Path) ->
         pytest.param("exact rfl'", LeanError("type mismatch\n  rfl'"), id="error-message"),
         pytest.param("exat", LeanError("<input>:1:1: unknown tactic"), id="lean-error-response"),
         pytest.param("nonsense", LeanError("<input>:1:1: unknown tactic"), id="unknown-tactic"),
-        pytest.param("decide", LeanError(
-            "Error: kernel type check failed: (kernel) deep recursion"), id="kernel-error"),
+        pytest.param(
+            "decide", LeanError("Error: kernel type check failed: (kernel) deep recursion"), id="kernel-error"
+        ),
         pytest.param("loop", TacticTimeout(1.0), id="timeout"),
     ],
 )
@@ -176,9 +176,7 @@ def test_multi_goal_proof_to_the_end(backend: ReplBackend, project: Path) -> Non
         assert session.run_tactic(right, "exact hq") == ProofFinished()
 
 
-def test_timeout_restarts_and_old_states_are_replayed(
-    backend: ReplBackend, project: Path, log: Path
-) -> None:
+def test_timeout_restarts_and_old_states_are_replayed(backend: ReplBackend, project: Path, log: Path) -> None:
     with backend.open(project, AND) as session:
         both = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(both, TacticState)
@@ -199,11 +197,17 @@ def test_timeout_restarts_and_old_states_are_replayed(
 def test_a_replay_that_times_out_is_a_timeout_not_a_fault(tmp_path: Path, project: Path) -> None:
     marker = tmp_path / "constructor-hangs-from-now-on"
     both = f"{G_LEFT}\n\n{G_RIGHT}"
-    tactics = {G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT], "hang_when": str(marker)}},
-               both: {"loop": {"hang": True}, "exact hp": {"goals": [G_RIGHT]}}}
+    tactics = {
+        G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT], "hang_when": str(marker)}},
+        both: {"loop": {"hang": True}, "exact hp": {"goals": [G_RIGHT]}},
+    }
     script = write_script(tmp_path, {**SCRIPT, "tactics": tactics})
-    with ReplBackend.create(launcher=lambda d: fake_command(d, script), memory_limit_mb=None,
-                            tactic_timeout=1.0) as backend, backend.open(project, AND) as session:
+    with (
+        ReplBackend.create(
+            launcher=lambda d: fake_command(d, script), memory_limit_mb=None, tactic_timeout=1.0
+        ) as backend,
+        backend.open(project, AND) as session,
+    ):
         state = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(state, TacticState)
         assert session.run_tactic(state, "loop") == TacticTimeout(1.0)  # kills the process
@@ -321,14 +325,12 @@ def test_theorem_command_text() -> None:
     assert "import" not in command.cmd and "namespace Demo" in command.cmd
     assert command.line_offset == 2  # command line 1 is file line 3
     assert command.statement_start == ReplPos(line=5, column=0)  # file line 7
-    assert command.sorry_pos.line == 6 and command.cmd.splitlines()[5][command.sorry_pos.column:] == "sorry"
+    assert command.sorry_pos.line == 6 and command.cmd.splitlines()[5][command.sorry_pos.column :] == "sorry"
     from_statement = theorem_command(FILE_A, TRIV_A)
     assert from_statement.cmd.endswith("theorem triv : True := by sorry")
 
 
-def test_no_repl_anywhere_is_one_clear_error(
-    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_no_repl_anywhere_is_one_clear_error(tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("LEANAGENT_REPL", raising=False)
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
@@ -342,9 +344,7 @@ def test_real_repl_proves_a_small_theorem(tmp_path: Path) -> None:
     status = describe_repl(tmp_path, environ={})
     if not status.found:
         pytest.skip(status.detail)
-    (tmp_path / "Small.lean").write_text(
-        "theorem small (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n"
-    )
+    (tmp_path / "Small.lean").write_text("theorem small (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n")
     small = target("small", path="Small.lean", end=Position(2, 8), proof_start=Position(1, 56))
     with ReplBackend.create(tactic_timeout=60, command_timeout=120) as backend:
         with backend.open(tmp_path, small) as session:

@@ -32,9 +32,7 @@ from lean_env.interactive.repl.protocol import (
 from lean_env.records import Position
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "lean-repl-transcripts"
-TRANSCRIPT_NAMES = sorted(
-    p.name.removesuffix(".expected.out") for p in TRANSCRIPTS.glob("*.expected.out")
-)
+TRANSCRIPT_NAMES = sorted(p.name.removesuffix(".expected.out") for p in TRANSCRIPTS.glob("*.expected.out"))
 
 
 def recorded_requests(base: Path) -> list[dict[str, Any]]:
@@ -104,9 +102,7 @@ def wire_of(response: Response) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in TRANSCRIPT_NAMES])
-def test_replayed_transcript_parses_to_what_was_recorded(
-    name: str, shared_dir: Path, tmp_path: Path
-) -> None:
+def test_replayed_transcript_parses_to_what_was_recorded(name: str, shared_dir: Path, tmp_path: Path) -> None:
     base = shared_dir / "lean-repl-transcripts" / name
     requests, answers = recorded_requests(base), recorded_answers(base)
     assert len(requests) == len(answers), "a transcript pairs every request with one answer"
@@ -120,16 +116,13 @@ def test_replayed_transcript_parses_to_what_was_recorded(
 
 def test_every_transcript_is_covered(shared_dir: Path) -> None:
     found = sorted(
-        p.name.removesuffix(".expected.out")
-        for p in (shared_dir / "lean-repl-transcripts").glob("*.expected.out")
+        p.name.removesuffix(".expected.out") for p in (shared_dir / "lean-repl-transcripts").glob("*.expected.out")
     )
     assert found == TRANSCRIPT_NAMES and len(found) >= 50
 
 
 def answer(name: str, index: int, shared_dir: Path) -> Response:
-    return parse_response(
-        json.dumps(recorded_answers(shared_dir / "lean-repl-transcripts" / name)[index])
-    )
+    return parse_response(json.dumps(recorded_answers(shared_dir / "lean-repl-transcripts" / name)[index]))
 
 
 @pytest.mark.parametrize(
@@ -150,9 +143,7 @@ def answer(name: str, index: int, shared_dir: Path) -> Response:
         pytest.param("trace_simp", 6, ProofFinished, id="simp-with-traces"),
     ],
 )
-def test_recorded_tactic_answers_map_to_outcomes(
-    name: str, index: int, expected: int | type, shared_dir: Path
-) -> None:
+def test_recorded_tactic_answers_map_to_outcomes(name: str, index: int, expected: int | type, shared_dir: Path) -> None:
     response = answer(name, index, shared_dir)
     assert isinstance(response, ProofStepResponse)
     outcome = outcome_of_step(response)
@@ -199,10 +190,12 @@ def test_proof_status_strings(text: str | None, status: ProofStatus) -> None:
         pytest.param("[1, 2]", "JSON object", id="not-object"),
         pytest.param('{"foo": 1}', "unrecognised", id="unknown-shape"),
         pytest.param('{"env": "zero"}', "env must be a natural number", id="env-type"),
-        pytest.param('{"env": 0, "messages": [{"severity": "fatal", "pos": {"line": 1, '
-                     '"column": 0}, "data": "x"}]}', "severity", id="bad-severity"),
-        pytest.param('{"env": 0, "sorries": [{"goal": "g", "pos": [1, 2]}]}', "pos must be",
-                     id="bad-pos"),
+        pytest.param(
+            '{"env": 0, "messages": [{"severity": "fatal", "pos": {"line": 1, "column": 0}, "data": "x"}]}',
+            "severity",
+            id="bad-severity",
+        ),
+        pytest.param('{"env": 0, "sorries": [{"goal": "g", "pos": [1, 2]}]}', "pos must be", id="bad-pos"),
         pytest.param('{"proofState": 1, "goals": "g"}', "goals must be a list", id="goals-str"),
         pytest.param('{"message": 42}', "message must be a string", id="message-type"),
     ],

@@ -51,8 +51,17 @@ def _names(corpus: PremiseCorpus, mask: np.ndarray) -> set[str]:
 
 
 def test_accessible_premises_follow_imports_transitively_and_stop_at_the_theorem(corpus: PremiseCorpus) -> None:
-    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(10, 1))) == {"base_a", "mid_a", "top_before"}
-    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(60, 1))) == {"base_a", "mid_a", "top_before", "top_after"}
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(10, 1))) == {
+        "base_a",
+        "mid_a",
+        "top_before",
+    }
+    assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Top.lean", Position(60, 1))) == {
+        "base_a",
+        "mid_a",
+        "top_before",
+        "top_after",
+    }
     assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Mid.lean", Position(1, 1))) == {"base_a"}
     assert _names(corpus, corpus.accessible("/repos/one", "Pkg/Other.lean", Position(1, 1))) == set()
     # equal paths in another repository: its own premises only
@@ -67,8 +76,17 @@ def test_examples_keep_only_known_accessible_premises() -> None:
         TracedTactic("exact top_after", "⊢ three", None, ("top_after", "base_a")),  # top_after is declared later
     )
     theorems = [
-        theorem(name, path="Pkg/Top.lean", line=line, premises=premises, tactics=tactics, end=Position(line + 2, 1),
-                statement=f"theorem {name} : P", proof="by simp", proof_start=None)
+        theorem(
+            name,
+            path="Pkg/Top.lean",
+            line=line,
+            premises=premises,
+            tactics=tactics,
+            end=Position(line + 2, 1),
+            statement=f"theorem {name} : P",
+            proof="by simp",
+            proof_start=None,
+        )
         for name, line, premises, tactics in [
             ("traced", 10, ("mid_a", "top_after", "base_a"), tactics),
             ("by_statement", 20, ("unknown.name", "top_before", "base_a", "top_before"), ()),

@@ -41,8 +41,25 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     # The split hashes the repositories' names (demo-logic, demo-arith), not where they are
     # checked out, so a fixed seed splits alike everywhere; 0 leaves both examples on each side.
     seed = "0"
-    code, out, _ = _run(capsys, data, "retrieval", "train", "--model", str(model), "--epochs", "2", "--batch-size", "4",
-                        "--test-fraction", "0.5", "--seed", seed, "--out", str(out_dir), "--json")
+    code, out, _ = _run(
+        capsys,
+        data,
+        "retrieval",
+        "train",
+        "--model",
+        str(model),
+        "--epochs",
+        "2",
+        "--batch-size",
+        "4",
+        "--test-fraction",
+        "0.5",
+        "--seed",
+        seed,
+        "--out",
+        str(out_dir),
+        "--json",
+    )
     assert code == 0
     payload = json.loads(out)
     repos = payload["repositories"]
@@ -52,7 +69,9 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert all(v is not None for v in matrix[1])  # every repository has held-out examples
     assert all(0.0 <= v <= 1.0 for row in matrix for v in row if v is not None)
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
-    code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json")
+    code, out, _ = _run(
+        capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
+    )
     assert code == 0 and set(json.loads(out)) == set(repos)
     assert not list((data / "checkpoints").glob("*"))  # removed once the encoder was saved
 
@@ -78,13 +97,29 @@ def test_an_unversioned_checkpoint_is_one_line_and_exit_2(workspace, capsys) -> 
 
 def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace, capsys) -> None:
     data, model = workspace
-    code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model), "--json")
+    code, out, _ = _run(
+        capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model), "--json"
+    )
     assert code == 0
     everything = {hit["premise"] for hit in json.loads(out)}
     assert "DemoLogic.exists_of_forall" in everything
-    assert any(name.startswith("DemoArith") for name in everything) and any(name.startswith("DemoLogic") for name in everything)
-    code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "-k", "500", "--model", str(model),
-                        "--theorem", "DemoLogic.forall_swap_and", "--json")
+    assert any(name.startswith("DemoArith") for name in everything) and any(
+        name.startswith("DemoLogic") for name in everything
+    )
+    code, out, _ = _run(
+        capsys,
+        data,
+        "retrieval",
+        "search",
+        "p ∧ q → q ∧ p",
+        "-k",
+        "500",
+        "--model",
+        str(model),
+        "--theorem",
+        "DemoLogic.forall_swap_and",
+        "--json",
+    )
     assert code == 0
     hits = {hit["premise"]: hit for hit in json.loads(out)}
     # DemoLogic/Quantifiers.lean imports DemoLogic/Basic.lean; of its own premises only the
@@ -99,7 +134,9 @@ def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace,
 @pytest.mark.parametrize(
     "args, message",
     [
-        pytest.param(["retrieval", "search", "goal", "--theorem", "No.such"], "no stored theorem", id="unknown-theorem"),
+        pytest.param(
+            ["retrieval", "search", "goal", "--theorem", "No.such"], "no stored theorem", id="unknown-theorem"
+        ),
         pytest.param(["retrieval", "eval", "--test-fraction", "1.5"], "--test-fraction", id="bad-fraction"),
         pytest.param(["retrieval", "train", "--epochs", "0"], "--epochs", id="bad-epochs"),
         pytest.param(["retrieval", "eval", "--model", "/no/such/model"], "no such directory", id="missing-model"),

@@ -49,8 +49,16 @@ def _repo(location: str, words: list[str]) -> RepoTrace:
         for i, w in enumerate(words)
     ]
     theorems = [
-        theorem(f"use_{i}_{k}", path="Lib/Main.lean", line=10 * i + k + 1, premises=(f"p{i}",), end=Position(10 * i + k + 2, 1),
-                statement=f"{words[(i + 1) % len(words)]} {'holds' if k else 'is true'}", proof="by simp", proof_start=None)
+        theorem(
+            f"use_{i}_{k}",
+            path="Lib/Main.lean",
+            line=10 * i + k + 1,
+            premises=(f"p{i}",),
+            end=Position(10 * i + k + 2, 1),
+            statement=f"{words[(i + 1) % len(words)]} {'holds' if k else 'is true'}",
+            proof="by simp",
+            proof_start=None,
+        )
         for i in range(len(words))
         for k in range(2)
     ]
@@ -87,7 +95,9 @@ def test_ewc_penalises_moving_away_from_the_earlier_repository() -> None:
     first, second = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     distance = {}
     for strength in (1e-6, 1e6):
-        trainer = ProgressiveTrainer(tiny_encoder(0), _config(consolidation=Consolidation.EWC, ewc_lambda=strength, epochs=5))
+        trainer = ProgressiveTrainer(
+            tiny_encoder(0), _config(consolidation=Consolidation.EWC, ewc_lambda=strength, epochs=5)
+        )
         corpus = PremiseCorpus([first])
         first_step = trainer.step(corpus, corpus.examples(first))
         assert first_step.mean_penalty == 0.0 and trainer.fisher_distance().item() == 0.0  # anchored here
@@ -140,7 +150,9 @@ def test_the_split_is_the_same_wherever_the_repository_is_checked_out(here: str,
 
 def test_the_lifelong_loop_scores_every_seen_repository_and_repeats() -> None:
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
-    runs = [run_progressive(traces, tiny_encoder(0), _config(epochs=3), ks=(1, 10), test_fraction=0.5) for _ in range(2)]
+    runs = [
+        run_progressive(traces, tiny_encoder(0), _config(epochs=3), ks=(1, 10), test_fraction=0.5) for _ in range(2)
+    ]
     first, again = runs
     recall10 = first.matrix(lambda s: s.recall[10])
     assert recall10[0][1] is None and all(v is not None for v in recall10[1])
@@ -177,11 +189,19 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupte
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, on_step=stop_after_two)
+        run_progressive(
+            traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, on_step=stop_after_two
+        )
     assert checkpoint.exists()
     steps: list[str] = []
-    resumed = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint,
-                              on_step=lambda row: steps.append(row.repo))
+    resumed = run_progressive(
+        traces,
+        tiny_encoder(0),
+        config,
+        test_fraction=0.5,
+        checkpoint=checkpoint,
+        on_step=lambda row: steps.append(row.repo),
+    )
     assert steps == ["/r/a", "/r/b", "/r/c"]  # the first two come from the checkpoint
     assert resumed.rows == whole.rows  # bit-identical losses and scores, read back or trained
     # a finished run's checkpoint gives its report back without training again
@@ -226,13 +246,19 @@ def test_a_checkpoint_of_another_question_or_model_is_not_resumed(tmp_path, capl
             run_progressive(traces, tiny_encoder(0), _config(epochs=1), checkpoint=checkpoint, on_step=stop)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="retrieval.progressive"):
-            run_progressive(traces, other.get("encoder", tiny_encoder(0)), other.get("config", _config(epochs=1)),
-                            checkpoint=checkpoint, model_id=other.get("model_id", ""))
+            run_progressive(
+                traces,
+                other.get("encoder", tiny_encoder(0)),
+                other.get("config", _config(epochs=1)),
+                checkpoint=checkpoint,
+                model_id=other.get("model_id", ""),
+            )
         assert "starting afresh" in caplog.text and "resuming" not in caplog.text
 
 
 def _stopped_learner(checkpoint, traces: list[RepoTrace], config: TrainConfig) -> None:
     """A learner file written after the first step of ``traces``."""
+
     def stop(row) -> None:
         raise KeyboardInterrupt
 
@@ -251,9 +277,19 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
     assert state["format"] == LEARNER_FORMAT and set(state) == {"format", "meta", "encoder", "trainer"}
     meta = json.loads(state["meta"])
     assert meta["learner"] == {
-        "consolidation": "replay", "epochs": 1, "batch_size": 8, "learning_rate": 1e-3, "temperature": 0.05,
-        "ewc_lambda": 1e10, "ewc_decay": 1.0, "fisher_batches": 16, "replay_size": 4, "seed": 0,
-        "ks": [1, 10], "test_fraction": 0.5, "model": "tiny",
+        "consolidation": "replay",
+        "epochs": 1,
+        "batch_size": 8,
+        "learning_rate": 1e-3,
+        "temperature": 0.05,
+        "ewc_lambda": 1e10,
+        "ewc_decay": 1.0,
+        "fisher_batches": 16,
+        "replay_size": 4,
+        "seed": 0,
+        "ks": [1, 10],
+        "test_fraction": 0.5,
+        "model": "tiny",
     }
     assert [(row["repo"], row["commit"]) for row in meta["rows"]] == [("/r/a", "c0"), ("/r/b", "c0")]
     assert len(meta["trainer"]["reservoir"]) == 4 and meta["trainer"]["seen"] > 4
@@ -286,9 +322,18 @@ def _old_learner(path, traces: list[RepoTrace]) -> None:
     a dict of pickled records."""
     encoder = tiny_encoder(0)
     trainer = ProgressiveTrainer(encoder, _config(epochs=1))
-    row = ProgressRow(traces[0].spec.location, "c0", 3, StepReport(3, 1, 0.5, 0.0), {traces[0].spec.location: _scores(0.5)})
-    old_trainer = {"optimizer": trainer._optimizer.state_dict(), "fisher": {}, "anchor": {}, "reservoir": [],
-                   "seen": 0, "rng": random.Random(0).getstate(), "torch_rng": torch.get_rng_state()}
+    row = ProgressRow(
+        traces[0].spec.location, "c0", 3, StepReport(3, 1, 0.5, 0.0), {traces[0].spec.location: _scores(0.5)}
+    )
+    old_trainer = {
+        "optimizer": trainer._optimizer.state_dict(),
+        "fisher": {},
+        "anchor": {},
+        "reservoir": [],
+        "seen": 0,
+        "rng": random.Random(0).getstate(),
+        "torch_rng": torch.get_rng_state(),
+    }
     torch.save({"key": "(...)", "rows": [row], "encoder": encoder.model.state_dict(), "trainer": old_trainer}, path)
 
 
@@ -317,6 +362,7 @@ def _write_damaged(kind: str):
             torch.save({**state, "meta": json.dumps(meta)}, path)
         elif kind == "foreign-pickle":
             torch.save({"format": 1, "meta": "{}", "encoder": {}, "trainer": fractions.Fraction(1, 3)}, path)
+
     return write
 
 
@@ -324,14 +370,18 @@ def _write_damaged(kind: str):
     ("write", "message"),
     [
         pytest.param(_old_learner, "written by an older leanagent (an unversioned learner)", id="old-unversioned"),
-        pytest.param(_write_damaged("newer-format"), "written by a newer leanagent (learner format 999", id="newer-format"),
+        pytest.param(
+            _write_damaged("newer-format"), "written by a newer leanagent (learner format 999", id="newer-format"
+        ),
         pytest.param(_write_damaged("truncated"), "cannot be read (damaged or truncated)", id="truncated"),
         pytest.param(_write_damaged("not-torch"), "cannot be read (damaged or truncated)", id="not-a-torch-file"),
         pytest.param(_write_damaged("empty"), "cannot be read (damaged or truncated)", id="empty"),
         pytest.param(_write_damaged("no-format"), "not a learner file of leanagent", id="no-format"),
         pytest.param(_write_damaged("meta-not-json"), "is damaged (JSONDecodeError", id="meta-not-json"),
         pytest.param(_write_damaged("meta-without-rows"), "is damaged (KeyError", id="meta-without-rows"),
-        pytest.param(_write_damaged("foreign-pickle"), "holds pickled Python objects (fractions.Fraction", id="foreign-pickle"),
+        pytest.param(
+            _write_damaged("foreign-pickle"), "holds pickled Python objects (fractions.Fraction", id="foreign-pickle"
+        ),
     ],
 )
 def test_a_learner_file_this_leanagent_does_not_read_is_one_clear_error(write, message: str, tmp_path) -> None:
@@ -358,8 +408,9 @@ def test_replay_survives_a_newer_commit_of_a_learned_repository_with_fewer_premi
     checkpoint = tmp_path / "learner.pt"
     run_progressive([a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
 
-    newer_a = dataclasses.replace(a, commit="c1", premises=a.premises[1:],
-                                  theorems=tuple(t for t in a.theorems if t.premises != ("p0",)))
+    newer_a = dataclasses.replace(
+        a, commit="c1", premises=a.premises[1:], theorems=tuple(t for t in a.theorems if t.premises != ("p0",))
+    )
     report = run_progressive([newer_a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
     assert [(r.repo, r.commit) for r in report.rows] == [("/r/a", "c0"), ("/r/b", "c0"), ("/r/a", "c1")]
 

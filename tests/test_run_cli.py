@@ -69,8 +69,24 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _run(capsys: pytest.CaptureFixture[str], data: Path, repos: Path, *extra: str) -> tuple[int, dict, str]:
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "run", str(repos), "--backend", "source", "--epochs", "2", "--batch-size", "2",
-                 "--test-fraction", "0.5", "--json", *extra])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "run",
+            str(repos),
+            "--backend",
+            "source",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "2",
+            "--test-fraction",
+            "0.5",
+            "--json",
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else {}), err
 
@@ -136,8 +152,9 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_sorries_are_proved_after_their_repository_is_learned(demo, models, capsys, tmp_path) -> None:
     encoder, generator = models
     data = tmp_path / "data"
-    code, payload, _ = _run(capsys, data, demo, "--model", str(encoder), "--generator", str(generator),
-                            "--proof-backend", "file", *SEARCH)
+    code, payload, _ = _run(
+        capsys, data, demo, "--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH
+    )
     assert code == 0
     outcomes = {a["theorem"]: a["outcome"] for a in payload["proving"]["attempts"]}
     assert outcomes == {"Demo.imp_self'": "proved", "Demo.two": "failed"}
@@ -153,7 +170,9 @@ def test_sorries_are_proved_after_their_repository_is_learned(demo, models, caps
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
 
 
-def test_an_interrupted_run_resumes_without_repeating_finished_work(demo, models, capsys, tmp_path, monkeypatch) -> None:
+def test_an_interrupted_run_resumes_without_repeating_finished_work(
+    demo, models, capsys, tmp_path, monkeypatch
+) -> None:
     encoder, generator = models
     data = tmp_path / "data"
     args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
@@ -189,7 +208,9 @@ def test_a_missing_lean_is_reported_before_any_training(tmp_path, models, capsys
     assert not (data / "learner").exists()  # no training was started
 
 
-def test_a_resumed_run_reports_the_attempts_made_before_the_interruption(demo, models, capsys, tmp_path, monkeypatch) -> None:
+def test_a_resumed_run_reports_the_attempts_made_before_the_interruption(
+    demo, models, capsys, tmp_path, monkeypatch
+) -> None:
     """Interrupted at its second proof attempt, the resumed run's report (which replaces
     run-N.json/.md) lists the attempt made before the interruption too."""
     encoder, generator = models
@@ -241,9 +262,12 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
 
     monkeypatch.setattr(ProgressiveTrainer, "step", step)
     monkeypatch.setattr(agent.proving, "prove_targets", prove)
-    code, second, _ = _run(capsys, data, demo, "--model", str(encoder), "--generator", str(generator),
-                        "--proof-backend", "file", *SEARCH)
-    assert code == 0 and [s["commit"] == first["training"]["steps"][0]["commit"] for s in second["training"]["steps"]] == [True, False]
+    code, second, _ = _run(
+        capsys, data, demo, "--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH
+    )
+    assert code == 0 and [
+        s["commit"] == first["training"]["steps"][0]["commit"] for s in second["training"]["steps"]
+    ] == [True, False]
     assert events == ["step", "prove"]
 
 
@@ -273,8 +297,24 @@ def test_a_learner_directory_that_cannot_be_written_is_a_one_line_error(demo, mo
     data.mkdir()
     (data / "learner").write_text("not a directory", encoding="utf-8")
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "run", str(demo), "--backend", "source", "--epochs", "1", "--batch-size", "2",
-                 "--test-fraction", "0.5", "--model", str(encoder)])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "run",
+            str(demo),
+            "--backend",
+            "source",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "2",
+            "--test-fraction",
+            "0.5",
+            "--model",
+            str(encoder),
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "learner" in err, err
 
@@ -313,8 +353,23 @@ def _two_provable_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[int, dict, str]:
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "run", str(repos), "--backend", "source", "--no-train", "--generator", str(generator),
-                 "--proof-backend", "file", *SEARCH, "--json"])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "run",
+            str(repos),
+            "--backend",
+            "source",
+            "--no-train",
+            "--generator",
+            str(generator),
+            "--proof-backend",
+            "file",
+            *SEARCH,
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else {}), err
 
@@ -363,8 +418,27 @@ def test_run_with_workers_but_without_ray_fails_before_any_training(tmp_path, mo
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     data = tmp_path / "data"
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--backend", "source", "--model", str(tmp_path / "encoder"),
-                 "--batch-size", "2", "--generator", str(generator), "--proof-backend", "file", *SEARCH, "--workers", "2"])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "run",
+            str(tmp_path / "repos.txt"),
+            "--backend",
+            "source",
+            "--model",
+            str(tmp_path / "encoder"),
+            "--batch-size",
+            "2",
+            "--generator",
+            str(generator),
+            "--proof-backend",
+            "file",
+            *SEARCH,
+            "--workers",
+            "2",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and "Ray" in err, err
     assert not (data / "learner").exists() or not any((data / "learner").iterdir()), "training ran before the Ray check"

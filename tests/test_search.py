@@ -31,7 +31,9 @@ class TableGenerator:
 
 def test_best_first_backtracks_from_a_likely_dead_end() -> None:
     session = WorldSession("A", {"A": {"likely": "B", "unlikely": "C"}, "B": {"stuck": "B2"}, "C": {"finish": DONE}})
-    generator = TableGenerator({"A": [("likely", 0.9), ("unlikely", 0.1)], "B": [("stuck", 0.5)], "C": [("finish", 0.9)]})
+    generator = TableGenerator(
+        {"A": [("likely", 0.9), ("unlikely", 0.1)], "B": [("stuck", 0.5)], "C": [("finish", 0.9)]}
+    )
     result = best_first_search(session, generator, SearchConfig(max_expansions=10))
     assert result.status is SearchStatus.PROVED and result.proof == ("unlikely", "finish")
     # expanded A (0), B (log .9), B2 (log .45 > log .1), then C
@@ -40,11 +42,16 @@ def test_best_first_backtracks_from_a_likely_dead_end() -> None:
 
 
 def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> None:
-    session = WorldSession("A", {
-        "A": {"a": "B", "b": "B", "bad": LeanError("type mismatch"), "slow": TacticTimeout(1.0)},
-        "B": {},
-    })
-    generator = TableGenerator({"A": [("a", 0.4), ("b", 0.3), ("bad", 0.2), ("slow", 0.1), ("a ", 0.05)], "B": [("x", 1.0)]})
+    session = WorldSession(
+        "A",
+        {
+            "A": {"a": "B", "b": "B", "bad": LeanError("type mismatch"), "slow": TacticTimeout(1.0)},
+            "B": {},
+        },
+    )
+    generator = TableGenerator(
+        {"A": [("a", 0.4), ("b", 0.3), ("bad", 0.2), ("slow", 0.1), ("a ", 0.05)], "B": [("x", 1.0)]}
+    )
     result = best_first_search(session, generator)
     assert result.status is SearchStatus.EXHAUSTED and result.proof is None
     assert (result.expansions, result.tactics_run, result.lean_errors, result.timeouts) == (2, 5, 2, 1)
@@ -52,8 +59,12 @@ def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> No
 
 
 def test_a_state_reached_again_by_a_likelier_path_takes_that_path() -> None:
-    session = WorldSession("A", {"A": {"a": "B", "b": "C"}, "B": {"rare": "S"}, "C": {"sure": "S"}, "S": {"finish": DONE}})
-    generator = TableGenerator({"A": [("a", 0.6), ("b", 0.4)], "B": [("rare", 0.01)], "C": [("sure", 0.9)], "S": [("finish", 1.0)]})
+    session = WorldSession(
+        "A", {"A": {"a": "B", "b": "C"}, "B": {"rare": "S"}, "C": {"sure": "S"}, "S": {"finish": DONE}}
+    )
+    generator = TableGenerator(
+        {"A": [("a", 0.6), ("b", 0.4)], "B": [("rare", 0.01)], "C": [("sure", 0.9)], "S": [("finish", 1.0)]}
+    )
     result = best_first_search(session, generator)
     assert result.proof == ("b", "sure", "finish")  # log .4 + log .9 beats log .6 + log .01
     assert [s for s, _ in session.ran].count("S") == 1  # expanded once
@@ -98,26 +109,38 @@ G_LEFT, G_RIGHT = "case left\np q : Prop\nhp : p\nhq : q\n⊢ p", "case right\np
 
 def test_search_proves_a_theorem_through_the_repl_backend(tmp_path: Path) -> None:
     """The real REPL client and protocol, against the fake REPL's scripted Lean."""
-    script = write_script(tmp_path, {
-        "theorems": {"and_both": G_AND},
-        "tactics": {
-            G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT]}, "simp": {"error": "simp made no progress"}},
-            f"{G_LEFT}\n\n{G_RIGHT}": {"exact hp": {"goals": [G_RIGHT]}, "exact hq": {"error": "type mismatch"}},
-            G_RIGHT: {"exact hq": {"goals": []}},
+    script = write_script(
+        tmp_path,
+        {
+            "theorems": {"and_both": G_AND},
+            "tactics": {
+                G_AND: {"constructor": {"goals": [G_LEFT, G_RIGHT]}, "simp": {"error": "simp made no progress"}},
+                f"{G_LEFT}\n\n{G_RIGHT}": {"exact hp": {"goals": [G_RIGHT]}, "exact hq": {"error": "type mismatch"}},
+                G_RIGHT: {"exact hq": {"goals": []}},
+            },
         },
-    })
+    )
     project = tmp_path / "project"
     project.mkdir()
     (project / "A.lean").write_text(
-        "theorem and_both (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n", encoding="utf-8")
+        "theorem and_both (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n", encoding="utf-8"
+    )
     theorem = target("and_both", end=Position(2, 8), proof_start=Position(1, 59))
-    generator = TableGenerator({
-        G_AND: [("simp", 0.6), ("constructor", 0.4)],
-        f"{G_LEFT}\n\n{G_RIGHT}": [("exact hq", 0.5), ("exact hp", 0.5)],
-        G_RIGHT: [("exact hq", 0.9)],
-    })
-    backend = ReplBackend.create(launcher=lambda project_dir: fake_command(project_dir, script), max_processes=1,
-                                 memory_limit_mb=None, tactic_timeout=2.0, command_timeout=5.0, header_timeout=5.0)
+    generator = TableGenerator(
+        {
+            G_AND: [("simp", 0.6), ("constructor", 0.4)],
+            f"{G_LEFT}\n\n{G_RIGHT}": [("exact hq", 0.5), ("exact hp", 0.5)],
+            G_RIGHT: [("exact hq", 0.9)],
+        }
+    )
+    backend = ReplBackend.create(
+        launcher=lambda project_dir: fake_command(project_dir, script),
+        max_processes=1,
+        memory_limit_mb=None,
+        tactic_timeout=2.0,
+        command_timeout=5.0,
+        header_timeout=5.0,
+    )
     with backend, backend.open(project, theorem) as session:
         result = best_first_search(session, generator)
     assert result.status is SearchStatus.PROVED

@@ -45,15 +45,9 @@ def _theorem(source: str, name: str):
             ["A.B.f", "A.g"],
             id="nested-namespaces",
         ),
-        pytest.param(
-            "namespace A\nsection S\ndef f := 1\nend S\nend A", ["A.f"], id="section-keeps-namespace"
-        ),
-        pytest.param(
-            "namespace A\ntheorem _root_.top : True := trivial\nend A", ["top"], id="root-prefix"
-        ),
-        pytest.param(
-            "namespace A\ntheorem Foo.bar : True := trivial\nend A", ["A.Foo.bar"], id="dotted-decl-name"
-        ),
+        pytest.param("namespace A\nsection S\ndef f := 1\nend S\nend A", ["A.f"], id="section-keeps-namespace"),
+        pytest.param("namespace A\ntheorem _root_.top : True := trivial\nend A", ["top"], id="root-prefix"),
+        pytest.param("namespace A\ntheorem Foo.bar : True := trivial\nend A", ["A.Foo.bar"], id="dotted-decl-name"),
         pytest.param("theorem «my thm» : True := trivial", ["«my thm»"], id="guillemets-kept"),
         pytest.param("theorem «plain» : True := trivial", ["plain"], id="guillemets-dropped"),
         pytest.param(
@@ -70,9 +64,7 @@ def _theorem(source: str, name: str):
         pytest.param("axiom ax : False\nopaque o : Nat", ["ax", "o"], id="axiom-opaque"),
         pytest.param("example : True := trivial\ndef f := 1", ["f"], id="example-declares-nothing"),
         pytest.param("variable (n : Nat)\nuniverse u\ndef f := n", ["f"], id="variable-universe"),
-        pytest.param(
-            "set_option maxHeartbeats 0 in\ntheorem t : True := trivial", ["t"], id="set-option-in"
-        ),
+        pytest.param("set_option maxHeartbeats 0 in\ntheorem t : True := trivial", ["t"], id="set-option-in"),
         pytest.param(
             "mutual\n  def e : Nat → Bool\n    | _ => true\n  def o : Nat → Bool\n    | _ => false\nend\ndef z := 1",
             ["e", "o", "z"],
@@ -193,9 +185,7 @@ def test_constructors_fields_and_where_items(source: str, expected: list[tuple[s
             "instInhabitedList",
             id="long-class-binders",
         ),
-        pytest.param(
-            "instance (priority := low) myInst : Add Nat := ⟨f⟩", "myInst", id="named-with-priority"
-        ),
+        pytest.param("instance (priority := low) myInst : Add Nat := ⟨f⟩", "myInst", id="named-with-priority"),
         pytest.param(
             'namespace A\ninstance : ToString Nat where\n  toString _ := ""\nend A',
             "A.instToStringNat",
@@ -208,16 +198,12 @@ def test_instance_names(source: str, name: str) -> None:
 
 
 def test_commands_after_a_declaration_end_it() -> None:
-    extract = _extract(
-        'def f := 1\nscoped[Foo] notation "𝔽" => Nat\n#eval f\nattribute [simp] f\ndef g := 2'
-    )
+    extract = _extract('def f := 1\nscoped[Foo] notation "𝔽" => Nat\n#eval f\nattribute [simp] f\ndef g := 2')
     assert [p.code for p in extract.premises] == ["def f := 1", "def g := 2"]
 
 
 def test_deriving_clause_at_column_one_stays_with_its_type() -> None:
-    extract = _extract(
-        "structure P where\n  x : Nat\nderiving Repr\n\nderiving instance BEq for P\ndef f := 1"
-    )
+    extract = _extract("structure P where\n  x : Nat\nderiving Repr\n\nderiving instance BEq for P\ndef f := 1")
     assert extract.premises[0].code == "structure P where\n  x : Nat\nderiving Repr"
     assert [p.full_name for p in extract.premises] == ["P", "P.mk", "P.x", "f"]
 
@@ -359,9 +345,7 @@ def test_statement_may_hold_absolute_value_bars_and_named_arguments() -> None:
         ),
         pytest.param("by\n  rw [a,\n    b]\n  simp", ["rw [a,\n    b]", "simp"], id="multiline-step"),
         pytest.param("by (simp; ring)", ["(simp; ring)"], id="semicolon-in-parens"),
-        pytest.param(
-            "by\n  try simp; ring\n  done", ["try simp; ring", "done"], id="try-takes-sequence"
-        ),
+        pytest.param("by\n  try simp; ring\n  done", ["try simp; ring", "done"], id="try-takes-sequence"),
         pytest.param(
             "by\n  simp -- note\n  -- a comment line\n\n  omega",
             ["simp", "omega"],
@@ -372,9 +356,7 @@ def test_statement_may_hold_absolute_value_bars_and_named_arguments() -> None:
             ["calc 1 = 1 := rfl\n    _ = 1 := rfl"],
             id="calc-chain",
         ),
-        pytest.param(
-            "by\n  cases h\n  <;> simp", ["cases h\n  <;> simp"], id="leading-combinator-continues"
-        ),
+        pytest.param("by\n  cases h\n  <;> simp", ["cases h\n  <;> simp"], id="leading-combinator-continues"),
         pytest.param("by simp\n", ["simp"], id="same-line"),
         pytest.param(
             "by\n  case zero => rfl\n  case succ => simp",
@@ -468,22 +450,12 @@ end A
             ["A.foo_eq"],
             id="open-explicit",
         ),
-        pytest.param(
-            "open A renaming foo → bar\ntheorem t : True := by simp [bar]", ["A.foo"], id="open-renaming"
-        ),
-        pytest.param(
-            "section\nopen A\nend\ntheorem t : True := by simp [foo]", [], id="open-ends-with-section"
-        ),
-        pytest.param(
-            "namespace A\ntheorem t : True := by exact prot\nend A", [], id="protected-needs-qualifier"
-        ),
-        pytest.param(
-            "open A\ntheorem t : True := by exact A.prot", ["A.prot"], id="protected-qualified"
-        ),
+        pytest.param("open A renaming foo → bar\ntheorem t : True := by simp [bar]", ["A.foo"], id="open-renaming"),
+        pytest.param("section\nopen A\nend\ntheorem t : True := by simp [foo]", [], id="open-ends-with-section"),
+        pytest.param("namespace A\ntheorem t : True := by exact prot\nend A", [], id="protected-needs-qualifier"),
+        pytest.param("open A\ntheorem t : True := by exact A.prot", ["A.prot"], id="protected-qualified"),
         pytest.param("theorem t : True := A.priv", ["A.priv"], id="private-same-file"),
-        pytest.param(
-            "theorem t : True := A.foo_eq.symm ▸ rfl", ["A.foo_eq"], id="field-access-on-constant"
-        ),
+        pytest.param("theorem t : True := A.foo_eq.symm ▸ rfl", ["A.foo_eq"], id="field-access-on-constant"),
         pytest.param(
             "namespace B\ntheorem foo : True := _root_.A.foo_eq ▸ trivial\nend B",
             ["A.foo_eq"],
@@ -494,9 +466,7 @@ end A
             ["A.Pt.mk", "A.Pt.x", "A.Color.red"],
             id="constructors-fields",
         ),
-        pytest.param(
-            "open A\ntheorem t : True := by cases c <;> exact .red", [], id="dot-notation-unseen"
-        ),
+        pytest.param("open A\ntheorem t : True := by cases c <;> exact .red", [], id="dot-notation-unseen"),
         pytest.param('theorem t : True := by\n  -- A.foo\n  exact "A.foo"', [], id="comments-strings"),
         pytest.param("theorem t : True := by\n  intro foo\n  exact h", [], id="locals"),
         pytest.param(
@@ -505,9 +475,7 @@ end A
             id="case-tag-not-a-premise",
         ),
         pytest.param("theorem t : True := t", [], id="self-reference"),
-        pytest.param(
-            "theorem t : True := later\ntheorem later : True := trivial", [], id="later-declaration"
-        ),
+        pytest.param("theorem t : True := later\ntheorem later : True := trivial", [], id="later-declaration"),
         pytest.param(
             "theorem t : True := by\n  rw [A.foo_eq]\n  exact A.foo_eq ▸ A.foo_eq",
             ["A.foo_eq"],
@@ -561,17 +529,15 @@ def test_step_premises_and_order() -> None:
             "unbalanced bracket",
             id="unbalanced",
         ),
-        pytest.param(
-            "end Nope\ntheorem ok : True := trivial", 1, "'end Nope' closes no open", id="stray-end"
-        ),
+        pytest.param("end Nope\ntheorem ok : True := trivial", 1, "'end Nope' closes no open", id="stray-end"),
         pytest.param("theorem bad : True\ntheorem ok : True := trivial", 1, "no ':='", id="no-proof"),
     ],
 )
 def test_malformed_input_is_recorded_and_reading_goes_on(source: str, line: int, reason: str) -> None:
     extract = extract_file(source, path="Bad.lean")
-    assert any(
-        p.line == line and reason in p.reason and p.path == "Bad.lean" for p in extract.problems
-    ), extract.problems
+    assert any(p.line == line and reason in p.reason and p.path == "Bad.lean" for p in extract.problems), (
+        extract.problems
+    )
     ok = [t for t in extract.theorems if t.full_name == "ok"]
     assert len(ok) == 1 and ok[0].proof == "trivial" and ok[0].start == Position(2, 1)
 

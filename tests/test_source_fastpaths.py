@@ -43,9 +43,7 @@ def test_headers_from_the_first_line_on(source: str, names: list[str]) -> None:
     [
         pytest.param("import A.B\nimport C\n", ("A.B", "C"), id="line-starts"),
         pytest.param("import A B\n", ("A", "B"), id="several-on-a-line"),
-        pytest.param(
-            "def reimport := 1\ndef f := x import D\n", (), id="mid-line-is-not-an-import"
-        ),
+        pytest.param("def reimport := 1\ndef f := x import D\n", (), id="mid-line-is-not-an-import"),
         pytest.param("def f := 1\n  import D\n", (), id="indented-is-not-an-import"),
         pytest.param("import «A».C\n", ("A.C",), id="guillemets-normalized"),
     ],
@@ -57,9 +55,7 @@ def test_imports_only_at_line_starts(source: str, imports: tuple[str, ...]) -> N
 @pytest.mark.parametrize(
     ("proof", "steps"),
     [
-        pytest.param(
-            "by\n  cases h <;> simp\n  rfl", ["cases h <;> simp", "rfl"], id="combinator-only"
-        ),
+        pytest.param("by\n  cases h <;> simp\n  rfl", ["cases h <;> simp", "rfl"], id="combinator-only"),
         pytest.param(
             "by\n  cases h <;> simp; rfl",
             ["cases h <;> simp", "rfl"],
@@ -153,9 +149,7 @@ def test_unterminated_nested_comment_is_still_a_problem() -> None:
             "/-- doc -/\n-- a note\ntheorem",
             id="across-a-comment",
         ),
-        pytest.param(
-            "/-- doc -/ theorem t : True := trivial", Position(1, 1), "/-- doc -/ theorem", id="same-line"
-        ),
+        pytest.param("/-- doc -/ theorem t : True := trivial", Position(1, 1), "/-- doc -/ theorem", id="same-line"),
         pytest.param(
             "open Nat in\n/-- doc -/\n@[simp] theorem t : True := trivial",
             Position(2, 1),
@@ -182,9 +176,7 @@ def test_doc_comments_attach_to_the_next_command(source: str, start: Position, c
     [
         pytest.param("by\r\n  simp\r\n  rfl", ["simp", "rfl"], id="crlf"),
         pytest.param("by\n\tsimp\n\trfl", ["simp", "rfl"], id="tabs"),
-        pytest.param(
-            "by\n  simp\n    \n  rfl  -- done", ["simp", "rfl"], id="blank-line-and-trailing-comment"
-        ),
+        pytest.param("by\n  simp\n    \n  rfl  -- done", ["simp", "rfl"], id="blank-line-and-trailing-comment"),
         pytest.param("by\n  simp\n  )\n  rfl", ["simp\n  )", "rfl"], id="closer-line-continues"),
         pytest.param("by simp\n     rfl\n  omega", ["simp", "rfl", "omega"], id="first-step-sets-column"),
         pytest.param(
@@ -213,14 +205,10 @@ def test_step_layout_and_semicolon_edge_cases(proof: str, steps: list[str]) -> N
         pytest.param("@[simp] ", ("P.a",), id="attribute-only"),
     ],
 )
-def test_only_a_private_modifier_hides_a_declaration(
-    tmp_path: Path, modifiers: str, premises: tuple[str, ...]
-) -> None:
+def test_only_a_private_modifier_hides_a_declaration(tmp_path: Path, modifiers: str, premises: tuple[str, ...]) -> None:
     (tmp_path / "P").mkdir()
     (tmp_path / "P" / "A.lean").write_text(f"{modifiers}def P.a : Nat := 1\n", encoding="utf-8")
-    (tmp_path / "P" / "B.lean").write_text(
-        "import P.A\ntheorem P.b : P.a = 1 := by simp [P.a]\n", encoding="utf-8"
-    )
+    (tmp_path / "P" / "B.lean").write_text("import P.A\ntheorem P.b : P.a = 1 := by simp [P.a]\n", encoding="utf-8")
     trace = extract_repo(tmp_path, spec=RepoSpec(str(tmp_path)), commit="c", lean_version=None)
     (theorem,) = trace.theorems
     assert theorem.premises == premises
@@ -274,8 +262,17 @@ def test_bracket_free_class_is_the_complement_of_the_brackets() -> None:
 def test_multi_line_comments_are_blanked_line_by_line() -> None:
     text = "a /- one\r\n  two\n\n three -/ b\n/-- doc\nmore -/\nc"
     expected = (
-        "a " + " " * len("/- one\r") + "\n" + " " * len("  two") + "\n\n" + " " * len(" three -/")
-        + " b\n" + " " * len("/-- doc") + "\n" + " " * len("more -/") + "\nc"
+        "a "
+        + " " * len("/- one\r")
+        + "\n"
+        + " " * len("  two")
+        + "\n\n"
+        + " " * len(" three -/")
+        + " b\n"
+        + " " * len("/-- doc")
+        + "\n"
+        + " " * len("more -/")
+        + "\nc"
     )
     assert mask(text).masked == expected
 

@@ -26,9 +26,7 @@ from lean_env.trace.source.lexer import IDENT_RE, mask, normalize_name, split_na
 def test_mask_hides_comments_and_literals(text: str, hidden: list[str], kept: list[str]) -> None:
     masked = mask(text)
     assert len(masked.masked) == len(text)
-    assert [i for i, c in enumerate(masked.masked) if c == "\n"] == [
-        i for i, c in enumerate(text) if c == "\n"
-    ]
+    assert [i for i, c in enumerate(masked.masked) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
     for word in hidden:
         assert word not in masked.masked
     for word in kept:
@@ -46,9 +44,7 @@ def test_doc_comment_spans_are_recorded() -> None:
     ("text", "reason", "offset"),
     [
         pytest.param("a /- open /- inner -/ b\nc", "unterminated block comment", 2, id="comment"),
-        pytest.param(
-            'a "open\ntheorem t : True := trivial', "unterminated string literal", 2, id="string"
-        ),
+        pytest.param('a "open\ntheorem t : True := trivial', "unterminated string literal", 2, id="string"),
         pytest.param('a r#"open', "unterminated raw string literal", 2, id="raw-string"),
     ],
 )

@@ -12,9 +12,7 @@ from lean_env.trace.source import SourceExtractionError, extract_repo
 
 
 def _trace(root: Path) -> RepoTrace:
-    return extract_repo(
-        root, spec=RepoSpec(str(root)), commit="c0ffee", lean_version="leanprover/lean4:v4.20.0"
-    )
+    return extract_repo(root, spec=RepoSpec(str(root)), commit="c0ffee", lean_version="leanprover/lean4:v4.20.0")
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -126,9 +124,7 @@ def test_examples_have_different_difficulty_profiles(logic: RepoTrace, arith: Re
     ("project", "theorem", "premises"),
     [
         pytest.param("logic", "DemoLogic.forall_swap_and", ("DemoLogic.and_swap",), id="across-files"),
-        pytest.param(
-            "logic", "DemoLogic.exists_or_left", ("DemoLogic.or_left",), id="inside-alternatives"
-        ),
+        pytest.param("logic", "DemoLogic.exists_or_left", ("DemoLogic.or_left",), id="inside-alternatives"),
         pytest.param(
             "arith",
             "DemoArith.tick_tick_value",
@@ -210,7 +206,9 @@ def test_lake_dependencies_are_read_lazily(tmp_path: Path) -> None:
         {
             "lakefile.toml": 'name = "p"\n',
             "Main.lean": "import Dep.Core\nopen Dep\ntheorem main : True := by exact core_thm\n",
-            ".lake/packages/dep/Dep/Core.lean": "import Dep.Base\nnamespace Dep\ntheorem core_thm : True := base\nend Dep\n",
+            ".lake/packages/dep/Dep/Core.lean": (
+                "import Dep.Base\nnamespace Dep\ntheorem core_thm : True := base\nend Dep\n"
+            ),
             ".lake/packages/dep/Dep/Base.lean": "theorem Dep.base : True := trivial\n",
             ".lake/packages/dep/Dep/Unused.lean": "theorem Dep.unused : True := trivial\n",
             ".lake/build/ir/Junk.lean": "theorem junk : True := trivial\n",

@@ -29,7 +29,9 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_help_lists_every_query() -> None:
-    done = subprocess.run([sys.executable, "-m", "agent.cli", "verify", "--help"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "verify", "--help"], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     for query in ("trsat", "robust", "equiv", "export-smt", "train-example"):
         assert query in done.stdout
@@ -54,7 +56,9 @@ def test_trsat_human_output_and_all_lengths(capsys, model: Path) -> None:
 
 
 def test_trsat_with_prefix_suffix_and_exact_length(capsys, model: Path) -> None:
-    code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "4", "--exact-len", "--prefix", "ab", "--suffix", "c", "--json")
+    code, out, _ = _run(
+        capsys, "trsat", str(model), "--max-len", "4", "--exact-len", "--prefix", "ab", "--suffix", "c", "--json"
+    )
     assert code == 0
     data = json.loads(out)
     assert [c["length"] for c in data["checks"]] == [4]
@@ -86,31 +90,67 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
 @pytest.mark.parametrize(
     "argv, message",
     [
-        pytest.param(["trsat", "{model}", "--max-len", "2", "--solver", "yices"], "unknown solver", id="unknown-solver"),
+        pytest.param(
+            ["trsat", "{model}", "--max-len", "2", "--solver", "yices"], "unknown solver", id="unknown-solver"
+        ),
         pytest.param(["trsat", "{bad}", "--max-len", "2"], "field width", id="malformed-model"),
-        pytest.param(["trsat", "{model}", "--max-len", "2", "--alphabet", "xyz"], "not in the model's alphabet", id="bad-symbol"),
+        pytest.param(
+            ["trsat", "{model}", "--max-len", "2", "--alphabet", "xyz"], "not in the model's alphabet", id="bad-symbol"
+        ),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "-1"], "--timeout", id="bad-timeout"),
         pytest.param(["trsat", "{model}", "--max-len", "0"], "at least 1", id="zero-length"),
-        pytest.param(["trsat", "{averaging}", "--all-lengths"], "average_hardmax attention", id="all-lengths-outside-class"),
-        pytest.param(["robust", "{model}", "--word", "abq", "--distance", "1"], "not in the model's alphabet", id="bad-word"),
+        pytest.param(
+            ["trsat", "{averaging}", "--all-lengths"], "average_hardmax attention", id="all-lengths-outside-class"
+        ),
+        pytest.param(
+            ["robust", "{model}", "--word", "abq", "--distance", "1"], "not in the model's alphabet", id="bad-word"
+        ),
         pytest.param(["trsat", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="missing-model"),
         pytest.param(["trsat", "{tmp}/bad.json", "--max-len", "2"], "field width", id="malformed-json-field"),
-        pytest.param(["trsat", "{model}", "--max-len", "2", "--solver", "smtlib:/no/such/solver"], "not an executable", id="missing-binary"),
+        pytest.param(
+            ["trsat", "{model}", "--max-len", "2", "--solver", "smtlib:/no/such/solver"],
+            "not an executable",
+            id="missing-binary",
+        ),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--presearch", "-1"], "--presearch", id="bad-presearch"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--canonical", "-3"], "--canonical", id="bad-canonical"),
-        pytest.param(["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"], "unknown solver", id="robust-unknown-solver"),
-        pytest.param(["equiv", "{model}", "{tmp}/absent.json", "--max-len", "2"], "cannot read model file", id="equiv-missing-model"),
-        pytest.param(["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len must be at least 1", id="equiv-zero-length"),
-        pytest.param(["export-smt", "{model}", "--length", "0"], "--length must be at least 1", id="export-zero-length"),
-        pytest.param(["export-smt", "{model}", "--length", "2", "--out", "{tmp}/no/dir/q.smt2"], "cannot write", id="export-unwritable"),
+        pytest.param(
+            ["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"],
+            "unknown solver",
+            id="robust-unknown-solver",
+        ),
+        pytest.param(
+            ["equiv", "{model}", "{tmp}/absent.json", "--max-len", "2"],
+            "cannot read model file",
+            id="equiv-missing-model",
+        ),
+        pytest.param(
+            ["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len must be at least 1", id="equiv-zero-length"
+        ),
+        pytest.param(
+            ["export-smt", "{model}", "--length", "0"], "--length must be at least 1", id="export-zero-length"
+        ),
+        pytest.param(
+            ["export-smt", "{model}", "--length", "2", "--out", "{tmp}/no/dir/q.smt2"],
+            "cannot write",
+            id="export-unwritable",
+        ),
     ],
 )
 def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, argv: list[str], message: str) -> None:
     data = json.loads(model.read_text())
     data["width"] = 99
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    save_spec(random_spec(np.random.default_rng(0), SynthConfig(attention=Attention.AVERAGE_HARDMAX)), tmp_path / "averaging.json")
-    paths = {"model": str(model), "bad": str(tmp_path / "bad.json"), "averaging": str(tmp_path / "averaging.json"), "tmp": str(tmp_path)}
+    save_spec(
+        random_spec(np.random.default_rng(0), SynthConfig(attention=Attention.AVERAGE_HARDMAX)),
+        tmp_path / "averaging.json",
+    )
+    paths = {
+        "model": str(model),
+        "bad": str(tmp_path / "bad.json"),
+        "averaging": str(tmp_path / "averaging.json"),
+        "tmp": str(tmp_path),
+    }
     code, out, err = _run(capsys, *[a.format(**paths) for a in argv])
     assert code == cli.EXIT_USAGE
     assert message in err and "Traceback" not in err
@@ -118,7 +158,9 @@ def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, 
 
 
 def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path) -> None:
-    path = save_spec(random_spec(np.random.default_rng(1), SynthConfig(attention=Attention.SOFTMAX_TABLE)), tmp_path / "s.json")
+    path = save_spec(
+        random_spec(np.random.default_rng(1), SynthConfig(attention=Attention.SOFTMAX_TABLE)), tmp_path / "s.json"
+    )
     code, out, _ = _run(capsys, "trsat", str(path), "--max-len", "2", "--class", "0", "--json")
     data = json.loads(out)
     assert code == 0 and data["bound"]["bound"] is None and not data["all_lengths"]
@@ -131,7 +173,9 @@ def test_a_solver_that_is_not_installed_is_exit_2(capsys, model: Path, monkeypat
     monkeypatch.setattr("verify.solvers.available_pysmt_solvers", lambda: ("z3",))
     code, out, err = _run(capsys, "trsat", str(model), "--max-len", "2", "--solver", "cvc5")
     assert code == cli.EXIT_USAGE and out == ""
-    assert err.strip().splitlines() == ["leanagent: error: solver cvc5 is not installed for pysmt here (pip install cvc5)"]
+    assert err.strip().splitlines() == [
+        "leanagent: error: solver cvc5 is not installed for pysmt here (pip install cvc5)"
+    ]
 
 
 def test_human_tables_say_how_each_length_was_answered(capsys, model: Path) -> None:

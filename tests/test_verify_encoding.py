@@ -42,7 +42,9 @@ MODES = [
 ]
 
 
-def _random_config(rng: np.random.Generator, attention: Attention, rounding: Rounding, overflow: Overflow) -> SynthConfig:
+def _random_config(
+    rng: np.random.Generator, attention: Attention, rounding: Rounding, overflow: Overflow
+) -> SynthConfig:
     """A tiny encoder with the given modes and everything else drawn at random."""
     return SynthConfig(
         vocab_size=3,
@@ -85,7 +87,9 @@ def _symbolic_scores_differ(spec: EncoderSpec, word_ids: list[int], options: Enc
 @pytest.mark.parametrize("options", ALL_OPTIONS)
 @pytest.mark.parametrize("attention, rounding, overflow", MODES)
 def test_encoding_equals_interpreter_bit_for_bit(attention, rounding, overflow, options: EncodingOptions) -> None:
-    rng = np.random.default_rng([11, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+    rng = np.random.default_rng(
+        [11, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)]
+    )
     spec = random_spec(rng, _random_config(rng, attention, rounding, overflow))
     word = [spec.token_id(s) for s in rng.choice(spec.word_alphabet, size=3)]
     assert _symbolic_scores_differ(spec, word, options) is Verdict.UNSAT
@@ -100,7 +104,9 @@ def _labels_by_enumeration(spec: EncoderSpec, n: int) -> set[int]:
 @pytest.mark.parametrize("seed", [5, 6])
 @pytest.mark.parametrize("attention, rounding, overflow", MODES)
 def test_trsat_verdicts_match_enumeration(attention, rounding, overflow, seed: int) -> None:
-    rng = np.random.default_rng([seed, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+    rng = np.random.default_rng(
+        [seed, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)]
+    )
     spec = random_spec(rng, _random_config(rng, attention, rounding, overflow))
     n = 3
     reachable = _labels_by_enumeration(spec, n)
@@ -120,14 +126,18 @@ def test_ablations_give_the_same_verdicts(attention: Attention, options: Encodin
     spec = random_spec(rng, _random_config(rng, attention, Rounding.HALF_EVEN, Overflow.SATURATE))
     reachable = _labels_by_enumeration(spec, 2)
     for label in (0, 1):
-        result = trsat(spec, max_len=2, exact_len=True, label=label, options=QueryOptions(encoding=options, presearch=0))
+        result = trsat(
+            spec, max_len=2, exact_len=True, label=label, options=QueryOptions(encoding=options, presearch=0)
+        )
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
 
 
 def test_any_length_search_returns_a_shortest_witness() -> None:
     rng = np.random.default_rng(2)
     for _ in range(3):
-        spec = random_spec(rng, SynthConfig(vocab_size=2, positional=PositionalKind.PERIODIC, positional_rows=2, mask=Mask.CAUSAL))
+        spec = random_spec(
+            rng, SynthConfig(vocab_size=2, positional=PositionalKind.PERIODIC, positional_rows=2, mask=Mask.CAUSAL)
+        )
         shortest = next((n for n in range(1, 5) if 1 in _labels_by_enumeration(spec, n)), None)
         result = trsat(spec, max_len=4, options=SMT_ONLY)
         if shortest is None:
@@ -158,8 +168,17 @@ def test_a_witness_the_interpreter_rejects_is_an_error(monkeypatch: pytest.Monke
 def test_class_encoding_matches_enumeration_on_longer_words(attention: Attention, positional: PositionalKind) -> None:
     """The per-class encoding (no mask; no or periodic positions) on words of length 5, two layers."""
     rng = np.random.default_rng([31, list(Attention).index(attention), list(PositionalKind).index(positional)])
-    config = SynthConfig(vocab_size=2, d_model=2, attention=attention, positional=positional, positional_rows=2,
-                         layers=2, rounding=Rounding.HALF_EVEN, accept=Accept.ARGMAX, classes=3)
+    config = SynthConfig(
+        vocab_size=2,
+        d_model=2,
+        attention=attention,
+        positional=positional,
+        positional_rows=2,
+        layers=2,
+        rounding=Rounding.HALF_EVEN,
+        accept=Accept.ARGMAX,
+        classes=3,
+    )
     spec = random_spec(rng, config)
     word = [spec.token_id(s) for s in rng.choice(spec.word_alphabet, size=5)]
     assert _symbolic_scores_differ(spec, word, EncodingOptions()) is Verdict.UNSAT
@@ -176,7 +195,14 @@ def _differential_specs() -> list[EncoderSpec]:
         for attention in Attention:
             for rounding in Rounding:
                 for overflow in Overflow:
-                    rng = np.random.default_rng([seed, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+                    rng = np.random.default_rng(
+                        [
+                            seed,
+                            list(Attention).index(attention),
+                            list(Rounding).index(rounding),
+                            list(Overflow).index(overflow),
+                        ]
+                    )
                     specs.append(random_spec(rng, _random_config(rng, attention, rounding, overflow)))
     return specs
 

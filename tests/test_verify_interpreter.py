@@ -117,7 +117,9 @@ NO_KEYS = np.zeros((2, 2), dtype=np.int64)  # every score is 0: everything ties
         pytest.param(Attention.SOFTMAX_TABLE, F, _eye(2), "aaaa", 1, id="softmax-all-max"),
     ],
 )
-def test_attention_kinds_by_hand(attention: Attention, rounding: Rounding, keys: np.ndarray, word: str, score: int) -> None:
+def test_attention_kinds_by_hand(
+    attention: Attention, rounding: Rounding, keys: np.ndarray, word: str, score: int
+) -> None:
     out = ref.run(_hand_spec(attention, rounding, keys=keys), word)
     assert out.scores == (score,)
     assert out.accepted is (score > 0)
@@ -128,7 +130,14 @@ def test_python_integers_and_int64_agree(monkeypatch: pytest.MonkeyPatch) -> Non
     rng = np.random.default_rng(3)
     ids = np.array(list(itertools.product(range(3), repeat=4)))
     for attention in Attention:
-        config = SynthConfig(attention=attention, layers=2, ffn_dim=2, positional=PositionalKind.PERIODIC, overflow=Overflow.WRAP, rounding=E)
+        config = SynthConfig(
+            attention=attention,
+            layers=2,
+            ffn_dim=2,
+            positional=PositionalKind.PERIODIC,
+            overflow=Overflow.WRAP,
+            rounding=E,
+        )
         spec = random_spec(rng, config)
         fast = ref.run_batch(spec, ids)
         with monkeypatch.context() as m:

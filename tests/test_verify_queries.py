@@ -59,7 +59,9 @@ def _labels(spec: EncoderSpec, words) -> list[int]:
 @pytest.mark.parametrize("distance", [1, 2])
 def test_robust_matches_enumeration(seed: int, distance: int) -> None:
     rng = np.random.default_rng([3, seed])
-    spec = random_spec(rng, SynthConfig(attention=list(Attention)[seed % 3], mask=Mask.CAUSAL if seed % 2 else Mask.NONE))
+    spec = random_spec(
+        rng, SynthConfig(attention=list(Attention)[seed % 3], mask=Mask.CAUSAL if seed % 2 else Mask.NONE)
+    )
     word = tuple(rng.choice(spec.word_alphabet, size=4))
     original = ref.run(spec, word).label
     neighbours = [w for w in _words(spec.word_alphabet, 4) if sum(a != b for a, b in zip(w, word)) <= distance]
@@ -81,14 +83,20 @@ def test_robust_at_distance_zero_is_trivially_robust() -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_equiv_of_two_quantizations_matches_enumeration(seed: int) -> None:
     rng = np.random.default_rng([4, seed])
-    config = SynthConfig(attention=list(Attention)[seed % 3], width=4, positional=PositionalKind.PERIODIC, positional_rows=2)
+    config = SynthConfig(
+        attention=list(Attention)[seed % 3], width=4, positional=PositionalKind.PERIODIC, positional_rows=2
+    )
     first = random_spec(rng, config)
     # The same weights at a wider width: saturation differs, so the two may disagree.
     data = first.to_json_dict()
     data["width"] = 6
     second = spec_from_dict(data)
     differing = next(
-        (n for n in range(1, 4) if _labels(first, _words(first.word_alphabet, n)) != _labels(second, _words(first.word_alphabet, n))),
+        (
+            n
+            for n in range(1, 4)
+            if _labels(first, _words(first.word_alphabet, n)) != _labels(second, _words(first.word_alphabet, n))
+        ),
         None,
     )
     result = equiv(first, second, max_len=3, options=SMT_ONLY)
@@ -138,7 +146,9 @@ def test_word_constraints_match_enumeration(constraints: WordConstraints) -> Non
 @pytest.mark.parametrize(
     "bad, message",
     [
-        pytest.param({"constraints": WordConstraints(alphabet=("z",))}, "not in the model's word alphabet", id="unknown-symbol"),
+        pytest.param(
+            {"constraints": WordConstraints(alphabet=("z",))}, "not in the model's word alphabet", id="unknown-symbol"
+        ),
         pytest.param({"max_len": 0}, "at least 1", id="zero-length"),
         pytest.param({"label": 5}, "class 5", id="unknown-class"),
         pytest.param({"options": QueryOptions(solver="yices")}, "unknown solver", id="unknown-solver"),
@@ -319,7 +329,10 @@ def test_average_hardmax_breaks_the_first_occurrence_argument() -> None:
     """Counts matter for average hardmax: some word's output differs from its reduced word's."""
     broken = False
     for seed in range(20):
-        spec = random_spec(np.random.default_rng([22, seed]), SynthConfig(attention=Attention.AVERAGE_HARDMAX, accept=Accept.ARGMAX, classes=3))
+        spec = random_spec(
+            np.random.default_rng([22, seed]),
+            SynthConfig(attention=Attention.AVERAGE_HARDMAX, accept=Accept.ARGMAX, classes=3),
+        )
         for w in _words(spec.word_alphabet, 4):
             if ref.run(spec, w).scores != ref.run(spec, first_occurrence_word(w, keep_last=True)).scores:
                 broken = True
@@ -344,8 +357,13 @@ def test_no_bound_outside_the_class(config: SynthConfig, fixes: bool, reason: st
     spec = random_spec(np.random.default_rng(0), config)
     bound = length_bound(spec, alphabet_size=3, fixes_affixes=fixes)
     assert bound.bound is None and reason in bound.reason
-    result = trsat(spec, max_len=2, label=2 if spec.readout.accept is Accept.ARGMAX else 0,
-                   constraints=WordConstraints(prefix=("a",)) if fixes else WordConstraints(), options=SMT_ONLY)
+    result = trsat(
+        spec,
+        max_len=2,
+        label=2 if spec.readout.accept is Accept.ARGMAX else 0,
+        constraints=WordConstraints(prefix=("a",)) if fixes else WordConstraints(),
+        options=SMT_ONLY,
+    )
     assert not result.all_lengths
 
 
@@ -363,7 +381,9 @@ def test_symmetry_breaking_is_sound(attention: Attention, readout: ReadoutPositi
     """Averaging heads without mask or positions ignore the order of the non-readout positions,
     so searching sorted words only (what trsat does) loses no label."""
     rng = np.random.default_rng([41, list(Attention).index(attention), list(ReadoutPosition).index(readout)])
-    spec = random_spec(rng, SynthConfig(attention=attention, readout=readout, layers=2, ffn_dim=2, accept=Accept.ARGMAX, classes=3))
+    spec = random_spec(
+        rng, SynthConfig(attention=attention, readout=readout, layers=2, ffn_dim=2, accept=Accept.ARGMAX, classes=3)
+    )
     free = permutable_positions(spec, 4)
     assert free is not None and len(free) == (4 if readout is ReadoutPosition.CLS else 3)
     for w in _words(spec.word_alphabet, 4):
@@ -373,7 +393,9 @@ def test_symmetry_breaking_is_sound(attention: Attention, readout: ReadoutPositi
         assert ref.run(spec, w).scores == ref.run(spec, sorted_word).scores
     reachable = set(_labels(spec, _words(spec.word_alphabet, 4)))
     for label in range(3):
-        assert trsat(spec, max_len=4, exact_len=True, label=label, options=SMT_ONLY).verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        assert trsat(spec, max_len=4, exact_len=True, label=label, options=SMT_ONLY).verdict is (
+            Verdict.SAT if label in reachable else Verdict.UNSAT
+        )
     assert permutable_positions(random_spec(rng, SynthConfig(attention=attention, mask=Mask.CAUSAL)), 4) is None
     assert permutable_positions(random_spec(rng, SynthConfig()), 4) is None
 
@@ -387,12 +409,24 @@ MODES = [
 
 
 @pytest.mark.parametrize("attention, rounding, overflow", MODES)
-def test_robust_and_equiv_match_enumeration_in_every_mode(attention: Attention, rounding: Rounding, overflow: Overflow) -> None:
-    rng = np.random.default_rng([51, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)])
+def test_robust_and_equiv_match_enumeration_in_every_mode(
+    attention: Attention, rounding: Rounding, overflow: Overflow
+) -> None:
+    rng = np.random.default_rng(
+        [51, list(Attention).index(attention), list(Rounding).index(rounding), list(Overflow).index(overflow)]
+    )
     config = SynthConfig(
-        attention=attention, rounding=rounding, overflow=overflow, d_model=2, width=int(rng.integers(3, 6)),
-        mask=Mask(rng.choice(["none", "causal"])), positional=PositionalKind(rng.choice(["none", "periodic"])),
-        positional_rows=2, readout=ReadoutPosition(rng.choice(["first", "last", "cls"])), accept=Accept.ARGMAX, classes=3,
+        attention=attention,
+        rounding=rounding,
+        overflow=overflow,
+        d_model=2,
+        width=int(rng.integers(3, 6)),
+        mask=Mask(rng.choice(["none", "causal"])),
+        positional=PositionalKind(rng.choice(["none", "periodic"])),
+        positional_rows=2,
+        readout=ReadoutPosition(rng.choice(["first", "last", "cls"])),
+        accept=Accept.ARGMAX,
+        classes=3,
     )
     spec = random_spec(rng, config)
     word = tuple(rng.choice(spec.word_alphabet, size=3))
@@ -407,7 +441,14 @@ def test_robust_and_equiv_match_enumeration_in_every_mode(attention: Attention, 
     data = spec.to_json_dict()
     data["overflow"] = "wrap" if overflow is Overflow.SATURATE else "saturate"
     other = spec_from_dict(data)
-    differing = next((n for n in (1, 2) if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))), None)
+    differing = next(
+        (
+            n
+            for n in (1, 2)
+            if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))
+        ),
+        None,
+    )
     result = equiv(spec, other, max_len=2, options=SMT_ONLY)
     assert result.verdict is (Verdict.UNSAT if differing is None else Verdict.SAT)
     if differing is not None:
@@ -420,13 +461,17 @@ def test_robust_and_equiv_match_enumeration_in_every_mode(attention: Attention, 
 
 @pytest.mark.parametrize("attention", list(Attention), ids=lambda a: a.value)
 def test_presearch_decides_short_lengths_and_samples_long_ones(attention: Attention) -> None:
-    spec = random_spec(np.random.default_rng([61, list(Attention).index(attention)]),
-                       SynthConfig(attention=attention, mask=Mask.CAUSAL, accept=Accept.ARGMAX, classes=3))
+    spec = random_spec(
+        np.random.default_rng([61, list(Attention).index(attention)]),
+        SynthConfig(attention=attention, mask=Mask.CAUSAL, accept=Accept.ARGMAX, classes=3),
+    )
     for label in range(3):
         # 27 words: the pre-pass runs all of them and decides without a solver
         result = trsat(spec, max_len=3, exact_len=True, label=label)
         assert result.checks[0].method is CheckMethod.ENUMERATE
-        assert result.verdict is (Verdict.SAT if label in set(_labels(spec, _words(spec.word_alphabet, 3))) else Verdict.UNSAT)
+        assert result.verdict is (
+            Verdict.SAT if label in set(_labels(spec, _words(spec.word_alphabet, 3))) else Verdict.UNSAT
+        )
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
     # 3^9 words: too many to run, so a sample; a label most words have is found in it
@@ -440,7 +485,10 @@ def test_presearch_decides_short_lengths_and_samples_long_ones(attention: Attent
 @pytest.mark.parametrize("presearch", [pytest.param(1024, id="ball-enumerated"), pytest.param(8, id="ball-sampled")])
 def test_presearch_for_robust_and_equiv_matches_enumeration(presearch: int) -> None:
     for seed in range(3):
-        spec = random_spec(np.random.default_rng([62, seed]), SynthConfig(attention=list(Attention)[seed], accept=Accept.ARGMAX, classes=3))
+        spec = random_spec(
+            np.random.default_rng([62, seed]),
+            SynthConfig(attention=list(Attention)[seed], accept=Accept.ARGMAX, classes=3),
+        )
         word = tuple(np.random.default_rng(seed).choice(spec.word_alphabet, size=4))
         original = ref.run(spec, word).label
         ball = [w for w in _words(spec.word_alphabet, 4) if sum(a != b for a, b in zip(w, word)) <= 2]
@@ -453,7 +501,14 @@ def test_presearch_for_robust_and_equiv_matches_enumeration(presearch: int) -> N
         data = spec.to_json_dict()
         data["width"] = 4
         other = spec_from_dict(data)
-        differing = next((n for n in (1, 2, 3) if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))), None)
+        differing = next(
+            (
+                n
+                for n in (1, 2, 3)
+                if _labels(spec, _words(spec.word_alphabet, n)) != _labels(other, _words(spec.word_alphabet, n))
+            ),
+            None,
+        )
         result = equiv(spec, other, max_len=3, options=QueryOptions(presearch=presearch))
         assert result.verdict is (Verdict.UNSAT if differing is None else Verdict.SAT)
         if differing is not None:
@@ -498,15 +553,20 @@ def _satisfies(found, word: tuple[int, ...]) -> bool:
 def test_symmetry_breaking_keeps_every_output(attention: Attention, readout: ReadoutPosition) -> None:
     """The words the constraints keep reach every output; for sorted reductions they are
     exactly the canonical words the pre-pass lists."""
-    spec = random_spec(np.random.default_rng(0), SynthConfig(attention=attention, readout=readout, accept=Accept.ARGMAX, classes=3))
+    spec = random_spec(
+        np.random.default_rng(0), SynthConfig(attention=attention, readout=readout, accept=Accept.ARGMAX, classes=3)
+    )
     for n in (1, 2, 4, 5):
         domains = [spec.word_alphabet] * n
         found = reduction([spec], domains)
-        assert found is not None and found.kind == ("first_occurrence" if attention is Attention.UNIQUE_HARDMAX else "sorted")
+        assert found is not None and found.kind == (
+            "first_occurrence" if attention is Attention.UNIQUE_HARDMAX else "sorted"
+        )
         codes = [[0, 1, 2]] * n
         every = list(itertools.product(*codes))
         kept = [w for w in every if _satisfies(found, w)]
         assert len(kept) < len(every) or n <= 2
+
         def outputs(codes_list):
             ids = np.array([[spec.token_id(spec.word_alphabet[c]) for c in w] for w in codes_list])
             return {tuple(row) for row in ref.run_batch(spec, ids).scores.tolist()}
@@ -521,8 +581,10 @@ def test_symmetry_breaking_keeps_every_output(attention: Attention, readout: Rea
 def test_presearch_over_canonical_words_matches_enumeration(attention: Attention) -> None:
     """3^7 words are too many to run, their canonical words (signature words for unique
     hardmax) are not: the pre-pass decides."""
-    spec = random_spec(np.random.default_rng([63, list(Attention).index(attention)]),
-                       SynthConfig(attention=attention, layers=2, accept=Accept.ARGMAX, classes=4))
+    spec = random_spec(
+        np.random.default_rng([63, list(Attention).index(attention)]),
+        SynthConfig(attention=attention, layers=2, accept=Accept.ARGMAX, classes=4),
+    )
     reachable = set(_labels(spec, _words(spec.word_alphabet, 7)))
     assert 0 < len(reachable) < 4
     for label in range(4):

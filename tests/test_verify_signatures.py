@@ -23,11 +23,22 @@ from verify.synth import SynthConfig, random_spec
 from verify.words import WordConstraints, WordSpace
 
 
-def _spec(seed: int, *, readout: ReadoutPosition, period: int, layers: int = 2, heads: int = 1, vocab: int = 2) -> EncoderSpec:
+def _spec(
+    seed: int, *, readout: ReadoutPosition, period: int, layers: int = 2, heads: int = 1, vocab: int = 2
+) -> EncoderSpec:
     positional = PositionalKind.PERIODIC if period > 1 else PositionalKind.NONE
     config = SynthConfig(
-        vocab_size=vocab, layers=layers, heads=heads, width=4, weight_width=3, weight_range=2,
-        positional=positional, positional_rows=period, readout=readout, accept=Accept.ARGMAX, classes=3,
+        vocab_size=vocab,
+        layers=layers,
+        heads=heads,
+        width=4,
+        weight_width=3,
+        weight_range=2,
+        positional=positional,
+        positional_rows=period,
+        readout=readout,
+        accept=Accept.ARGMAX,
+        classes=3,
     )
     return random_spec(np.random.default_rng([17, seed]), config)
 
@@ -104,7 +115,12 @@ def test_trsat_decides_exact_periodic_lengths_by_signatures(readout: ReadoutPosi
     """3^8 words, a sample of 64: every label's answer comes from the signature words and
     agrees with enumeration; witnesses have the asked length and replay."""
     spec = _spec(5, readout=readout, period=3, vocab=3)
-    reachable = {int(label) for label in ref.run_batch(spec, WordSpace(spec, WordConstraints()).ids(spec, _all_words([[0, 1, 2]] * 8))).labels}
+    reachable = {
+        int(label)
+        for label in ref.run_batch(
+            spec, WordSpace(spec, WordConstraints()).ids(spec, _all_words([[0, 1, 2]] * 8))
+        ).labels
+    }
     for label in range(3):
         result = trsat(spec, max_len=8, exact_len=True, label=label, options=QueryOptions(presearch=64))
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
@@ -121,11 +137,23 @@ def test_equiv_of_periodic_encoders_by_signatures() -> None:
     words = WordSpace(first, WordConstraints())
     domains = [[0, 1]] * 9
     codes = _all_words(domains)
-    differ = ref.run_batch(first, words.ids(first, codes)).labels != ref.run_batch(second, words.ids(second, codes)).labels
+    differ = (
+        ref.run_batch(first, words.ids(first, codes)).labels != ref.run_batch(second, words.ids(second, codes)).labels
+    )
     result = equiv(first, second, max_len=9, options=QueryOptions(presearch=16))
-    shortest = next((n for n in range(1, 10) if (differ if n == 9 else
-                     ref.run_batch(first, words.ids(first, _all_words([[0, 1]] * n))).labels
-                     != ref.run_batch(second, words.ids(second, _all_words([[0, 1]] * n))).labels).any()), None)
+    shortest = next(
+        (
+            n
+            for n in range(1, 10)
+            if (
+                differ
+                if n == 9
+                else ref.run_batch(first, words.ids(first, _all_words([[0, 1]] * n))).labels
+                != ref.run_batch(second, words.ids(second, _all_words([[0, 1]] * n))).labels
+            ).any()
+        ),
+        None,
+    )
     assert result.verdict is (Verdict.SAT if shortest is not None else Verdict.UNSAT)
     if shortest is not None:
         assert result.counterexample is not None and len(result.counterexample[0].word) == shortest

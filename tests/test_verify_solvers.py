@@ -38,7 +38,13 @@ def _formula(env: Environment, case: str):
     m = env.formula_manager
     x, y = m.Symbol("x", BVType(8)), m.Symbol("y", BVType(8))
     if case == "sat-product":
-        return [m.Equals(m.BVMul(x, y), m.BV(35, 8)), m.BVUGT(x, m.BV(1, 8)), m.BVULT(x, m.BV(7, 8)), m.BVUGT(y, m.BV(1, 8)), m.BVULT(y, m.BV(8, 8))], [x, y]
+        return [
+            m.Equals(m.BVMul(x, y), m.BV(35, 8)),
+            m.BVUGT(x, m.BV(1, 8)),
+            m.BVULT(x, m.BV(7, 8)),
+            m.BVUGT(y, m.BV(1, 8)),
+            m.BVULT(y, m.BV(8, 8)),
+        ], [x, y]
     if case == "unsat-order":
         return [m.BVSLT(x, y), m.BVSLT(y, x)], [x, y]
     return [m.Equals(m.BVAShr(x, m.BV(2, 8)), m.SBV(-1, 8)), m.BVSGT(x, m.SBV(-3, 8))], [x]
@@ -68,7 +74,13 @@ def test_backends_agree_on_trsat_and_witnesses_replay(backend_name: str) -> None
     ids = np.array([[a, b, c] for a in range(3) for b in range(3) for c in range(3)])
     reachable = set(ref.run_batch(spec, ids).labels.tolist())
     for label in (0, 1):
-        result = trsat(spec, max_len=3, exact_len=True, label=label, options=QueryOptions(solver=backend_name, timeout=60, presearch=0))
+        result = trsat(
+            spec,
+            max_len=3,
+            exact_len=True,
+            label=label,
+            options=QueryOptions(solver=backend_name, timeout=60, presearch=0),
+        )
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
@@ -80,8 +92,13 @@ def test_z3_timeout_is_unknown_not_unsat() -> None:
     x, y = m.Symbol("x", BVType(64)), m.Symbol("y", BVType(64))
     # factoring a 63-bit semiprime takes far more than a millisecond
     product = 3037000493 * 3037000453
-    hard = [m.Equals(m.BVMul(x, y), m.BV(product, 64)), m.BVUGT(x, m.BV(1, 64)), m.BVUGT(y, m.BV(1, 64)),
-            m.BVULT(x, m.BV(1 << 32, 64)), m.BVULT(y, m.BV(1 << 32, 64))]
+    hard = [
+        m.Equals(m.BVMul(x, y), m.BV(product, 64)),
+        m.BVUGT(x, m.BV(1, 64)),
+        m.BVUGT(y, m.BV(1, 64)),
+        m.BVULT(x, m.BV(1 << 32, 64)),
+        m.BVULT(y, m.BV(1 << 32, 64)),
+    ]
     outcome = make_backend("z3").check(env, hard, [x, y], timeout=0.001)
     assert outcome.verdict is Verdict.UNKNOWN
 
@@ -99,14 +116,18 @@ def spec():
 
 
 def test_fake_unknown_makes_an_unknown_answer(tmp_path: Path, spec) -> None:
-    result = trsat(spec, max_len=2, options=QueryOptions(solver=_fake_solver(tmp_path, "print('unknown')"), presearch=0))
+    result = trsat(
+        spec, max_len=2, options=QueryOptions(solver=_fake_solver(tmp_path, "print('unknown')"), presearch=0)
+    )
     assert result.verdict is Verdict.UNKNOWN
     assert result.witness is None and "unknown" in result.claim and "no word" not in result.claim
 
 
 def test_fake_hang_is_killed_and_unknown(tmp_path: Path, spec, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("verify.solvers._KILL_GRACE_SECONDS", 0.2)
-    result = trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, "time.sleep(60)"), timeout=0.3, presearch=0))
+    result = trsat(
+        spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, "time.sleep(60)"), timeout=0.3, presearch=0)
+    )
     assert result.verdict is Verdict.UNKNOWN
     assert result.checks[0].solve_seconds < 10
 

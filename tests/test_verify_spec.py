@@ -30,7 +30,11 @@ def _spec_dict(**config: object) -> dict:
 
 def test_save_then_load_round_trips_every_field(tmp_path: Path) -> None:
     config = SynthConfig(
-        attention=Attention.SOFTMAX_TABLE, ffn_dim=2, layers=2, positional=PositionalKind.PERIODIC, readout=ReadoutPosition.CLS
+        attention=Attention.SOFTMAX_TABLE,
+        ffn_dim=2,
+        layers=2,
+        positional=PositionalKind.PERIODIC,
+        readout=ReadoutPosition.CLS,
     )
     spec = random_spec(np.random.default_rng(7), config)
     path = save_spec(spec, tmp_path / "m.json")
@@ -78,8 +82,14 @@ def _set(path: str, value: object):
         pytest.param(_set("embedding", [[1000, 0, 0]] * 3), "embedding", id="embedding-exceeds-width"),
         pytest.param(_set("embedding", [[1, 0, 0]] * 2), "embedding", id="embedding-rows-not-vocab"),
         pytest.param(_set("layers.0.wo", [[1.5, 0, 0]] * 2), "layers[0].wo", id="non-integer-weight"),
-        pytest.param(_set("layers.0.o_requant", {"multiplier": 0, "shift": 0}), "layers[0].o_requant.multiplier", id="zero-multiplier"),
-        pytest.param(_set("layers.0.o_requant", {"multiplier": 1, "shift": 99}), "layers[0].o_requant.shift", id="huge-shift"),
+        pytest.param(
+            _set("layers.0.o_requant", {"multiplier": 0, "shift": 0}),
+            "layers[0].o_requant.multiplier",
+            id="zero-multiplier",
+        ),
+        pytest.param(
+            _set("layers.0.o_requant", {"multiplier": 1, "shift": 99}), "layers[0].o_requant.shift", id="huge-shift"
+        ),
         pytest.param(_set("readout.weight", [[1, 1]] * 3), "readout.weight", id="positive-needs-one-column"),
         pytest.param(_set("readout.position", "middle"), "readout.position", id="unknown-readout"),
         pytest.param(_set("readout.position", "cls"), "readout.cls_token", id="cls-without-token"),

@@ -155,7 +155,8 @@ def test_training_is_deterministic() -> None:
 
 
 @pytest.mark.parametrize(
-    "attention", [pytest.param(Attention.UNIQUE_HARDMAX, id="unique"), pytest.param(Attention.AVERAGE_HARDMAX, id="average")]
+    "attention",
+    [pytest.param(Attention.UNIQUE_HARDMAX, id="unique"), pytest.param(Attention.AVERAGE_HARDMAX, id="average")],
 )
 def test_hardmax_models_quantize_to_their_own_kind(attention: Attention) -> None:
     """Hardmax kinds are evaluated with hard attention, as the spec defines it: quantized
@@ -228,7 +229,10 @@ def _own_integer_scores(spec, word: str) -> int:  # type: ignore[no-untyped-def]
     ids = cls + [spec.vocab.index(s) for s in word]
     table = spec.positional.table
     xs = [
-        [ovf(int(spec.embedding[t, c]) + (0 if table is None else int(table[i % len(table), c]))) for c in range(spec.d_model)]
+        [
+            ovf(int(spec.embedding[t, c]) + (0 if table is None else int(table[i % len(table), c])))
+            for c in range(spec.d_model)
+        ]
         for i, t in enumerate(ids)
     ]
     for layer in spec.layers:
@@ -308,7 +312,9 @@ def test_fewer_bits_lose_accuracy(trained: dict) -> None:
     words = all_words(task, max_len=8)
     calibration = sample_dataset(task, size=300, max_len=12, seed=1).words
     gap = {
-        bits: measure_gap(result.model, quantize(result.model, calibration, QuantConfig(width=bits, weight_width=bits)), "", words).gap
+        bits: measure_gap(
+            result.model, quantize(result.model, calibration, QuantConfig(width=bits, weight_width=bits)), "", words
+        ).gap
         for bits in (4, 8)
     }
     assert gap[4] > gap[8] + 0.05
@@ -366,7 +372,10 @@ def test_cli_train_example_end_to_end_json(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_cli_human_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = _cli(["train-example", "majority", "--steps", "30", "--out", str(tmp_path / "m.json"), "--sample-size", "0"], tmp_path)
+    code = _cli(
+        ["train-example", "majority", "--steps", "30", "--out", str(tmp_path / "m.json"), "--sample-size", "0"],
+        tmp_path,
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "quantization gap:" in text and "all words len<=10" in text and "verification" not in text

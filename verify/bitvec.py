@@ -144,7 +144,9 @@ class Builder:
         if consts or not terms:
             terms.append(self.const(consts))
         while len(terms) > 1:
-            terms = [self.add(terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+            terms = [
+                self.add(terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)
+            ]
         return terms[0]
 
     def lincomb(self, vals: Sequence[Val], coeffs: Sequence[int], bias: int = 0) -> Val:

@@ -89,7 +89,10 @@ def _outside_class(specs: Sequence[EncoderSpec]) -> str | None:
     for spec in specs:
         for li, layer in enumerate(spec.layers):
             if layer.attention is not Attention.UNIQUE_HARDMAX:
-                return f"layer {li} uses {layer.attention.value} attention, whose output depends on how often symbols occur"
+                return (
+                    f"layer {li} uses {layer.attention.value} attention, "
+                    "whose output depends on how often symbols occur"
+                )
             if layer.mask is not Mask.NONE:
                 return f"layer {li} has a {layer.mask.value} mask, so a position sees only its prefix"
         if spec.positional.kind is PositionalKind.TABLE:
@@ -117,13 +120,17 @@ def joint_bound(specs: Sequence[EncoderSpec], *, alphabet_size: int, fixes_affix
     classes = alphabet_size * period
     bound = classes * period + 1 if last else classes * period - period + 1
     if period == 1:
-        why = f"no positional encoding, no mask: the output depends only on the order of first occurrences{' and the last symbol' if last else ''}"
+        last_symbol = " and the last symbol" if last else ""
+        why = f"no positional encoding, no mask: the output depends only on the order of first occurrences{last_symbol}"
     else:
         why = (
             f"periodic positions (period {period}), no mask: the output depends only on the order in which "
-            f"(symbol, position mod {period}) pairs first occur{' and the last pair' if last else ''}, and repeated blocks of {period} positions can be cut"
+            f"(symbol, position mod {period}) pairs first occur{' and the last pair' if last else ''}, "
+            f"and repeated blocks of {period} positions can be cut"
         )
-    return LengthBound(bound, f"unique-hardmax heads, {why}, so lengths 1..{bound} decide all lengths", pads=period == 1)
+    return LengthBound(
+        bound, f"unique-hardmax heads, {why}, so lengths 1..{bound} decide all lengths", pads=period == 1
+    )
 
 
 def _period(spec: EncoderSpec) -> int:

@@ -82,9 +82,7 @@ class EncodedRun:
         if not 0 <= c < len(self.scores):
             return m.FALSE()
         mine = self.scores[c]
-        return m.And(
-            [b.gt(mine, s) for s in self.scores[:c]] + [b.ge(mine, s) for s in self.scores[c + 1 :]]
-        )
+        return m.And([b.gt(mine, s) for s in self.scores[:c]] + [b.ge(mine, s) for s in self.scores[c + 1 :]])
 
     def accepted(self) -> FNode:
         ro = self.spec.readout
@@ -98,16 +96,24 @@ class EncodedRun:
 class _Encoder:
     """One encoding pass: the interpreter's forward pass over :class:`Val` vectors."""
 
-    def __init__(self, spec: EncoderSpec, inputs: Sequence[PositionInput], b: Builder, options: EncodingOptions) -> None:
+    def __init__(
+        self, spec: EncoderSpec, inputs: Sequence[PositionInput], b: Builder, options: EncodingOptions
+    ) -> None:
         self.spec, self.inputs, self.b, self.options = spec, inputs, b, options
         self.n = len(inputs)
 
-    def requant(self, vals: Sequence[Val], weights: np.ndarray, rq: Requant, bias: np.ndarray | None = None) -> list[Val]:
+    def requant(
+        self, vals: Sequence[Val], weights: np.ndarray, rq: Requant, bias: np.ndarray | None = None
+    ) -> list[Val]:
         """``rq(vals @ weights + bias)`` column by column; the multiplier is folded into the weights."""
         s, b = self.spec, self.b
         out = []
         for c in range(weights.shape[1]):
-            acc = b.lincomb(vals, [int(w) * rq.multiplier for w in weights[:, c]], 0 if bias is None else int(bias[c]) * rq.multiplier)
+            acc = b.lincomb(
+                vals,
+                [int(w) * rq.multiplier for w in weights[:, c]],
+                0 if bias is None else int(bias[c]) * rq.multiplier,
+            )
             out.append(b.overflow(b.div_pow2(acc, rq.shift, s.rounding), s.width, s.overflow))
         return out
 
@@ -126,7 +132,10 @@ class _Encoder:
     def choose_rows(self, i: int, rows: np.ndarray) -> list[Val]:
         """The vector at position ``i`` as a choice among ``rows`` (one per candidate symbol)."""
         var, codes = self.inputs[i].var, [c for c, _ in self.inputs[i].choices]
-        return [self.b.choose(var, [(code, self.b.const(int(r))) for code, r in zip(codes, rows[:, c])]) for c in range(rows.shape[1])]
+        return [
+            self.b.choose(var, [(code, self.b.const(int(r))) for code, r in zip(codes, rows[:, c])])
+            for c in range(rows.shape[1])
+        ]
 
     def run(self) -> EncodedRun:
         s, b = self.spec, self.b
@@ -144,7 +153,9 @@ class _Encoder:
             x = updated if len(wanted) == self.n else [*x[:readout], updated[0], *x[readout + 1 :]]
         at = x[readout]
         ro = s.readout
-        scores = tuple(b.lincomb(at, [int(w) for w in ro.weight[:, c]], int(ro.bias[c])) for c in range(ro.weight.shape[1]))
+        scores = tuple(
+            b.lincomb(at, [int(w) for w in ro.weight[:, c]], int(ro.bias[c])) for c in range(ro.weight.shape[1])
+        )
         return EncodedRun(s, scores, b)
 
     def after_attention(self, layer: Layer, x: list[Val], heads: list[Val]) -> list[Val]:
@@ -202,7 +213,10 @@ class _Encoder:
         b = self.b
         codes_i = [c for c, _ in self.inputs[i].choices]
         codes_j = [c for c, _ in self.inputs[j].choices]
-        inner = [b.choose(self.inputs[j].var, [(cj, b.const(int(table[a, bj]))) for bj, cj in enumerate(codes_j)]) for a in range(len(codes_i))]
+        inner = [
+            b.choose(self.inputs[j].var, [(cj, b.const(int(table[a, bj]))) for bj, cj in enumerate(codes_j)])
+            for a in range(len(codes_i))
+        ]
         return b.choose(self.inputs[i].var, list(zip(codes_i, inner)))
 
     def attend(self, layer: Layer, scores: list[Val], values: list[list[Val]]) -> list[Val]:
@@ -291,9 +305,14 @@ class _ClassEncoder(_Encoder):
                     heads[a] += self._class_attend(layer, scores, v)
             x = {c: self.after_attention(layer, x[c], heads[c]) for c in wanted}
         inp = self.inputs[readout]
-        at = [b.choose(inp.var, [(code, x[(vid, readout % self.period)][e]) for code, vid in inp.choices]) for e in range(s.d_model)]
+        at = [
+            b.choose(inp.var, [(code, x[(vid, readout % self.period)][e]) for code, vid in inp.choices])
+            for e in range(s.d_model)
+        ]
         ro = s.readout
-        scores = tuple(b.lincomb(at, [int(w) for w in ro.weight[:, c]], int(ro.bias[c])) for c in range(ro.weight.shape[1]))
+        scores = tuple(
+            b.lincomb(at, [int(w) for w in ro.weight[:, c]], int(ro.bias[c])) for c in range(ro.weight.shape[1])
+        )
         return EncodedRun(s, scores, b)
 
     def _indicator(self, inp: PositionInput, code: int) -> Val:
@@ -310,7 +329,9 @@ class _ClassEncoder(_Encoder):
             x = ref.overflow(x + s.positional.table[c[1]].astype(object), s.width, s.overflow)
         return x
 
-    def _class_attend(self, layer: Layer, scores: dict[tuple[int, int], Val], v: dict[tuple[int, int], list[Val]]) -> list[Val]:
+    def _class_attend(
+        self, layer: Layer, scores: dict[tuple[int, int], Val], v: dict[tuple[int, int], list[Val]]
+    ) -> list[Val]:
         """One head's output for one query class, from its score against every key class."""
         s, b, m = self.spec, self.b, self.b.mgr
         if layer.attention is Attention.UNIQUE_HARDMAX:

@@ -158,7 +158,9 @@ def _dyck() -> EncoderSpec:
     def unit(dim: int) -> np.ndarray:
         return _unit(dim, d)
 
-    prefix_mean = Head(wq=np.zeros((d, 1), dtype=np.int64), wk=np.zeros((d, 1), dtype=np.int64), wv=DYCK_SCALE * unit(_STEP))
+    prefix_mean = Head(
+        wq=np.zeros((d, 1), dtype=np.int64), wk=np.zeros((d, 1), dtype=np.int64), wv=DYCK_SCALE * unit(_STEP)
+    )
     # Hidden units, in pairs relu(y) - relu(y - 1) = [y >= 1] for integer y:
     # y = -avg (negative depth), y = avg - threshold + 1 (too deep), y = avg (positive depth).
     avg, thr, one = unit(_AVG), unit(_THRESHOLD), unit(_D_ONE)

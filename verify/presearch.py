@@ -83,7 +83,9 @@ def search_product(domains: Sequence[Sequence[int]], hit: Hit, *, budget: int, s
     doms = [np.asarray(d, dtype=np.int64) for d in domains]
     if total <= budget:
         codes = np.array(list(itertools.product(*doms)), dtype=np.int64).reshape(total, n)  # (total, n)
-        return PresearchResult(_first_hit([codes[:FIRST_BATCH], codes[FIRST_BATCH:]], hit), True, time.perf_counter() - start)
+        return PresearchResult(
+            _first_hit([codes[:FIRST_BATCH], codes[FIRST_BATCH:]], hit), True, time.perf_counter() - start
+        )
     # The first words in enumeration order (mostly one repeated symbol: extreme counts, often
     # where witnesses of averaging models lie), then random words.
     ordered = np.array(list(itertools.islice(itertools.product(*doms), budget // 4)), dtype=np.int64)  # (budget/4, n)
@@ -121,7 +123,9 @@ def search_ball(
                         word[i] = s
                     words.append(word)
         codes = np.array(words, dtype=np.int64).reshape(len(words), n)
-        return PresearchResult(_first_hit([codes[:FIRST_BATCH], codes[FIRST_BATCH:]], hit), True, time.perf_counter() - start)
+        return PresearchResult(
+            _first_hit([codes[:FIRST_BATCH], codes[FIRST_BATCH:]], hit), True, time.perf_counter() - start
+        )
     rng = np.random.default_rng([seed, n, distance])
     changeable = [i for i in range(n) if others[i]]
     codes = np.tile(np.asarray(centre, dtype=np.int64), (budget, 1))  # (budget, n)

@@ -77,9 +77,7 @@ class QuantConfig:
     headroom: float = 1.05
 
 
-def quantize(
-    model: TinyEncoder, calibration: Sequence[str], config: QuantConfig = QuantConfig()
-) -> EncoderSpec:
+def quantize(model: TinyEncoder, calibration: Sequence[str], config: QuantConfig = QuantConfig()) -> EncoderSpec:
     """The integer spec of ``model``, with activation ranges calibrated on ``calibration`` words."""
     if not calibration:
         raise VerifyInputError("quantization needs at least one calibration word")

@@ -184,9 +184,18 @@ def _build(
     return _Query(env, variables, assertions, time.perf_counter() - start)
 
 
-def _solve(query: _Query, backend: SmtBackend, words: WordSpace, n: int, options: QueryOptions, pre: PresearchResult | None = None) -> tuple[LengthCheck, tuple[str, ...] | None]:
+def _solve(
+    query: _Query,
+    backend: SmtBackend,
+    words: WordSpace,
+    n: int,
+    options: QueryOptions,
+    pre: PresearchResult | None = None,
+) -> tuple[LengthCheck, tuple[str, ...] | None]:
     outcome = backend.check(query.env, query.assertions, query.variables, timeout=options.timeout)
-    check = LengthCheck(n, outcome.verdict, query.encode_seconds, outcome.seconds, CheckMethod.SMT, pre.seconds if pre else 0.0)
+    check = LengthCheck(
+        n, outcome.verdict, query.encode_seconds, outcome.seconds, CheckMethod.SMT, pre.seconds if pre else 0.0
+    )
     word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
     return check, word
 
@@ -233,7 +242,12 @@ def _answer_length(
 
 
 def _canonical(
-    specs: Sequence[EncoderSpec], words: WordSpace, domains: Sequence[tuple[str, ...]], codes: list[list[int]], *, limit: int
+    specs: Sequence[EncoderSpec],
+    words: WordSpace,
+    domains: Sequence[tuple[str, ...]],
+    codes: list[list[int]],
+    *,
+    limit: int,
 ) -> np.ndarray | None:
     """Codes (W, n) of at most ``limit`` words that stand for every word over ``domains`` (one
     per signature for the unique-hardmax class, else the sorted words of averaging models),
@@ -295,7 +309,9 @@ def search_lengths(
     spec: EncoderSpec, *, max_len: int, exact_len: bool = False, constraints: WordConstraints | None = None
 ) -> range:
     """The word lengths :func:`trsat` solves for this question (e.g. to size a progress bar)."""
-    return _within_bound(_lengths(max_len, exact_len), _bound_for(spec, WordSpace(spec, constraints or WordConstraints())))
+    return _within_bound(
+        _lengths(max_len, exact_len), _bound_for(spec, WordSpace(spec, constraints or WordConstraints()))
+    )
 
 
 def trsat(
@@ -335,6 +351,7 @@ def trsat(
         if domains is None:
             check, word = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
         else:
+
             def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
                 return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
 
@@ -351,10 +368,14 @@ def trsat(
         if witness is not None:
             break
     verdict = _overall(checks)
-    all_lengths = verdict is Verdict.UNSAT and bound.bound is not None and searched[0] == 1 and searched[-1] >= bound.bound
+    all_lengths = (
+        verdict is Verdict.UNSAT and bound.bound is not None and searched[0] == 1 and searched[-1] >= bound.bound
+    )
     if verdict is Verdict.SAT:
         assert witness is not None
-        claim = f"the word {' '.join(witness.word)!r} (length {len(witness.word)}) makes the encoder output {target_text}"
+        claim = (
+            f"the word {' '.join(witness.word)!r} (length {len(witness.word)}) makes the encoder output {target_text}"
+        )
     elif verdict is Verdict.UNSAT:
         claim = f"no word {_range_text(max_len, exact_len)} makes the encoder output {target_text}"
         if all_lengths:
@@ -390,7 +411,8 @@ def _replay_target(spec: EncoderSpec, word: tuple[str, ...], target: int, words:
     output = _replay(spec, word, words, n)
     if output.label != target:
         raise WitnessMismatchError(
-            f"witness {word!r} replays to label {output.label} (scores {output.scores}), but the encoding claimed {target}"
+            f"witness {word!r} replays to label {output.label} (scores {output.scores}), "
+            f"but the encoding claimed {target}"
         )
     return Witness(word, output)
 
@@ -457,7 +479,9 @@ def robust(
         counterexample = Witness(found, out)
     if check.verdict is Verdict.SAT:
         assert counterexample is not None
-        claim = f"not robust: {' '.join(counterexample.word)!r} is within distance {distance} and changes the label {original.label} -> {counterexample.output.label}"
+        changed = f"{original.label} -> {counterexample.output.label}"
+        shown = " ".join(counterexample.word)
+        claim = f"not robust: {shown!r} is within distance {distance} and changes the label {changed}"
     elif check.verdict is Verdict.UNSAT:
         claim = f"robust: every word within Hamming distance {distance} keeps label {original.label}"
     else:
@@ -491,7 +515,10 @@ def equiv(
     bound = joint_bound([first, second], alphabet_size=len(words.allowed), fixes_affixes=bool(c.prefix or c.suffix))
 
     def hit(codes: np.ndarray) -> np.ndarray:
-        return ref.run_batch(first, words.ids(first, codes)).labels != ref.run_batch(second, words.ids(second, codes)).labels
+        return (
+            ref.run_batch(first, words.ids(first, codes)).labels
+            != ref.run_batch(second, words.ids(second, codes)).labels
+        )
 
     def goal(env: Environment, runs: list[EncodedRun], variables: list[FNode]) -> FNode:
         m = env.formula_manager
@@ -505,6 +532,7 @@ def equiv(
         if domains is None:
             check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
         else:
+
             def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
                 return _build([first, second], words, n, domains, goal, options)
 
@@ -560,7 +588,10 @@ def export_smt(
     domains = words.domains(length)
     if domains is None:
         raise VerifyInputError(f"no word of length {length} fits the prefix/suffix constraints")
-    query = _build([spec], words, length, domains, lambda env, runs, vs: runs[0].label_is(target), QueryOptions(encoding=encoding))
+    query = _build(
+        [spec], words, length, domains, lambda env, runs, vs: runs[0].label_is(target), QueryOptions(encoding=encoding)
+    )
     legend = ", ".join(f"{i}={s}" for i, s in enumerate(words.alphabet))
-    header = f"; trSAT: a word of length {length} with output {'accept' if label is None else f'class {label}'}\n; codes: {legend}\n"
+    output = "accept" if label is None else f"class {label}"
+    header = f"; trSAT: a word of length {length} with output {output}\n; codes: {legend}\n"
     return header + smtlib_script(query.assertions, query.variables)

@@ -130,7 +130,9 @@ class Z3Backend:
             if result == z3.unsat:
                 return SolveOutcome(Verdict.UNSAT, time.perf_counter() - start)
             model = solver.model()
-            values = {v.symbol_name(): model.eval(converter.convert(v), model_completion=True).as_long() for v in variables}
+            values = {
+                v.symbol_name(): model.eval(converter.convert(v), model_completion=True).as_long() for v in variables
+            }
         except (z3.Z3Exception, PysmtException) as e:
             raise SolverError(f"solver z3 failed: {e}") from e
         return SolveOutcome(Verdict.SAT, time.perf_counter() - start, values)
@@ -290,7 +292,9 @@ def make_backend(name: str) -> SmtBackend:
     """
     if name in ("z3", "cvc5"):
         if name not in available_pysmt_solvers():
-            raise SolverUnavailableError(f"solver {name} is not installed for pysmt here (pip install {name if name == 'cvc5' else 'z3-solver'})")
+            raise SolverUnavailableError(
+                f"solver {name} is not installed for pysmt here (pip install {name if name == 'cvc5' else 'z3-solver'})"
+            )
         return Z3Backend() if name == "z3" else PysmtBackend(name)
     if name == "bitwuzla":
         if importlib.util.find_spec("bitwuzla") is None:
@@ -301,7 +305,9 @@ def make_backend(name: str) -> SmtBackend:
         if not command:
             raise VerifyInputError("solver smtlib:CMD needs a command, e.g. smtlib:z3 or smtlib:'bitwuzla -m'")
         if shutil.which(command[0]) is None:
-            raise SolverUnavailableError(f"cannot run solver {name!r}: {command[0]!r} is not an executable file or on PATH")
+            raise SolverUnavailableError(
+                f"cannot run solver {name!r}: {command[0]!r} is not an executable file or on PATH"
+            )
         return CommandBackend(command)
     raise VerifyInputError(f"unknown solver {name!r} (choose one of: {', '.join(SOLVER_NAMES)})")
 

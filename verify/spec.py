@@ -264,7 +264,9 @@ def _check_shape(arr: np.ndarray, shape: Sequence[int | None], field: str) -> No
 def _check_range(arr: np.ndarray, bits: int, field: str) -> None:
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
-        raise _fail(field, f"entries must fit {bits} signed bits [{lo}, {hi}], got [{int(arr.min())}, {int(arr.max())}]")
+        raise _fail(
+            field, f"entries must fit {bits} signed bits [{lo}, {hi}], got [{int(arr.min())}, {int(arr.max())}]"
+        )
 
 
 def _check_requant(rq: Requant, field: str) -> None:
@@ -282,7 +284,11 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
             raise _fail(name, f"must be an integer in [{MIN_WIDTH}, {MAX_WIDTH}], got {value!r}")
     if not isinstance(spec.d_model, int) or spec.d_model < 1:
         raise _fail("d_model", f"must be a positive integer, got {spec.d_model!r}")
-    if not spec.vocab or len(set(spec.vocab)) != len(spec.vocab) or not all(isinstance(s, str) and s for s in spec.vocab):
+    if (
+        not spec.vocab
+        or len(set(spec.vocab)) != len(spec.vocab)
+        or not all(isinstance(s, str) and s for s in spec.vocab)
+    ):
         raise _fail("vocab", "must be a non-empty list of distinct non-empty strings")
     d, w, ww = spec.d_model, spec.width, spec.weight_width
     bias_bits = w + ww + BIAS_EXTRA_BITS
@@ -316,7 +322,9 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
         _check_requant(layer.o_requant, f"{at}.o_requant")
         if layer.attention is Attention.SOFTMAX_TABLE:
             table = layer.exp_table
-            if not 1 <= len(table) <= MAX_EXP_TABLE or not all(isinstance(t, int) and 0 <= t <= MAX_MULTIPLIER for t in table):
+            if not 1 <= len(table) <= MAX_EXP_TABLE or not all(
+                isinstance(t, int) and 0 <= t <= MAX_MULTIPLIER for t in table
+            ):
                 raise _fail(f"{at}.exp_table", f"needs 1..{MAX_EXP_TABLE} integers in [0, {MAX_MULTIPLIER}]")
             if table[0] < 1:
                 raise _fail(f"{at}.exp_table", "entry 0 (the maximal score's weight) must be positive")
@@ -349,7 +357,9 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
         raise _fail("readout.accept_class", f"must be a class in [0, {ro.weight.shape[1] - 1}], got {ro.accept_class}")
     if ro.position is ReadoutPosition.CLS:
         if ro.cls_token not in spec.vocab:
-            raise _fail("readout.cls_token", f"position cls needs a cls_token from the vocabulary, got {ro.cls_token!r}")
+            raise _fail(
+                "readout.cls_token", f"position cls needs a cls_token from the vocabulary, got {ro.cls_token!r}"
+            )
         if len(spec.vocab) < 2:
             raise _fail("vocab", "with a CLS token the vocabulary needs at least one other symbol")
     elif ro.cls_token is not None:
@@ -401,7 +411,10 @@ class _Reader:
         value = self.get(obj, key, field, None)
         if value is None:
             return Requant()
-        return Requant(self.integer(value, "multiplier", f"{field}.multiplier", 1), self.integer(value, "shift", f"{field}.shift", 0))
+        return Requant(
+            self.integer(value, "multiplier", f"{field}.multiplier", 1),
+            self.integer(value, "shift", f"{field}.shift", 0),
+        )
 
 
 def spec_from_dict(data: Mapping[str, Any], *, arrays: Mapping[str, np.ndarray] | None = None) -> EncoderSpec:
@@ -507,7 +520,9 @@ def _spec_to_dict(spec: EncoderSpec) -> dict[str, Any]:
             "residual": layer.residual,
             "heads": [
                 {
-                    "wq": h.wq.tolist(), "wk": h.wk.tolist(), "wv": h.wv.tolist(),
+                    "wq": h.wq.tolist(),
+                    "wk": h.wk.tolist(),
+                    "wv": h.wv.tolist(),
                     "q_requant": _requant_dict(h.q_requant),
                     "k_requant": _requant_dict(h.k_requant),
                     "v_requant": _requant_dict(h.v_requant),
@@ -519,8 +534,10 @@ def _spec_to_dict(spec: EncoderSpec) -> dict[str, Any]:
             "ffn": None
             if layer.ffn is None
             else {
-                "w1": layer.ffn.w1.tolist(), "b1": layer.ffn.b1.tolist(),
-                "w2": layer.ffn.w2.tolist(), "b2": layer.ffn.b2.tolist(),
+                "w1": layer.ffn.w1.tolist(),
+                "b1": layer.ffn.b1.tolist(),
+                "w2": layer.ffn.w2.tolist(),
+                "b2": layer.ffn.b2.tolist(),
                 "requant1": _requant_dict(layer.ffn.requant1),
                 "requant2": _requant_dict(layer.ffn.requant2),
             },

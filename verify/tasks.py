@@ -181,9 +181,7 @@ def all_words(task: FormalLanguage, *, max_len: int, min_len: int = 1) -> Datase
     return Dataset(words, tuple(task.label(w) for w in words))
 
 
-def sample_dataset(
-    task: FormalLanguage, *, size: int, max_len: int, min_len: int = 1, seed: int
-) -> Dataset:
+def sample_dataset(task: FormalLanguage, *, size: int, max_len: int, min_len: int = 1, seed: int) -> Dataset:
     """A seeded sample of ``size`` words with lengths in ``min_len..max_len``, half of them members.
 
     Labels alternate; each word is drawn for its label at a random length (a length with no
@@ -197,26 +195,20 @@ def sample_dataset(
     return Dataset(tuple(words), tuple(task.label(w) for w in words))
 
 
-def sample_words(
-    task: FormalLanguage, *, size: int, min_len: int, max_len: int, seed: int
-) -> Dataset:
+def sample_words(task: FormalLanguage, *, size: int, min_len: int, max_len: int, seed: int) -> Dataset:
     """``size`` words drawn uniformly at random (lengths uniform), labelled as they fall.
 
     Unlike :func:`sample_dataset` this is not balanced: it measures accuracy on the natural
     distribution of longer words, where exhaustive enumeration is out of reach."""
     _check_lengths(min_len, max_len)
     rng = random.Random(seed)
-    words = tuple(
-        _uniform_word(task.alphabet, rng, rng.randint(min_len, max_len)) for _ in range(size)
-    )
+    words = tuple(_uniform_word(task.alphabet, rng, rng.randint(min_len, max_len)) for _ in range(size))
     return Dataset(words, tuple(task.label(w) for w in words))
 
 
 def _check_lengths(min_len: int, max_len: int) -> None:
     if not 1 <= min_len <= max_len:
-        raise VerifyInputError(
-            f"word lengths need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}"
-        )
+        raise VerifyInputError(f"word lengths need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
 
 
 def _uniform_word(alphabet: str, rng: random.Random, length: int) -> str:
@@ -229,9 +221,7 @@ def _flip_one(alphabet: str, rng: random.Random, word: str) -> str:
     return word[:i] + other + word[i + 1 :]
 
 
-def _draw(
-    task: FormalLanguage, rng: random.Random, *, label: bool, min_len: int, max_len: int
-) -> str:
+def _draw(task: FormalLanguage, rng: random.Random, *, label: bool, min_len: int, max_len: int) -> str:
     """One word with the wanted label at a random length (redrawn if none exists there)."""
     for _ in range(_REJECTION_TRIES):
         word = task.sample(rng, rng.randint(min_len, max_len), label)

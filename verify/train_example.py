@@ -116,9 +116,7 @@ def run_train_example(
     spec_path = save_spec(spec, out)
     exhaustive_len = min(options.exhaustive_len or min(10, max_len), max_len)
     rows = [
-        measure_gap(
-            trained.model, spec, f"all words len<={exhaustive_len}", all_words(task, max_len=exhaustive_len)
-        )
+        measure_gap(trained.model, spec, f"all words len<={exhaustive_len}", all_words(task, max_len=exhaustive_len))
     ]
     if exhaustive_len < max_len and options.sample_size > 0:
         longer = sample_words(
@@ -148,8 +146,7 @@ def _check_verify_options(chosen: Recipe, options: ExampleOptions) -> None:
     limit = chosen.model.max_word_length
     if limit is not None and options.verify_len > limit:
         raise VerifyInputError(
-            f"--verify-len {options.verify_len} exceeds the longest word the model's positional "
-            f"table covers ({limit})"
+            f"--verify-len {options.verify_len} exceeds the longest word the model's positional table covers ({limit})"
         )
 
 

@@ -144,9 +144,7 @@ def recipe(task: FormalLanguage, *, attention: Attention | None = None) -> Recip
     if task.name == "majority":
         # Counting needs one uniform average: one layer, no positions, read at CLS; a 4-wide
         # stream keeps the SMT encoding small.
-        model = replace(
-            base, layers=1, d_model=4, head_dim=2, positional=PositionalKind.NONE, positions=1, ffn_dim=0
-        )
+        model = replace(base, layers=1, d_model=4, head_dim=2, positional=PositionalKind.NONE, positions=1, ffn_dim=0)
         train = replace(train, steps=600)
     elif task.name == "contains-ab":
         # Two layers: one to see an earlier a, one to find such a b; narrow for the verifier.
@@ -186,9 +184,7 @@ class TinyEncoder(nn.Module):
         self.wq = nn.ParameterList(nn.Parameter(torch.randn(h, d, k) * scale) for _ in range(c.layers))
         self.wk = nn.ParameterList(nn.Parameter(torch.randn(h, d, k) * scale) for _ in range(c.layers))
         self.wv = nn.ParameterList(nn.Parameter(torch.randn(h, d, k) * scale) for _ in range(c.layers))
-        self.wo = nn.ParameterList(
-            nn.Parameter(torch.randn(h * k, d) / math.sqrt(h * k)) for _ in range(c.layers)
-        )
+        self.wo = nn.ParameterList(nn.Parameter(torch.randn(h * k, d) / math.sqrt(h * k)) for _ in range(c.layers))
         f = c.ffn_dim
         blocks = c.layers if f else 0  # ffn_dim 0: no feed-forward parameters at all
         self.w1 = nn.ParameterList(nn.Parameter(torch.randn(d, f) * scale) for _ in range(blocks))
@@ -363,9 +359,9 @@ def train(
         temperature = None
         if hardmax and step < hard_from:
             frac = step / max(hard_from - 1, 1)
-            temperature = train_config.temperature_start * (
-                train_config.temperature_end / train_config.temperature_start
-            ) ** frac
+            temperature = (
+                train_config.temperature_start * (train_config.temperature_end / train_config.temperature_start) ** frac
+            )
         n = int(lengths[batch].max())
         streams.clear()
         scores = model(ids[batch, :n], lengths[batch], temperature=temperature, trace=keep_stream)

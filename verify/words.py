@@ -32,7 +32,6 @@ class WordConstraints:
     suffix: tuple[str, ...] = ()  # fixed last symbols
 
 
-
 class WordSpace:
     """Symbols, their codes (index into ``alphabet``) and the per-position variables."""
 
@@ -79,14 +78,18 @@ class WordSpace:
     def variables(self, env: Environment, n: int) -> list[FNode]:
         return [env.formula_manager.Symbol(f"w_{i}", BVType(self.code_width)) for i in range(n)]
 
-    def domain_assertions(self, env: Environment, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[FNode]:
+    def domain_assertions(
+        self, env: Environment, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
+    ) -> list[FNode]:
         m = env.formula_manager
         return [
             m.Or([m.Equals(v, m.BV(self.alphabet.index(s), self.code_width)) for s in dom])
             for v, dom in zip(variables, domains, strict=True)
         ]
 
-    def inputs(self, spec: EncoderSpec, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]) -> list[PositionInput]:
+    def inputs(
+        self, spec: EncoderSpec, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
+    ) -> list[PositionInput]:
         """The encoder's input positions (the CLS symbol first when the readout uses one)."""
         inputs = [
             PositionInput(v, tuple((self.alphabet.index(s), spec.token_id(s)) for s in dom))

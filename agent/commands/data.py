@@ -26,8 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest = subparsers.add_parser(
         "ingest",
         help="trace repositories (or read a LeanDojo benchmark) into the database",
-        description="Trace Lean repositories and store them; "
-        "re-ingesting a stored commit changes nothing.",
+        description="Trace Lean repositories and store them; re-ingesting a stored commit changes nothing.",
     )
     ingest.add_argument(
         "specs",
@@ -35,9 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SPEC",
         help="a git URL or local path, optionally LOCATION@COMMIT",
     )
-    ingest.add_argument(
-        "--repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line"
-    )
+    ingest.add_argument("--repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
     ingest.add_argument(
         "--benchmark",
         type=Path,
@@ -84,9 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="output directory, created if missing; the benchmark files in it are replaced",
     )
-    export.add_argument(
-        "--seed", type=int, default=3407, help="seed of the train/val/test splits (default: 3407)"
-    )
+    export.add_argument("--seed", type=int, default=3407, help="seed of the train/val/test splits (default: 3407)")
     json_option(export)
     export.set_defaults(handler=_export)
 
@@ -97,9 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     sources = [bool(args.specs), args.repos is not None, args.benchmark is not None]
     if sum(sources) != 1:
-        raise UserInputError(
-            "give repository specs, --repos FILE or --benchmark DIR (exactly one of them)"
-        )
+        raise UserInputError("give repository specs, --repos FILE or --benchmark DIR (exactly one of them)")
     with open_store(settings) as store:
         if args.benchmark is not None:
             from curriculum.ingest import ingest_traces
@@ -173,9 +166,7 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         traces = store.latest_traces()
         if not traces:
-            raise UserInputError(
-                f"nothing to export: the database {store.url} holds no repositories"
-            )
+            raise UserInputError(f"nothing to export: the database {store.url} holds no repositories")
     write_benchmark(traces, args.out_dir, seed=args.seed)
     payload = {
         "out_dir": str(args.out_dir),

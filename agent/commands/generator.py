@@ -26,21 +26,44 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     generator = subparsers.add_parser("generator", help="train the tactic generator")
     commands = generator.add_subparsers(dest="generator_command", metavar="COMMAND", required=True)
     train = commands.add_parser(
-        "train", help="fine-tune a tactic generator on the stored traced tactics",
+        "train",
+        help="fine-tune a tactic generator on the stored traced tactics",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    train.add_argument("--model", required=True, metavar="NAME|DIR",
-                       help="the generator to start from: a local directory or a Hugging Face name (e.g. google/byt5-small, "
-                       "kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)")
-    train.add_argument("--out", type=Path, default=None, help="where to save the generator (default: DATA_DIR/generator)")
-    train.add_argument("--retriever", default=None, metavar="NAME|DIR", help="premise encoder whose retrieved premises are shown (default: none)")
-    train.add_argument("--premises", type=positive_int, default=10, metavar="K", help="premises per goal with --retriever (default: 10)")
+    train.add_argument(
+        "--model",
+        required=True,
+        metavar="NAME|DIR",
+        help="the generator to start from: a local directory or a Hugging Face name (e.g. google/byt5-small, "
+        "kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)",
+    )
+    train.add_argument(
+        "--out", type=Path, default=None, help="where to save the generator (default: DATA_DIR/generator)"
+    )
+    train.add_argument(
+        "--retriever",
+        default=None,
+        metavar="NAME|DIR",
+        help="premise encoder whose retrieved premises are shown (default: none)",
+    )
+    train.add_argument(
+        "--premises",
+        type=positive_int,
+        default=10,
+        metavar="K",
+        help="premises per goal with --retriever (default: 10)",
+    )
     train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
     train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
     train.add_argument("--lr", type=positive_number, default=5e-4, help="AdamW learning rate (default: 5e-4)")
     split_options(train, test_fraction=0.1)
-    train.add_argument("--max-eval", type=positive_int, default=200, metavar="N",
-                       help="held-out examples generated for exact match (default: 200; the loss uses them all)")
+    train.add_argument(
+        "--max-eval",
+        type=positive_int,
+        default=200,
+        metavar="N",
+        help="held-out examples generated for exact match (default: 200; the loss uses them all)",
+    )
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -66,12 +89,16 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
     examples = tactic_examples(traces, premises=premises)
     if not examples:
-        raise UserInputError("the database holds no traced tactics with goal states (source extraction sees no goals): "
-                             "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark")
+        raise UserInputError(
+            "the database holds no traced tactics with goal states (source extraction sees no goals): "
+            "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
+        )
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
     generator = HFTacticGenerator.load(args.model)
     config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
-    with tqdm(total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None) as bar:
+    with tqdm(
+        total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None
+    ) as bar:
         report = train_generator(generator, train, config, progress=bar.update)
     scores = evaluate_generator(generator, held_out, batch_size=args.batch_size, max_generated=args.max_eval)
     save_model(generator, out)
@@ -81,14 +108,28 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         "train": dataclasses.asdict(report),
         "held_out": dataclasses.asdict(scores),
     }
-    rows = [["train", report.examples, round(report.mean_loss, 4), "-"],
-            ["held out", scores.examples, "-" if scores.mean_loss is None else round(scores.mean_loss, 4),
-             "-" if scores.exact_top1 is None else f"{scores.exact_top1:.3f} of {scores.generated}"]]
-    human = "\n".join([
-        table(["examples", "count", "mean loss", "exact top-1"], rows),
-        *([f"{report.left_out} example(s) left out: the generator cannot write their tactic whole (too long, "
-           "or several lines for a decoder-only model)"] if report.left_out else []),
-        f"generator saved to {out}",
-    ])
+    rows = [
+        ["train", report.examples, round(report.mean_loss, 4), "-"],
+        [
+            "held out",
+            scores.examples,
+            "-" if scores.mean_loss is None else round(scores.mean_loss, 4),
+            "-" if scores.exact_top1 is None else f"{scores.exact_top1:.3f} of {scores.generated}",
+        ],
+    ]
+    human = "\n".join(
+        [
+            table(["examples", "count", "mean loss", "exact top-1"], rows),
+            *(
+                [
+                    f"{report.left_out} example(s) left out: the generator cannot write their tactic whole (too long, "
+                    "or several lines for a decoder-only model)"
+                ]
+                if report.left_out
+                else []
+            ),
+            f"generator saved to {out}",
+        ]
+    )
     emit(payload, human, as_json=args.json)
     return 0

@@ -85,9 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "which proof backends (file, repl, dojo) can run. Exit 2 (a missing toolchain) when no lean is found."
         ),
     )
-    doctor.add_argument(
-        "--project", type=Path, default=Path("."), metavar="DIR", help="the Lean project (default: .)"
-    )
+    doctor.add_argument("--project", type=Path, default=Path("."), metavar="DIR", help="the Lean project (default: .)")
     doctor.add_argument(
         "--build-repl",
         action="store_true",
@@ -107,9 +105,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     theorem = locate_theorem(repo, args.file, args.theorem)
     proof = _read_proof(args)
     runner = LeanRunner.for_project(repo)
-    steps = _replay(
-        args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir
-    )
+    steps = _replay(args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir)
     result = check_proof(repo, theorem, proof, runner=runner, timeout=args.timeout)
     payload: dict[str, Any] = {**result.to_json(), "replay": steps}
     if result.accepted and (args.diff or args.apply):
@@ -136,9 +132,7 @@ def _read_proof(args: argparse.Namespace) -> str:
     return proof.strip("\n")
 
 
-def _write_back(
-    repo: Path, theorem: Theorem, proof: str, *, apply: bool, branch: str | None
-) -> dict[str, Any]:
+def _write_back(repo: Path, theorem: Theorem, proof: str, *, apply: bool, branch: str | None) -> dict[str, Any]:
     from lean_env.proofs.writeback import ProofEdit, commit_to_branch, render_diff
 
     edits = [ProofEdit(theorem, proof)]
@@ -206,10 +200,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
             build_repl(project, cache_dir=settings.data_dir / "repl")
             bar.update()
     report = probe_toolchain(project, repl_cache=settings.data_dir / "repl")
-    rows = [
-        [t.name, "yes" if t.found else "MISSING", t.version or "-", t.path or t.detail]
-        for t in report.tools
-    ]
+    rows = [[t.name, "yes" if t.found else "MISSING", t.version or "-", t.path or t.detail] for t in report.tools]
     human = "\n".join(
         [
             f"project {project} (lean-toolchain: {report.lean_toolchain or 'none'})",

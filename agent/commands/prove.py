@@ -24,10 +24,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     add_prove_options(prove, backend_flag="--backend", generator_required=True)
-    prove.add_argument("--retriever", default=None, metavar="NAME|DIR",
-                       help="premise encoder to condition the generator on (default: no premises)")
-    prove.add_argument("--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)")
-    prove.add_argument("--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)")
+    prove.add_argument(
+        "--retriever",
+        default=None,
+        metavar="NAME|DIR",
+        help="premise encoder to condition the generator on (default: no premises)",
+    )
+    prove.add_argument(
+        "--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)"
+    )
+    prove.add_argument(
+        "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
+    )
     json_option(prove)
     prove.set_defaults(handler=_prove)
 
@@ -41,13 +49,22 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.model_files import model_key
 
     config = proving_config(args)
-    identity = {"command": "prove", **config.identity(), "retriever": model_key(args.retriever) if args.retriever else None,
-                "theorems": args.theorem, "repo": args.repo}
+    identity = {
+        "command": "prove",
+        **config.identity(),
+        "retriever": model_key(args.retriever) if args.retriever else None,
+        "theorems": args.theorem,
+        "repo": args.repo,
+    }
     with open_store(settings) as store:
         targets = select_targets(store, args.theorem, args.repo)
         checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
-        recipe = ProverRecipe(config, settings.data_dir, retriever=args.retriever,
-                              corpus=tuple(store.latest_traces()) if args.retriever else ())
+        recipe = ProverRecipe(
+            config,
+            settings.data_dir,
+            retriever=args.retriever,
+            corpus=tuple(store.latest_traces()) if args.retriever else (),
+        )
         # Models load before the run starts: a bad name is the user's error, not a failed run
         # (nor a dead Ray worker).
         runner = ProofRunner.start(recipe)
@@ -58,10 +75,16 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             runner.close()
     proved = sum(a.proved for a in attempts)
     skipped = len(targets) - len(attempts)
-    human = "\n".join([
-        attempts_table(attempts) if attempts else "nothing to prove",
-        f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
-        + (f"; {skipped} attempted before this run resumed" if skipped else ""),
-    ])
-    emit({"run": run.id, "attempts": [a.to_json() for a in attempts], "resumed_skipped": skipped}, human, as_json=args.json)
+    human = "\n".join(
+        [
+            attempts_table(attempts) if attempts else "nothing to prove",
+            f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
+            + (f"; {skipped} attempted before this run resumed" if skipped else ""),
+        ]
+    )
+    emit(
+        {"run": run.id, "attempts": [a.to_json() for a in attempts], "resumed_skipped": skipped},
+        human,
+        as_json=args.json,
+    )
     return 0

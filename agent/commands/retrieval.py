@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     pass
 
 
-
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     retrieval = subparsers.add_parser("retrieval", help="train, evaluate and query the premise retriever")
     commands = retrieval.add_subparsers(dest="retrieval_command", metavar="COMMAND", required=True)
@@ -49,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     json_option(train)
     train.set_defaults(handler=_train)
 
-    evaluate = commands.add_parser("eval", help="recall@k and MRR of an encoder on every stored repository's held-out theorems")
+    evaluate = commands.add_parser(
+        "eval", help="recall@k and MRR of an encoder on every stored repository's held-out theorems"
+    )
     model_option(evaluate)
     split_options(evaluate)
     json_option(evaluate)
@@ -57,8 +58,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     search = commands.add_parser("search", help="the premises an encoder retrieves for a goal")
     search.add_argument("query", help="a goal or statement, e.g. '⊢ a + b = b + a'")
-    search.add_argument("--theorem", default=None, metavar="NAME", help="only premises accessible from this stored theorem")
-    search.add_argument("--repo", default=None, metavar="LOCATION", help="the repository of --theorem, when several have one of that name")
+    search.add_argument(
+        "--theorem", default=None, metavar="NAME", help="only premises accessible from this stored theorem"
+    )
+    search.add_argument(
+        "--repo",
+        default=None,
+        metavar="LOCATION",
+        help="the repository of --theorem, when several have one of that name",
+    )
     search.add_argument("-k", type=positive_int, default=10, help="how many premises (default: 10)")
     model_option(search)
     json_option(search)
@@ -86,8 +94,13 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     # No total: a learner picked up may hold steps of older commits besides these repositories.
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(
-            traces, encoder, config, test_fraction=args.test_fraction, on_step=lambda _: bar.update(),
-            checkpoint=checkpoint, model_id=model_key(args.model),
+            traces,
+            encoder,
+            config,
+            test_fraction=args.test_fraction,
+            on_step=lambda _: bar.update(),
+            checkpoint=checkpoint,
+            model_id=model_key(args.model),
         )
     save_model(encoder, out, kept_in=checkpoint)
     checkpoint.unlink(missing_ok=True)  # kept until the encoder is safely saved
@@ -112,7 +125,9 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         _, test = split(corpus.examples(trace), test_fraction=args.test_fraction, seed=args.seed)
         results[trace.spec.location] = evaluate(index, encoder, test)
     payload = {location: scores_dict(s) for location, s in results.items()}
-    rows = [[location, s.examples, *(cell(metric(s)) for metric in METRICS.values())] for location, s in results.items()]
+    rows = [
+        [location, s.examples, *(cell(metric(s)) for metric in METRICS.values())] for location, s in results.items()
+    ]
     emit(payload, table(["repository", "examples", *METRICS], rows), as_json=args.json)
     return 0
 
@@ -129,20 +144,39 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         from lean_env.repos import parse_spec
 
         repo = parse_spec(args.repo).location if args.repo else None
-        found = [(t.spec.location, th) for t in traces for th in t.theorems
-                 if th.full_name == args.theorem and repo in (None, t.spec.location)]
+        found = [
+            (t.spec.location, th)
+            for t in traces
+            for th in t.theorems
+            if th.full_name == args.theorem and repo in (None, t.spec.location)
+        ]
         if not found:
-            raise UserInputError(f"no stored theorem is called {args.theorem!r}" + (f" in {args.repo}" if args.repo else ""))
+            raise UserInputError(
+                f"no stored theorem is called {args.theorem!r}" + (f" in {args.repo}" if args.repo else "")
+            )
         if len({location for location, _ in found}) > 1:
-            raise UserInputError(f"{args.theorem!r} is a theorem of several repositories "
-                                 f"({', '.join(sorted({loc for loc, _ in found}))}); choose one with --repo")
+            raise UserInputError(
+                f"{args.theorem!r} is a theorem of several repositories "
+                f"({', '.join(sorted({loc for loc, _ in found}))}); choose one with --repo"
+            )
         location, theorem = found[0]
         allowed = [corpus.accessible(location, theorem.path, theorem.start)]
     encoder = TextEncoder.load(args.model)
     index = PremiseIndex.build(corpus, encoder)
     (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
-    payload = [{"rank": rank, "premise": corpus.premises[h.index].full_name, "path": corpus.premises[h.index].path,
-                "score": h.score} for rank, h in enumerate(hits, start=1)]
+    payload = [
+        {
+            "rank": rank,
+            "premise": corpus.premises[h.index].full_name,
+            "path": corpus.premises[h.index].path,
+            "score": h.score,
+        }
+        for rank, h in enumerate(hits, start=1)
+    ]
     rows = [[p["rank"], p["premise"], p["path"], round(p["score"], 3)] for p in payload]
-    emit(payload, table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible", as_json=args.json)
+    emit(
+        payload,
+        table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible",
+        as_json=args.json,
+    )
     return 0

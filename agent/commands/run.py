@@ -36,8 +36,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
     tracer_option(run)
-    run.add_argument("--no-train", action="store_true",
-                     help="ingest and order only, no retriever training (with --generator: prove without premises)")
+    run.add_argument(
+        "--no-train",
+        action="store_true",
+        help="ingest and order only, no retriever training (with --generator: prove without premises)",
+    )
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
     json_option(run)

@@ -51,9 +51,7 @@ def decl_kind(kind: str, code: str) -> DeclKind:
     """
     if kind in _NODE_KINDS:
         return _NODE_KINDS[kind]
-    words = [
-        w for w in _WORD_RE.findall(_skip_attributes(code.lstrip())[:200]) if w not in _MODIFIERS
-    ]
+    words = [w for w in _WORD_RE.findall(_skip_attributes(code.lstrip())[:200]) if w not in _MODIFIERS]
     for candidate in (kind, words[0] if words else ""):
         try:
             return DeclKind(candidate)

@@ -66,9 +66,7 @@ def iter_json_array(path: Path) -> Iterator[tuple[int, int, Any]]:
         try:
             value, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            raise BenchmarkFormatError(
-                f"{path}: line {e.lineno} (entry {index}): not valid JSON ({e.msg})"
-            ) from e
+            raise BenchmarkFormatError(f"{path}: line {e.lineno} (entry {index}): not valid JSON ({e.msg})") from e
         yield line_at(i), index, value
         index += 1
         i = skip(end)
@@ -79,9 +77,7 @@ def iter_json_array(path: Path) -> Iterator[tuple[int, int, Any]]:
                 f"{path}: line {line_at(min(i, size))}: expected ',' or ']' after entry {index - 1}"
             )
     if i >= size or skip(i + 1) != size:
-        raise BenchmarkFormatError(
-            f"{path}: line {line_at(min(i, size))}: the JSON array is not closed properly"
-        )
+        raise BenchmarkFormatError(f"{path}: line {line_at(min(i, size))}: the JSON array is not closed properly")
 
 
 def string(data: Mapping[str, Any], key: str) -> str:

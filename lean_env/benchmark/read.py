@@ -138,14 +138,9 @@ def read_benchmark(root: Path) -> list[RepoTrace]:
     Anything malformed raises :class:`BenchmarkFormatError` naming the file and line.
     """
     if not root.is_dir():
-        raise BenchmarkFormatError(
-            f"{root} is not a directory (expected a LeanDojo Benchmark 4 directory)"
-        )
+        raise BenchmarkFormatError(f"{root} is not a directory (expected a LeanDojo Benchmark 4 directory)")
     split_files = [
-        root / s / f"{n}.json"
-        for s in SPLIT_STRATEGIES
-        for n in SPLIT_NAMES
-        if (root / s / f"{n}.json").is_file()
+        root / s / f"{n}.json" for s in SPLIT_STRATEGIES for n in SPLIT_NAMES if (root / s / f"{n}.json").is_file()
     ]
     if not split_files:
         raise BenchmarkFormatError(
@@ -167,9 +162,7 @@ def read_benchmark(root: Path) -> list[RepoTrace]:
             try:
                 key, thm = _theorem_from_json(entry)
             except (ValueError, TypeError, KeyError) as e:
-                raise BenchmarkFormatError(
-                    f"{split_file}: line {line} (entry {index}): {reason(e)}"
-                ) from e
+                raise BenchmarkFormatError(f"{split_file}: line {line} (entry {index}): {reason(e)}") from e
             seen.add(identity)
             theorems.setdefault(key, {})[(thm.path, thm.start, thm.full_name)] = thm
     keys = list(dict.fromkeys([*repo_meta, *sorted(theorems)]))
@@ -194,9 +187,7 @@ def read_benchmark(root: Path) -> list[RepoTrace]:
             commit=commit,
             backend=IngestBackend.BENCHMARK,
             lean_version=meta.lean_version,
-            files=tuple(
-                LeanFile(c.path, tuple(module_of_path(i) for i in c.imports)) for c in lines
-            ),
+            files=tuple(LeanFile(c.path, tuple(module_of_path(i) for i in c.imports)) for c in lines),
             premises=tuple(p for c in lines for p in c.premises),
             theorems=tuple(theorems.get((url, commit), {}).values()),
             problems=meta.problems,
@@ -222,9 +213,7 @@ def _assign_files(
         for thm in thms.values():
             if key not in owners.setdefault(thm.path, []):
                 owners[thm.path].append(key)
-    main = (
-        from_repo if from_repo in assignment else max(keys, key=lambda k: len(theorems.get(k, {})))
-    )
+    main = from_repo if from_repo in assignment else max(keys, key=lambda k: len(theorems.get(k, {})))
     for line in lines:
         if listed:
             targets = [k for k in keys if line.path in listed.get(k, ())]
@@ -245,9 +234,7 @@ def _identity(entry: Any) -> str:
 def _theorem_from_json(entry: Any) -> tuple[tuple[str, str], Theorem]:
     if not isinstance(entry, Mapping):
         raise ValueError(f"a theorem must be an object, got {type(entry).__name__}")
-    url, commit, path, name = (
-        string(entry, k) for k in ("url", "commit", "file_path", "full_name")
-    )
+    url, commit, path, name = (string(entry, k) for k in ("url", "commit", "file_path", "full_name"))
     statement = entry.get("theorem_statement") or ""
     if not isinstance(statement, str):
         raise ValueError("theorem_statement must be a string or null")
@@ -305,9 +292,7 @@ def _tactic_from_json(data: Any, index: int) -> TracedTactic:
         tactic = string(data, "tactic")
         state_before = string(data, "state_before")
         state_after = string(data, "state_after")
-        premises = (
-            annotated_premises(data["annotated_tactic"]) if "annotated_tactic" in data else ()
-        )
+        premises = annotated_premises(data["annotated_tactic"]) if "annotated_tactic" in data else ()
     except (ValueError, KeyError) as e:
         raise ValueError(f"traced_tactics[{index}]: {reason(e)}") from e
     return TracedTactic(tactic, state_before, state_after, premises)
@@ -319,9 +304,7 @@ def _extension_tactic(data: Any) -> TracedTactic:
     states = [data.get("state_before"), data.get("state_after")]
     if not all(s is None or isinstance(s, str) for s in states):
         raise ValueError(f"{EXTENSION_KEY}.tactics states must be strings or null")
-    return TracedTactic(
-        string(data, "tactic"), states[0], states[1], strings(data.get("premises", []), "premises")
-    )
+    return TracedTactic(string(data, "tactic"), states[0], states[1], strings(data.get("premises", []), "premises"))
 
 
 def _read_corpus(path: Path) -> dict[str, _CorpusLine]:
@@ -336,10 +319,7 @@ def _read_corpus(path: Path) -> dict[str, _CorpusLine]:
             imports = strings(data.get("imports"), "imports")
             premises = tuple(
                 p
-                for p in (
-                    premise_from_json(q, file_path)
-                    for q in list_of(data.get("premises"), "premises")
-                )
+                for p in (premise_from_json(q, file_path) for q in list_of(data.get("premises"), "premises"))
                 if p is not None
             )
         except (ValueError, TypeError, KeyError) as e:
@@ -356,9 +336,7 @@ def _read_traced_files(path: Path) -> set[str] | None:
     paths = set()
     for number, data in iter_json_lines(path):
         if not isinstance(data, Mapping) or not isinstance(data.get("traced_file_path"), str):
-            raise BenchmarkFormatError(
-                f'{path}: line {number}: expected {{"traced_file_path": "<path>"}}'
-            )
+            raise BenchmarkFormatError(f'{path}: line {number}: expected {{"traced_file_path": "<path>"}}')
         paths.add(data["traced_file_path"])
     return paths
 

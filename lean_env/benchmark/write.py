@@ -67,9 +67,7 @@ def write_benchmark(traces: Sequence[RepoTrace], out_dir: Path, *, seed: int) ->
 def _write(traces: Sequence[RepoTrace], out_dir: Path, *, seed: int) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     owners = [_trace_key(t) for t in traces]
-    entries: list[
-        tuple[tuple[str, str, str, Position, Position, str], dict[str, Any], Theorem]
-    ] = []
+    entries: list[tuple[tuple[str, str, str, Position, Position, str], dict[str, Any], Theorem]] = []
     all_premises = {p.full_name: p for t in reversed(traces) for p in t.premises}
     for trace, (url, commit) in zip(traces, owners, strict=True):
         own = {p.full_name: p for p in reversed(trace.premises)}
@@ -84,9 +82,7 @@ def _write(traces: Sequence[RepoTrace], out_dir: Path, *, seed: int) -> None:
         split = splitter(theorems, rng)
         (out_dir / strategy).mkdir(exist_ok=True)
         for name in SPLIT_NAMES:
-            write_json_array(
-                out_dir / strategy / f"{name}.json", [entries[i][1] for i in split[name]]
-            )
+            write_json_array(out_dir / strategy / f"{name}.json", [entries[i][1] for i in split[name]])
         logger.info(
             "%s split: %d train, %d val, %d test",
             strategy,
@@ -151,9 +147,7 @@ def _theorem_to_json(
     }
 
 
-def _annotate(
-    tactic: TracedTactic, own: Mapping[str, Premise], everywhere: Mapping[str, Premise]
-) -> list[Any]:
+def _annotate(tactic: TracedTactic, own: Mapping[str, Premise], everywhere: Mapping[str, Premise]) -> list[Any]:
     """``[text with <a>name</a> marks, provenances]`` for a tactic and its premises.
 
     Each premise is marked at its first occurrence after the previous mark, written as its
@@ -198,11 +192,7 @@ def _find_name(text: str, full_name: str, start: int) -> tuple[int, int] | None:
             end = pos + len(suffix)
             before = text[pos - 1] if pos > 0 else " "
             after = text[end] if end < len(text) else " "
-            if (
-                before != "."
-                and not _IDENT_CHAR_RE.match(before)
-                and not _IDENT_CHAR_RE.match(after)
-            ):
+            if before != "." and not _IDENT_CHAR_RE.match(before) and not _IDENT_CHAR_RE.match(after):
                 return pos, end
             pos = text.find(suffix, pos + 1)
     return None
@@ -221,16 +211,11 @@ def _write_corpus(traces: Sequence[RepoTrace], path: Path) -> list[str]:
                 files[f.path] = f
                 premises[f.path] = mine.get(f.path, [])
             elif files[f.path] != f or premises[f.path] != mine.get(f.path, []):
-                logger.warning(
-                    "%s differs between repositories; keeping the first (%s)", f.path, trace.spec
-                )
+                logger.warning("%s differs between repositories; keeping the first (%s)", f.path, trace.spec)
     module_paths: dict[str, str] = {}
     for p in files:
         module_paths.setdefault(module_of_path(p), p)
-    imports = {
-        p: [module_paths.get(m) or m.replace(".", "/") + ".lean" for m in f.imports]
-        for p, f in files.items()
-    }
+    imports = {p: [module_paths.get(m) or m.replace(".", "/") + ".lean" for m in f.imports] for p, f in files.items()}
     placeholders = {i for deps in imports.values() for i in deps if i not in files}
     sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
     for p in sorted(placeholders):

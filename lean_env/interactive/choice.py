@@ -18,9 +18,7 @@ class ProofBackendChoice(enum.StrEnum):
     DOJO = "dojo"  # LeanDojo's Dojo
 
 
-def open_backend(
-    choice: ProofBackendChoice, repo: Path, *, timeout: float, data_dir: Path
-) -> ProofBackend:
+def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data_dir: Path) -> ProofBackend:
     """The proof environment ``choice`` names, for the Lake project at ``repo``, with
     ``timeout`` seconds per tactic; caches (REPL builds, LeanDojo traces) live in
     ``data_dir``. A module-level function: a ``functools.partial`` of it pickles, so Ray

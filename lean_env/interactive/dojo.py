@@ -59,9 +59,7 @@ class DojoUnavailableError(UserInputError):
     """The dojo backend was asked for but lean-dojo is not installed."""
 
     def __init__(self) -> None:
-        super().__init__(
-            "the dojo backend needs the lean-dojo package: pip install 'leanagent[dojo]'"
-        )
+        super().__init__("the dojo backend needs the lean-dojo package: pip install 'leanagent[dojo]'")
 
 
 class DojoOpenError(BackendError):
@@ -182,7 +180,6 @@ class DojoSession(ClosesOnExit):
             self._closed = True
             self._exit()
 
-
     def _run(self, dojo_state: Any, path: tuple[str, ...], tactic: str) -> TacticResult:
         errors = self._lean_dojo
         try:
@@ -251,8 +248,7 @@ class DojoSession(ClosesOnExit):
             except Exception:
                 log.debug("nothing to clean up after the failed Dojo entry", exc_info=True)
             raise DojoOpenError(
-                f"LeanDojo could not open {self._theorem.full_name} in {self._theorem.path}: "
-                f"{type(e).__name__}: {e}"
+                f"LeanDojo could not open {self._theorem.full_name} in {self._theorem.path}: {type(e).__name__}: {e}"
             ) from e
         self._context, self._dojo = context, dojo
         self._generation += 1

@@ -86,9 +86,7 @@ class FileCheckBackend:
 
     def open(self, repo_dir: Path, theorem: Theorem) -> FileCheckSession:
         """Start a session on ``theorem`` of the checkout at ``repo_dir`` (runs Lean once)."""
-        return FileCheckSession.start(
-            self.runner_factory(repo_dir), repo_dir, theorem, timeout=self.timeout
-        )
+        return FileCheckSession.start(self.runner_factory(repo_dir), repo_dir, theorem, timeout=self.timeout)
 
     def close(self) -> None:
         """Nothing to release: every session owns its temporary directory."""
@@ -121,9 +119,7 @@ class FileCheckSession(ClosesOnExit):
         self._closed = False
 
     @classmethod
-    def start(
-        cls, runner: LeanRunner, repo_dir: Path, theorem: Theorem, *, timeout: float
-    ) -> FileCheckSession:
+    def start(cls, runner: LeanRunner, repo_dir: Path, theorem: Theorem, *, timeout: float) -> FileCheckSession:
         """Read the theorem's file, elaborate it with an empty proof and keep its goals."""
         path = repo_dir / theorem.path
         try:
@@ -135,9 +131,7 @@ class FileCheckSession(ClosesOnExit):
         with_by, by_offset = splice_proof(source, theorem, "by")
         by = position_of(with_by, by_offset)
         workdir = Path(tempfile.mkdtemp(prefix="leanagent-filecheck-"))
-        session = cls(
-            runner=runner, theorem=theorem, source=source, by=by, workdir=workdir, timeout=timeout
-        )
+        session = cls(runner=runner, theorem=theorem, source=source, by=by, workdir=workdir, timeout=timeout)
         try:
             session._initial = session._open()
         except BaseException:
@@ -171,7 +165,6 @@ class FileCheckSession(ClosesOnExit):
         if not self._closed:
             self._closed = True
             shutil.rmtree(self._workdir, ignore_errors=True)
-
 
     def _open(self) -> TacticState:
         run = self._elaborate(())
@@ -218,4 +211,3 @@ class FileCheckSession(ClosesOnExit):
 
 def _render(diagnostics: list[Diagnostic]) -> str:
     return "; ".join(f"line {d.start.line}: {d.message.splitlines()[0]}" for d in diagnostics[:3])
-

@@ -127,8 +127,7 @@ class LeanRunner:
         output = parse_diagnostics(stdout)
         if proc.returncode < 0:
             raise LeanRunError(
-                f"{' '.join(command)} was killed by signal {-proc.returncode}; "
-                f"stderr: {tail(stderr) or '(empty)'}"
+                f"{' '.join(command)} was killed by signal {-proc.returncode}; stderr: {tail(stderr) or '(empty)'}"
             )
         if proc.returncode != 0 and not output.errors:
             raise LeanRunError(

@@ -43,9 +43,7 @@ def require_tool(name: str) -> Path:
 def tool_version(path: Path, *, timeout: float = 30.0) -> str | None:
     """The first line ``path --version`` prints, or None if it cannot be run."""
     try:
-        done = subprocess.run(
-            [str(path), "--version"], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = (done.stdout or done.stderr).strip().splitlines()

@@ -57,8 +57,7 @@ def offset_of(text: str, position: Position) -> int:
     line_len = (len(text) if line_end < 0 else line_end) - line_start
     if position.column - 1 > line_len:
         raise ProofTextError(
-            f"column {position.column} is past the end of line {position.line} "
-            f"({line_len} characters)"
+            f"column {position.column} is past the end of line {position.line} ({line_len} characters)"
         )
     return line_start + position.column - 1
 

@@ -91,9 +91,7 @@ def dojo_can_trace(checkout: Checkout) -> bool:
 def _trace_dojo(checkout: Checkout, *, dojo_cache: Path) -> RepoTrace:
     from lean_env.trace.dojo import trace_repo
 
-    return trace_repo(
-        checkout.path, spec=checkout.spec, commit=checkout.commit, cache_dir=dojo_cache
-    )
+    return trace_repo(checkout.path, spec=checkout.spec, commit=checkout.commit, cache_dir=dojo_cache)
 
 
 def _trace_source(checkout: Checkout) -> RepoTrace:

@@ -100,9 +100,7 @@ def dojo_environment(cache_dir: Path, *, environ: Mapping[str, str]) -> dict[str
     """
     memory = environ.get("TACTIC_MEMORY_LIMIT") or default_memory_limit()
     if not _MEMORY_LIMIT_RE.fullmatch(memory):
-        raise DojoInputError(
-            f"TACTIC_MEMORY_LIMIT={memory!r} is not a whole number of gigabytes like '8g'"
-        )
+        raise DojoInputError(f"TACTIC_MEMORY_LIMIT={memory!r} is not a whole number of gigabytes like '8g'")
     return {
         "CACHE_DIR": str(cache_dir.resolve()),
         "DISABLE_REMOTE_CACHE": "1",
@@ -154,9 +152,7 @@ def trace_repo(repo_dir: Path, *, spec: RepoSpec, commit: str, cache_dir: Path) 
     try:
         import lean_dojo  # lazily: its constants read the environment set just above
     except ImportError as e:
-        raise DojoTraceError(
-            "tracing with LeanDojo needs the lean-dojo package: pip install 'leanagent[dojo]'"
-        ) from e
+        raise DojoTraceError("tracing with LeanDojo needs the lean-dojo package: pip install 'leanagent[dojo]'") from e
     except Exception as e:  # its import-time checks are bare asserts (git version, ...)
         raise DojoTraceError(f"lean_dojo could not start: {e!r}") from e
 
@@ -193,9 +189,7 @@ def _lean_git_repo(lean_dojo: Any, repo_dir: Path, *, spec: RepoSpec, commit: st
     except Exception as e:
         raise DojoTraceError(f"LeanDojo cannot open {spec} at {commit}: {e}") from e
     if _FULL_SHA_RE.fullmatch(commit) and repo.commit != commit:
-        raise DojoInputError(
-            f"{repo_dir} is checked out at {repo.commit}, not {commit}; check out {commit} first"
-        )
+        raise DojoInputError(f"{repo_dir} is checked out at {repo.commit}, not {commit}; check out {commit} first")
     return repo
 
 
@@ -238,9 +232,7 @@ def records_from_traced_repo(
             try:
                 theorems.append(_theorem(tt, path, tf.lean_file))
             except Exception as e:  # a malformed AST of one theorem must not stop the repo
-                problems.append(
-                    ParseProblem(path, tt.start.line_nb, f"{tt.theorem.full_name}: {e}")
-                )
+                problems.append(ParseProblem(path, tt.start.line_nb, f"{tt.theorem.full_name}: {e}"))
     return canonical_order(
         RepoTrace(
             spec=spec,

@@ -108,9 +108,7 @@ def find_theorems(text: str) -> list[dict]:
             continue
         indent = len(m["indent"])
         j = i + 1
-        while j < len(lines) and (
-            not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent
-        ):
+        while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent):
             j += 1
         decl_start, decl_end = starts[i], starts[j] - 1 if j < len(lines) else len(text)
         decl = text[decl_start:decl_end]

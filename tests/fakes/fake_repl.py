@@ -116,9 +116,7 @@ class FakeRepl:
             goal = self.script.get("theorems", {}).get(name, f"⊢ {name}")
             pos = position_of_last(cmd, "sorry")
             end = {"line": pos["line"], "column": pos["column"] + 5}
-            response["sorries"] = [
-                {"proofState": self.new_state([goal]), "pos": pos, "goal": goal, "endPos": end}
-            ]
+            response["sorries"] = [{"proofState": self.new_state([goal]), "pos": pos, "goal": goal, "endPos": end}]
             messages.append(self.message("warning", pos, "declaration uses `sorry`"))
         if messages:
             response["messages"] = messages
@@ -149,7 +147,7 @@ class FakeRepl:
             return None
         if "memory_mb" in outcome:
             block = bytearray(int(outcome["memory_mb"]) * 1024 * 1024)
-            block[:: 4096] = b"x" * len(block[:: 4096])
+            block[::4096] = b"x" * len(block[::4096])
             return {"proofState": self.new_state([]), "goals": [], "proofStatus": "Completed"}
         if "lean_error" in outcome:
             return {"message": "Lean error:\n" + outcome["lean_error"]}

@@ -43,9 +43,7 @@ def blocks(text: str, *, join: str) -> list[str]:
 def load(base: Path) -> tuple[list[dict], list[str]]:
     raw_requests = blocks(base.with_name(base.name + ".in").read_text(encoding="utf-8"), join="")
     requests = [json.loads(r) for r in raw_requests if not r.startswith(("#", "--"))]
-    answers = blocks(
-        base.with_name(base.name + ".expected.out").read_text(encoding="utf-8"), join="\n"
-    )
+    answers = blocks(base.with_name(base.name + ".expected.out").read_text(encoding="utf-8"), join="\n")
     return requests, answers
 
 

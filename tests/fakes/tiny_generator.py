@@ -20,17 +20,32 @@ from agent.generator_training import GeneratorTrainConfig, TacticExample, train_
 def tiny_t5(seed: int = 0) -> HFTacticGenerator:
     torch.manual_seed(seed)
     tokenizer = ByT5Tokenizer()
-    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=2,
-                      decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
-                      eos_token_id=tokenizer.eos_token_id)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=2,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     return HFTacticGenerator(T5ForConditionalGeneration(config), tokenizer, max_input_tokens=256, max_tactic_tokens=24)
 
 
 def tiny_gpt2(seed: int = 0) -> HFTacticGenerator:
     torch.manual_seed(seed)
     tokenizer = ByT5Tokenizer()
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=320, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=320,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     return HFTacticGenerator(GPT2LMHeadModel(config), tokenizer, max_input_tokens=256, max_tactic_tokens=24)
 
 

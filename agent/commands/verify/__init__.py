@@ -44,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="search up to the completeness bound (only for the class in docs/verify.md; an error otherwise)",
     )
     p.add_argument("--exact-len", action="store_true", help="only words of length exactly N")
-    p.add_argument("--class", dest="label", type=int, default=None, metavar="C", help="target output class instead of accept")
+    p.add_argument(
+        "--class", dest="label", type=int, default=None, metavar="C", help="target output class instead of accept"
+    )
     _word_options(p)
     _solver_options(p)
     p.set_defaults(handler=run_trsat)
@@ -68,7 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export-smt", help="write the trSAT query for one length as an SMT-LIB2 script")
     p.add_argument("model", type=Path, metavar="MODEL", help="the model spec (JSON)")
     p.add_argument("--length", type=int, required=True, metavar="N", help="word length")
-    p.add_argument("--class", dest="label", type=int, default=None, metavar="C", help="target output class instead of accept")
+    p.add_argument(
+        "--class", dest="label", type=int, default=None, metavar="C", help="target output class instead of accept"
+    )
     p.add_argument("--out", type=Path, default=None, help="write here instead of stdout")
     _word_options(p)
     _encoding_options(p)
@@ -130,7 +134,9 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
     max_len = args.max_len
     if args.all_lengths:
         alphabet = constraints.alphabet or spec.word_alphabet
-        bound = length_bound(spec, alphabet_size=len(alphabet), fixes_affixes=bool(constraints.prefix or constraints.suffix))
+        bound = length_bound(
+            spec, alphabet_size=len(alphabet), fixes_affixes=bool(constraints.prefix or constraints.suffix)
+        )
         if bound.bound is None:
             raise VerifyInputError(f"--all-lengths needs the complete class of docs/verify.md, but {bound.reason}")
         if args.exact_len:
@@ -149,7 +155,9 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
         )
     human = [f"{result.verdict.value.upper()}: {result.claim}"]
     if result.witness is not None:
-        human.append(f"output: scores {list(result.witness.output.scores)}, label {result.witness.output.label} (replayed)")
+        human.append(
+            f"output: scores {list(result.witness.output.scores)}, label {result.witness.output.label} (replayed)"
+        )
     human += ["", _checks_table(result.checks), f"solver: {result.solver}"]
     emit(_jsonable(result), "\n".join(human), as_json=args.json)
     return 0
@@ -164,9 +172,14 @@ def run_robust(args: argparse.Namespace, settings: Settings) -> int:
     spec = load_spec(args.model)
     word = _word(args.word, spec, "--word")
     with _progress(1) as progress:
-        result = robust(spec, word, distance=args.distance, constraints=_constraints(args, spec), options=_query_options(args))
+        result = robust(
+            spec, word, distance=args.distance, constraints=_constraints(args, spec), options=_query_options(args)
+        )
         progress(result.check)
-    human = [f"{result.verdict.value.upper()}: {result.claim}", f"original output: scores {list(result.original.scores)}, label {result.original.label}"]
+    human = [
+        f"{result.verdict.value.upper()}: {result.claim}",
+        f"original output: scores {list(result.original.scores)}, label {result.original.label}",
+    ]
     if result.counterexample is not None:
         human.append(f"counterexample output: scores {list(result.counterexample.output.scores)} (replayed)")
     human += ["", _checks_table([result.check]), f"solver: {result.solver}"]
@@ -182,8 +195,20 @@ def run_equiv(args: argparse.Namespace, settings: Settings) -> int:
     del settings
     first, second = load_spec(args.model), load_spec(args.other)
     with _progress(args.max_len) as progress:
-        result = equiv(first, second, max_len=args.max_len, constraints=_constraints(args, first), options=_query_options(args), progress=progress)
-    human = [f"{result.verdict.value.upper()}: {result.claim}", "", _checks_table(result.checks), f"solver: {result.solver}"]
+        result = equiv(
+            first,
+            second,
+            max_len=args.max_len,
+            constraints=_constraints(args, first),
+            options=_query_options(args),
+            progress=progress,
+        )
+    human = [
+        f"{result.verdict.value.upper()}: {result.claim}",
+        "",
+        _checks_table(result.checks),
+        f"solver: {result.solver}",
+    ]
     emit(_jsonable(result), "\n".join(human), as_json=args.json)
     return 0
 
@@ -196,7 +221,9 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
     del settings
     spec = load_spec(args.model)
-    script = export_smt(spec, length=args.length, label=args.label, constraints=_constraints(args, spec), encoding=_encoding(args))
+    script = export_smt(
+        spec, length=args.length, label=args.label, constraints=_constraints(args, spec), encoding=_encoding(args)
+    )
     if args.out is not None:
         try:
             args.out.write_text(script, encoding="utf-8")
@@ -214,7 +241,14 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 def _checks_table(checks: Any) -> str:
     """One row per length: how it was answered and where the time went."""
     rows = [
-        (c.length, c.verdict.value, c.method.value, round(c.presearch_seconds, 3), round(c.encode_seconds, 3), round(c.solve_seconds, 3))
+        (
+            c.length,
+            c.verdict.value,
+            c.method.value,
+            round(c.presearch_seconds, 3),
+            round(c.encode_seconds, 3),
+            round(c.solve_seconds, 3),
+        )
         for c in checks
     ]
     return table(("length", "verdict", "by", "presearch s", "encode s", "solve s"), rows)
@@ -229,7 +263,9 @@ def _word(text: str, spec: Any, option: str) -> tuple[str, ...]:
         parts = list(parts[0])
     unknown = [p for p in parts if p not in spec.word_alphabet]
     if unknown:
-        raise VerifyInputError(f"{option}: symbol(s) {unknown} are not in the model's alphabet {list(spec.word_alphabet)}")
+        raise VerifyInputError(
+            f"{option}: symbol(s) {unknown} are not in the model's alphabet {list(spec.word_alphabet)}"
+        )
     return tuple(parts)
 
 
@@ -260,7 +296,11 @@ def _query_options(args: argparse.Namespace) -> Any:
             raise VerifyInputError(f"{option} must be >= 0, got {value}")
     make_backend(args.solver)  # an unknown or missing solver is a usage error before any work
     return QueryOptions(
-        solver=args.solver, timeout=args.timeout, encoding=_encoding(args), presearch=args.presearch, canonical=args.canonical
+        solver=args.solver,
+        timeout=args.timeout,
+        encoding=_encoding(args),
+        presearch=args.presearch,
+        canonical=args.canonical,
     )
 
 

@@ -118,9 +118,7 @@ def outcome_of_step(response: ProofStepResponse) -> TacticResult | None:
 class ReplSession(ClosesOnExit):
     """One theorem open in a pooled REPL. Obtain from :meth:`ReplBackend.open`."""
 
-    def __init__(
-        self, backend: ReplBackend, key: PoolKey, theorem: Theorem, command: TheoremCommand
-    ) -> None:
+    def __init__(self, backend: ReplBackend, key: PoolKey, theorem: Theorem, command: TheoremCommand) -> None:
         self.theorem = theorem
         self._backend = backend
         self._key = key
@@ -142,8 +140,7 @@ class ReplSession(ClosesOnExit):
             outcome = self._send_open()
         if isinstance(outcome, ReplTimedOut):
             raise ReplTimeoutError(
-                f"opening {self.theorem.full_name} ({self.theorem.path}) took over "
-                f"{outcome.seconds:g} s",
+                f"opening {self.theorem.full_name} ({self.theorem.path}) took over {outcome.seconds:g} s",
                 seconds=outcome.seconds,
             )
         if isinstance(outcome, ReplCrashed):
@@ -178,9 +175,7 @@ class ReplSession(ClosesOnExit):
         if not isinstance(response, CommandResponse):
             raise ReplOpenError(f"the Lean REPL refused to open {name}: {response}")
         start = self._command.statement_start
-        in_statement = [
-            m for m in response.errors if (m.pos.line, m.pos.column) >= (start.line, start.column)
-        ]
+        in_statement = [m for m in response.errors if (m.pos.line, m.pos.column) >= (start.line, start.column)]
         for m in response.errors:
             if m not in in_statement:
                 logger.warning(
@@ -192,9 +187,7 @@ class ReplSession(ClosesOnExit):
         if in_statement:
             raise ReplOpenError(
                 f"Lean rejects the statement of {name}: "
-                + "; ".join(
-                    f"line {m.pos.line + self._command.line_offset}: {m.data}" for m in in_statement
-                )
+                + "; ".join(f"line {m.pos.line + self._command.line_offset}: {m.data}" for m in in_statement)
             )
         ours = [s for s in response.sorries if s.pos == self._command.sorry_pos]
         if not ours or ours[-1].proof_state is None:
@@ -248,9 +241,7 @@ class ReplSession(ClosesOnExit):
         if isinstance(response, ErrorResponse):
             if response.message.startswith(_LEAN_ERROR_PREFIX):
                 return LeanError(response.message.removeprefix(_LEAN_ERROR_PREFIX))
-            raise ReplProtocolError(
-                f"the Lean REPL refused a tactic of {self.theorem.full_name}", raw=response.message
-            )
+            raise ReplProtocolError(f"the Lean REPL refused a tactic of {self.theorem.full_name}", raw=response.message)
         if not isinstance(response, ProofStepResponse):
             raise ReplProtocolError("a tactic got a command's answer", raw=repr(response))
         result = outcome_of_step(response)
@@ -263,9 +254,7 @@ class ReplSession(ClosesOnExit):
             ReplStateHandle(response.proof_state, outcome.incarnation, path, id(self)),
         )
 
-    def _resolve(
-        self, state: TacticState, path: tuple[str, ...]
-    ) -> int | ReplTimedOut | ReplCrashed:
+    def _resolve(self, state: TacticState, path: tuple[str, ...]) -> int | ReplTimedOut | ReplCrashed:
         """The proofState id of ``path`` on the current process, replaying what is missing.
 
         A replayed tactic that times out or crashes the process is returned as that outcome
@@ -295,9 +284,7 @@ class ReplSession(ClosesOnExit):
         or the timeout or crash that stopped it."""
         parent = self._ids[path[:-1]]
         slot = self._backend.pool.get(self._key)
-        outcome = slot.run(
-            TacticRequest(tactic=path[-1], proof_state=parent), timeout=self._backend.tactic_timeout
-        )
+        outcome = slot.run(TacticRequest(tactic=path[-1], proof_state=parent), timeout=self._backend.tactic_timeout)
         if not isinstance(outcome, ReplReply):
             self.incidents.append(outcome)
             return outcome
@@ -325,13 +312,9 @@ class ReplBackend(ClosesOnExit):
 
     name = "repl"
 
-    def __init__(
-        self, pool: ReplPool, *, tactic_timeout: float = 10.0, command_timeout: float = 300.0
-    ) -> None:
+    def __init__(self, pool: ReplPool, *, tactic_timeout: float = 10.0, command_timeout: float = 300.0) -> None:
         if not all(math.isfinite(t) and t > 0 for t in (tactic_timeout, command_timeout)):
-            raise ValueError(
-                f"REPL timeouts must be finite and positive, got {tactic_timeout}, {command_timeout}"
-            )
+            raise ValueError(f"REPL timeouts must be finite and positive, got {tactic_timeout}, {command_timeout}")
         self.pool = pool
         self.tactic_timeout = tactic_timeout
         self.command_timeout = command_timeout
@@ -353,7 +336,8 @@ class ReplBackend(ClosesOnExit):
 
         ``launcher`` overrides how processes start (tests, custom wrappers); otherwise the
         search of :func:`~lean_env.interactive.repl.locate.repl_command` decides per project, given
-        ``repl`` (an explicit binary) and ``cache_dir`` (where :func:`~lean_env.interactive.repl.locate.build_repl` builds).
+        ``repl`` (an explicit binary) and ``cache_dir`` (where
+        :func:`~lean_env.interactive.repl.locate.build_repl` builds).
         """
 
         def locate(project_dir: Path) -> ReplCommand:
@@ -390,4 +374,3 @@ class ReplBackend(ClosesOnExit):
     def close(self) -> None:
         """Stop every REPL process; idempotent."""
         self.pool.close()
-

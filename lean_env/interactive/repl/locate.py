@@ -147,7 +147,12 @@ def describe_repl(
                 f"project uses {lean_version(project_toolchain or '')}, so its imports will not load"
             )
         return ReplStatus(
-            True, source, argv, binary, repl_toolchain, project_toolchain,
+            True,
+            source,
+            argv,
+            binary,
+            repl_toolchain,
+            project_toolchain,
             f"Lean REPL found ({where}): {' '.join(argv)}{note}",
         )
 
@@ -160,9 +165,13 @@ def describe_repl(
         path = path.expanduser()
         if not _runnable(path):
             return ReplStatus(
-                False, source, (), path, None, project_toolchain,
-                f"the Lean REPL given by {what} ({path}) is not an executable file; "
-                + install_hint(project_dir),
+                False,
+                source,
+                (),
+                path,
+                None,
+                project_toolchain,
+                f"the Lean REPL given by {what} ({path}) is not an executable file; " + install_hint(project_dir),
             )
         return status(source, path, _wrap(path, project_dir), what)
 
@@ -188,7 +197,12 @@ def describe_repl(
             return status(ReplSource.BUILT, built, _wrap(built, project_dir), f"built in {cache_dir}")
 
     return ReplStatus(
-        False, ReplSource.MISSING, (), None, None, project_toolchain,
+        False,
+        ReplSource.MISSING,
+        (),
+        None,
+        None,
+        project_toolchain,
         f"no Lean REPL found (no --repl, no ${REPL_ENV_VAR}, no REPL dependency in "
         f"{project_dir}, no `repl` on PATH); " + install_hint(project_dir),
     )
@@ -224,9 +238,7 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
     """
     toolchain = read_toolchain(project_dir)
     if toolchain is None:
-        raise ReplBuildError(
-            f"{project_dir} has no lean-toolchain file, so the REPL's Lean version is unknown"
-        )
+        raise ReplBuildError(f"{project_dir} has no lean-toolchain file, so the REPL's Lean version is unknown")
     target = built_repl_dir(cache_dir, toolchain)
     binary = _binary_in(target)
     if _runnable(binary):
@@ -241,14 +253,15 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
         if target.exists():
             shutil.rmtree(target)  # a clone that was interrupted
         target.parent.mkdir(parents=True, exist_ok=True)
-        _run([str(git), "clone", "--depth", "1", "--branch", tag, REPL_GIT_URL, str(target)],
-             cwd=target.parent, timeout=timeout,
-             why=f"no REPL release is tagged {tag} (or the network is unreachable)")
+        _run(
+            [str(git), "clone", "--depth", "1", "--branch", tag, REPL_GIT_URL, str(target)],
+            cwd=target.parent,
+            timeout=timeout,
+            why=f"no REPL release is tagged {tag} (or the network is unreachable)",
+        )
     pinned = read_toolchain(target)
     if pinned is None or lean_version(pinned) != tag:
-        raise ReplBuildError(
-            f"the REPL clone at {target} pins {pinned!r}, not the project's {toolchain!r}"
-        )
+        raise ReplBuildError(f"the REPL clone at {target} pins {pinned!r}, not the project's {toolchain!r}")
     _run([str(lake), "build", "repl"], cwd=target, timeout=timeout, why="lake could not build it")
     if not _runnable(binary):
         raise ReplBuildError(f"lake reported success but {binary} is not there")
@@ -259,13 +272,10 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
 def _run(argv: list[str], *, cwd: Path, timeout: float, why: str) -> None:
     logger.info("running %s in %s", " ".join(argv), cwd)
     try:
-        done = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise ReplBuildError(f"`{' '.join(argv)}` failed: {e}") from e
     if done.returncode != 0:
         raise ReplBuildError(
-            f"`{' '.join(argv)}` exited with code {done.returncode} ({why}): "
-            f"{tail(done.stderr or done.stdout)}"
+            f"`{' '.join(argv)}` exited with code {done.returncode} ({why}): {tail(done.stderr or done.stdout)}"
         )

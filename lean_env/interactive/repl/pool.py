@@ -143,19 +143,13 @@ class PooledRepl:
         self._incarnation = self._pool.next_incarnation()
         self._pool.stats.started += 1
         try:
-            answer = self._process.request(
-                CommandRequest(cmd=self.key.header), timeout=self._pool.header_timeout
-            )
+            answer = self._process.request(CommandRequest(cmd=self.key.header), timeout=self._pool.header_timeout)
         except (ReplCrashError, ReplTimeoutError):
             self._process.close()
             raise
         if not isinstance(answer, CommandResponse) or answer.env is None or answer.errors:
             self._process.close()
-            detail = (
-                "; ".join(m.data for m in answer.errors)
-                if isinstance(answer, CommandResponse)
-                else repr(answer)
-            )
+            detail = "; ".join(m.data for m in answer.errors) if isinstance(answer, CommandResponse) else repr(answer)
             raise ReplOpenError(
                 f"the Lean REPL could not load the imports of {self.key.project_dir} "
                 f"({self.key.header.replace(chr(10), '; ') or 'no imports'}): {detail}"
@@ -273,4 +267,3 @@ class ReplPool(ClosesOnExit):
             slots, self._slots = list(self._slots.values()), OrderedDict()
         for slot in slots:
             slot.close()
-

@@ -99,9 +99,7 @@ class ReplProcess(ClosesOnExit):
         self._lock = threading.Lock()
 
     @classmethod
-    def start(
-        cls, command: ReplCommand, *, memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
-    ) -> ReplProcess:
+    def start(cls, command: ReplCommand, *, memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB) -> ReplProcess:
         """Start the REPL described by ``command``; raises :class:`ReplStartError` if it cannot run."""
         process = cls(command, memory_limit_mb=memory_limit_mb)
         process._spawn()
@@ -241,9 +239,7 @@ class ReplProcess(ClosesOnExit):
     def _crash(self, message: str) -> ReplCrashError:
         self._kill()
         assert self._proc is not None
-        return ReplCrashError(
-            message, returncode=self._proc.returncode, stderr_tail=self.stderr_tail()
-        )
+        return ReplCrashError(message, returncode=self._proc.returncode, stderr_tail=self.stderr_tail())
 
     def _kill(self) -> None:
         """Kill the child's whole process group and reap the child."""

@@ -165,9 +165,7 @@ def request_from_wire(wire: dict[str, Any]) -> Request:
         if "unpickleEnvFrom" in wire:
             return UnpickleEnvRequest(unpickle_env_from=_str(wire, "unpickleEnvFrom"))
         if "pickleTo" in wire:
-            return PickleProofStateRequest(
-                proof_state=_int(wire, "proofState"), pickle_to=_str(wire, "pickleTo")
-            )
+            return PickleProofStateRequest(proof_state=_int(wire, "proofState"), pickle_to=_str(wire, "pickleTo"))
         if "unpickleProofStateFrom" in wire:
             return UnpickleProofStateRequest(
                 unpickle_proof_state_from=_str(wire, "unpickleProofStateFrom"),

@@ -96,8 +96,7 @@ def theorem_command(text: str, theorem: Theorem) -> TheoremCommand:
     start = _offset(text, theorem, theorem.start)
     if start < header.body_start:
         raise TheoremSourceError(
-            f"theorem {theorem.full_name} starts at {theorem.start}, inside the import header "
-            f"of {theorem.path}"
+            f"theorem {theorem.full_name} starts at {theorem.start}, inside the import header of {theorem.path}"
         )
     if theorem.proof_start is not None:
         statement = text[start : _offset(text, theorem, theorem.proof_start)]
@@ -122,13 +121,10 @@ def _offset(text: str, theorem: Theorem, position: Position) -> int:
         return offset_of(text, position)
     except ValueError as e:
         raise TheoremSourceError(
-            f"theorem {theorem.full_name}: position {position.line}:{position.column} is not "
-            f"in {theorem.path} ({e})"
+            f"theorem {theorem.full_name}: position {position.line}:{position.column} is not in {theorem.path} ({e})"
         ) from e
 
 
 def _repl_pos(text: str, offset: int) -> ReplPos:
     """The REPL's position (1-based line, 0-based column) of ``offset`` in ``text``."""
-    return ReplPos(
-        line=text.count("\n", 0, offset) + 1, column=offset - (text.rfind("\n", 0, offset) + 1)
-    )
+    return ReplPos(line=text.count("\n", 0, offset) + 1, column=offset - (text.rfind("\n", 0, offset) + 1))

@@ -155,9 +155,7 @@ def _theorem(
         # Step offsets are relative to `base`: slice the proof's own text with them.
         lines = text[base:body_end]
         if meaning:
-            tactics = tuple(
-                [TracedTactic(lines[s:e], premises=_names_in(proof, s, e, meaning)) for s, e in steps]
-            )
+            tactics = tuple([TracedTactic(lines[s:e], premises=_names_in(proof, s, e, meaning)) for s, e in steps])
         else:
             tactics = tuple([TracedTactic(lines[s:e]) for s, e in steps])
     if "sorry" in proof or "admit" in proof:
@@ -169,8 +167,17 @@ def _theorem(
     # Positional, in Theorem's field order (full_name, path, start, end, statement, proof,
     # status, tactics, premises, sorries, proof_start): keywords cost ~10% more per record.
     return Theorem(
-        name, path, start_position, end_position, statement, text[proof_start:body_end],
-        status, tactics, premises, sorries, source.position(proof_start),
+        name,
+        path,
+        start_position,
+        end_position,
+        statement,
+        text[proof_start:body_end],
+        status,
+        tactics,
+        premises,
+        sorries,
+        source.position(proof_start),
     )
 
 

@@ -51,9 +51,7 @@ _CHAR_LITERAL = re.compile(r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u
 _PRIME_AFTER = re.compile(r"[\w'!?\u2080-\u209c\u1d62-\u1d6a\u2c7c\u2100-\u214f»]")
 # A string that runs over a line starting with a declaration keyword was almost surely
 # left unterminated: recovery ends it at its own line instead of swallowing the file.
-_RUNAWAY_STRING = re.compile(
-    r"\n(?:@\[|private |protected |theorem |lemma |def |namespace |end\b|section\b)"
-)
+_RUNAWAY_STRING = re.compile(r"\n(?:@\[|private |protected |theorem |lemma |def |namespace |end\b|section\b)")
 
 # Identifier characters, after Lean's `isLetterLike` and `isSubScriptAlnum`: Python's `\w`
 # covers letters, digits and `_` in every script; add the letter-like symbols block

@@ -54,9 +54,7 @@ _COLUMN1_KEYWORDS = (
     "import prelude"
 ).split()
 # The commands whose text is read: the others only end the command before them.
-_READ_KEYWORDS = frozenset(
-    [*_DECL_KEYWORDS, "open", "set_option", "alias", "namespace", "section", "end", "mutual"]
-)
+_READ_KEYWORDS = frozenset([*_DECL_KEYWORDS, "open", "set_option", "alias", "namespace", "section", "end", "mutual"])
 _HEADER_AT_LINE_START = (
     # The lookahead fails most proof lines at once, before the long keyword alternation;
     # the possessive `*+` keeps a failed line from being retried with less indentation.
@@ -78,9 +76,7 @@ _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 # may appear in a statement) except for inductive types, whose constructors use it inline.
 # Every alternative starts with a literal character (no group, no lookbehind first): `re`
 # then skips to candidate characters in C instead of trying the whole pattern at each one.
-_HEADER_STOPS = re.compile(
-    r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])"
-)
+_HEADER_STOPS = re.compile(r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])")
 _COLON_TOKENS = re.compile(r"(?<!:):(?![=:])|[(\[{⟨⦃]|[)\]}⟩⦄]")
 _BARS = re.compile(r"[(\[{⟨⦃]|[)\]}⟩⦄]|(?<![\w'!?.])deriving(?![\w'!?])|\|")
 _OPEN_BRACKETS = "([{⟨⦃"
@@ -91,9 +87,7 @@ _CLOSE_BRACKETS = ")]}⟩⦄"
 # `[^()\[\]{}⟨⟩⦃⦄]`: `re` checks a positive set's ASCII part with one bitmap lookup, which
 # makes this match a third faster than testing each character against the ten brackets.
 _NOT_BRACKET = r"[\x00-'*-Z\\^-z|~-\u27e7\u27ea-\u2982\u2985-\U0010ffff]"
-_FLAT_BRACKETS = re.compile(
-    rf"{_NOT_BRACKET}*+(?:[(\[{{⟨⦃]{_NOT_BRACKET}*+[)\]}}⟩⦄]{_NOT_BRACKET}*+)*+"
-)
+_FLAT_BRACKETS = re.compile(rf"{_NOT_BRACKET}*+(?:[(\[{{⟨⦃]{_NOT_BRACKET}*+[)\]}}⟩⦄]{_NOT_BRACKET}*+)*+")
 # Clauses that end a proof when they begin a line (`\n` rather than `^`: a literal first
 # character lets `re` jump from line to line).
 _TRAILER = re.compile(r"\n[ \t]*+(?:where|termination_by|decreasing_by|deriving)(?![\w'!?])")
@@ -262,9 +256,7 @@ def read_file(source: MaskedText) -> ReadFile:
         kw_start = m.start("kw")
         end = kw_start + len(masked[kw_start:limit].rstrip())
         if m.group("pre"):
-            pending = _merge(
-                pending, _parse_opens(masked[m.start("pre") : m.end("pre")], stack.namespace())
-            )
+            pending = _merge(pending, _parse_opens(masked[m.start("pre") : m.end("pre")], stack.namespace()))
             # Past an `open ... in` prefix, the declaration itself starts at its modifiers.
             start = doc_before.get(m.start("mods"), m.start("mods"))
         if kw in _DECL_KEYWORDS:
@@ -321,9 +313,7 @@ def _doc_starts(source: MaskedText) -> dict[int, int]:
     return {_SPACE.match(masked, end).end(): start for start, end in source.doc_spans}
 
 
-def _scope_command(
-    kw: str, masked: str, m: re.Match[str], end: int, stack: _ScopeStack, issues: list[Issue]
-) -> None:
+def _scope_command(kw: str, masked: str, m: re.Match[str], end: int, stack: _ScopeStack, issues: list[Issue]) -> None:
     """Apply ``namespace``/``section``/``end``/``mutual``."""
     arg = _IDENT_AT.match(masked, m.end("kw"), end)
     name = normalize_name(arg.group(1)) if arg else ""
@@ -340,9 +330,7 @@ def _scope_command(
     elif kw == "end":
         count = len(split_name(name)) if name else 1
         if not stack.pop(count):
-            issues.append(
-                Issue(m.start("kw"), f"'{f'end {name}'.strip()}' closes no open namespace or section")
-            )
+            issues.append(Issue(m.start("kw"), f"'{f'end {name}'.strip()}' closes no open namespace or section"))
 
 
 def _read_alias(
@@ -398,9 +386,7 @@ def _parse_opens(text: str, namespace: tuple[str, ...]) -> Scope:
         renaming = _OPEN_RENAMING.fullmatch(body)
         if explicit:
             target = _expand(explicit.group(1), namespace)[0]
-            aliases += [
-                (normalize_name(n), f"{target}.{normalize_name(n)}") for n in explicit.group(2).split()
-            ]
+            aliases += [(normalize_name(n), f"{target}.{normalize_name(n)}") for n in explicit.group(2).split()]
         elif renaming:
             target = _expand(renaming.group(1), namespace)[0]
             pairs = _RENAME_PAIR.findall(renaming.group(2))
@@ -474,11 +460,7 @@ def _read_decl(
     if children and kind not in _CONTAINERS and written is not None:
         # `where` items are local to the body: `go` there means `<decl>.go`.
         scope = Scope((*scope.namespace, split_name(written)[-1]), scope.opens, scope.aliases)
-    if (
-        missing
-        and not split.unbalanced
-        and kind not in (DeclKind.AXIOM, DeclKind.OPAQUE, *_CONTAINERS)
-    ):
+    if missing and not split.unbalanced and kind not in (DeclKind.AXIOM, DeclKind.OPAQUE, *_CONTAINERS):
         issues.append(
             Issue(
                 keyword_start,
@@ -490,8 +472,19 @@ def _read_decl(
     # The order is Decl's: kind, name, start, keyword_start, header_end, proof_start,
     # body_end, end, scope, is_tactic, private, protected, children.
     return Decl(
-        kind, full, start, keyword_start, header_end, proof_start, body_end, end,
-        scope, is_tactic, private, protected, children,
+        kind,
+        full,
+        start,
+        keyword_start,
+        header_end,
+        proof_start,
+        body_end,
+        end,
+        scope,
+        is_tactic,
+        private,
+        protected,
+        children,
     )
 
 
@@ -595,11 +588,7 @@ def _read_body(
     # `rstrip_end` spelled out, as in `read_file`: once per declaration.
     header_end = keyword_start + len(masked[keyword_start : split.stop].rstrip()) if split.token else end
     if kind in _CONTAINERS:
-        children = (
-            _container_children(masked, kind, full, keyword_start, header_end, split, end)
-            if full
-            else ()
-        )
+        children = _container_children(masked, kind, full, keyword_start, header_end, split, end) if full else ()
         return header_end, None, end, False, False, children
     if not split.token or split.token == "deriving":
         return header_end, None, end, False, True, ()
@@ -623,11 +612,7 @@ def _instance_name(masked: str, pos: int, split: _HeaderSplit) -> str:
     if colon < 0:
         return "inst"
     bound = {n for group in _BINDER_NAMES.findall(masked, pos, colon) for n in group.split()}
-    lasts = [
-        split_name(normalize_name(w))[-1]
-        for w in IDENT_RE.findall(masked, colon, split.stop)
-        if w not in bound
-    ]
+    lasts = [split_name(normalize_name(w))[-1] for w in IDENT_RE.findall(masked, colon, split.stop) if w not in bound]
     return "inst" + "".join(last for last in lasts if "A" <= last[:1] <= "Z")
 
 
@@ -660,10 +645,7 @@ def _container_children(
     for item_start, item_end in _items(masked, body, body_end):
         names = _FIELD_NAMES.match(masked, item_start, item_end)
         if names is not None:
-            children += [
-                Child(f"{full}.{normalize_name(n)}", item_start, item_end)
-                for n in names.group(1).split()
-            ]
+            children += [Child(f"{full}.{normalize_name(n)}", item_start, item_end) for n in names.group(1).split()]
     return tuple(children)
 
 
@@ -713,7 +695,4 @@ def _items(masked: str, pos: int, end: int) -> list[tuple[int, int]]:
         for m in _LINE_FIRST.finditer(masked, newline + 1, end):
             if m.end() - m.start() + 1 <= column:
                 starts.append(m.end())
-    return [
-        (s, rstrip_end(masked, s, starts[i + 1] if i + 1 < len(starts) else end))
-        for i, s in enumerate(starts)
-    ]
+    return [(s, rstrip_end(masked, s, starts[i + 1] if i + 1 < len(starts) else end)) for i, s in enumerate(starts)]

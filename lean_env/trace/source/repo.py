@@ -71,9 +71,7 @@ def extract_repo(repo_dir: Path, *, spec: RepoSpec, commit: str, lean_version: s
         )
         for p in paths
     ]
-    log.info(
-        "source extraction of %s: %d files (%d from dependencies)", spec, len(paths), len(dep_paths)
-    )
+    log.info("source extraction of %s: %d files (%d from dependencies)", spec, len(paths), len(dep_paths))
     return RepoTrace(
         spec=spec,
         commit=commit,
@@ -115,11 +113,7 @@ def _read_dependencies(
     """Read the dependency modules imported (transitively) by the files in ``reads``;
     return their paths. ``modules`` gains an entry for every module found."""
     packages = [
-        d
-        for base in _PACKAGE_DIRS
-        if (root / base).is_dir()
-        for d in sorted((root / base).iterdir())
-        if d.is_dir()
+        d for base in _PACKAGE_DIRS if (root / base).is_dir() for d in sorted((root / base).iterdir()) if d.is_dir()
     ]
     if not packages:
         return set()
@@ -156,8 +150,7 @@ def _import_closures(
 ) -> list[int]:
     """For each file (by number), the bit set of the files it imports directly or not."""
     direct = [
-        sorted({index[modules[m]] for m in reads[p].imports if m in modules and modules[m] in index})
-        for p in paths
+        sorted({index[modules[m]] for m in reads[p].imports if m in modules and modules[m] in index}) for p in paths
     ]
     closures: list[int | None] = [None] * len(paths)
     for root in range(len(paths)):
