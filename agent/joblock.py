@@ -19,12 +19,13 @@ the first is done.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import hashlib
-import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from agent.settings import Settings
 from lean_env.errors import UserInputError
 
 LOCK_NAME = "leanagent.lock"
+# A command handler: parsed arguments and settings in, exit code out.
+Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 class JobLockedError(UserInputError):
@@ -63,6 +66,21 @@ def job_lock(settings: Settings, command: str, *, wait: bool = False) -> Iterato
         elif settings.db_url.startswith("postgresql"):
             locks.enter_context(_advisory_lock(settings.db_url, me, wait=wait))
         yield
+
+
+def holding_job_lock(command: str) -> Callable[[Handler], Handler]:
+    """A CLI handler that holds the job lock while it runs (``args.wait``: see
+    :func:`agent.options.wait_option`)."""
+
+    def wrap(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        def locked(args: argparse.Namespace, settings: Settings) -> int:
+            with job_lock(settings, command, wait=args.wait):
+                return handler(args, settings)
+
+        return locked
+
+    return wrap
 
 
 @contextlib.contextmanager
@@ -163,7 +181,3 @@ def _advisory_holder(connection: Any) -> str:
         {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
     ).first()
     return row[0] if row and row[0] else ""
-
-
-def holder_json(path: Path) -> dict[str, Any]:  # pragma: no cover - debugging aid
-    return json.loads(path.read_text(encoding="utf-8"))

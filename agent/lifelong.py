@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.joblock import job_lock
 from agent.lifelong_report import draw_plots, report_payload, report_sections
 from agent.prove import ProvingConfig
 from agent.proving import AttemptReport, RepositoryProver
@@ -103,11 +104,14 @@ class LifelongResult:
 
 
 class LifelongJob:
-    """One run of the lifelong loop; :meth:`run` does the work (nothing happens before)."""
+    """One run of the lifelong loop; :meth:`run` does the work (nothing happens before).
+    While it works it holds the data directory's and the database's job lock
+    (:mod:`agent.joblock`): another job there makes it fail at once, or with ``wait`` wait."""
 
-    def __init__(self, settings: Settings, options: LifelongOptions) -> None:
+    def __init__(self, settings: Settings, options: LifelongOptions, *, wait: bool = False) -> None:
         self.settings = settings
         self.options = options
+        self.wait = wait
 
     @property
     def reports_dir(self) -> Path:
@@ -121,7 +125,11 @@ class LifelongJob:
         options, settings = self.options, self.settings
         specs = parse_repos_file(options.repos)
         check_directory(self.reports_dir, "the reports")  # before hours of work, not after
-        with open_store(settings) as store, tracked_run(store, options.identity()) as (run, resumed):
+        with (
+            job_lock(settings, "run", wait=self.wait),
+            open_store(settings) as store,
+            tracked_run(store, options.identity()) as (run, resumed),
+        ):
             outcomes = ingest_repositories(store, specs, settings, options.tracer)
             order = curriculum_of(store)
             ordered = traces_in_curriculum_order(store, order)

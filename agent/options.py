@@ -74,6 +74,15 @@ def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def wait_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another job holds the data directory or the database, wait for it to end "
+        "(default: exit 2 at once, naming it)",
+    )
+
+
 def tracer_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",

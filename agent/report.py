@@ -4,12 +4,12 @@ of the metrics matrix (with matplotlib, the ``plots`` extra)."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from lean_env.errors import UserInputError
+from lean_env.files import write_atomically
 
 
 def check_directory(directory: Path, what: str) -> None:
@@ -48,14 +48,8 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """``write`` a file next to ``path``, then move it into place: a kill mid-write leaves
-    ``path`` as it was. The partial file keeps ``path``'s suffix (savers choose the format
-    by it)."""
-    partial = path.with_name(f"{path.name}.partial{path.suffix}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(partial)
-        os.replace(partial, path)
+        write_atomically(path, write)
     except OSError as error:
         raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
 

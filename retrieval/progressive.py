@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from lean_env.errors import UserInputError
+from lean_env.files import write_atomically
 from lean_env.records import RepoSpec, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
@@ -309,16 +308,11 @@ def _save(
         "encoder": encoder.model.state_dict(),
         "trainer": trainer_state["tensors"],
     }
-    # A partial file of its own per writer (two processes saving one learner never write
-    # into one file), moved into place whole: a kill mid-write leaves the previous learner.
-    partial = checkpoint.with_name(f"{checkpoint.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+    # Whole or not at all: a kill mid-write leaves the previous learner.
     try:
-        torch.save(state, partial)
-        os.replace(partial, checkpoint)
+        write_atomically(checkpoint, lambda partial: torch.save(state, partial))
     except OSError as error:
         raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def _row_to_json(row: ProgressRow) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from db_cases import db_url  # noqa: F401 (a fixture)
 from projects import lean_project
 
 from lean_env.repos import lean_sources
@@ -219,3 +220,106 @@ def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert json.loads(done.stdout)["repositories"] == 0
+
+
+# A job that holds the data directory's lock (and, with the run of `leanagent run repos.txt
+# --backend source --no-train` marked running in the database) until its stdin closes.
+HOLDER = """
+import sys
+from pathlib import Path
+from agent.joblock import job_lock
+from agent.lifelong import LifelongOptions
+from agent.settings import Settings
+from agent.workspace import open_store
+from curriculum.runs import tracked_run
+from lean_env.trace.choice import TracerChoice
+
+settings = Settings.resolve(data_dir=Path(sys.argv[1]), db_url=sys.argv[3] if len(sys.argv) > 3 else None)
+options = LifelongOptions(Path(sys.argv[2]), tracer=TracerChoice.SOURCE, training=None)
+with job_lock(settings, "holder"), open_store(settings) as store, tracked_run(store, options.identity()):
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
+def _hold(data: Path, repos: Path, *db: str) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data), str(repos), *db],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "holding\n", holder.stderr
+    return holder
+
+
+@pytest.fixture
+def repos_file(tmp_path: Path) -> Path:
+    repos = tmp_path / "repos.txt"
+    repos.write_text(f"{lean_project(tmp_path / 'proj')}\n", encoding="utf-8")
+    return repos
+
+
+RUN = ("run", "--backend", "source", "--no-train", "--json")
+
+
+def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: Path, repos_file: Path) -> None:
+    data = tmp_path / "data"
+    holder = _hold(data, repos_file)
+    try:
+        done = leanagent(RUN[0], str(repos_file), *RUN[1:], data=data)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr and "--wait" in done.stderr
+        assert json.loads(done.stdout)["exit"] == 2
+    finally:
+        holder.communicate("", timeout=30)
+    # The holder ended (its run finished): the next job runs, as run 2.
+    done = leanagent(RUN[0], str(repos_file), *RUN[1:], data=data)
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (2, False)
+
+
+def test_with_wait_a_second_job_runs_once_the_first_ends(tmp_path: Path, repos_file: Path) -> None:
+    import time
+
+    data = tmp_path / "data"
+    holder = _hold(data, repos_file)
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "--data-dir", str(data), RUN[0], str(repos_file), *RUN[1:], "--wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    assert waiter.poll() is None, waiter.communicate()  # still waiting for the lock
+    holder.communicate("", timeout=30)
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
+    assert json.loads(out)["run"] == 2
+
+
+def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos_file: Path) -> None:
+    """The lock dies with its holder: the run it left marked running is known to be dead,
+    and the next job resumes it under its id."""
+    import signal
+
+    data = tmp_path / "data"
+    holder = _hold(data, repos_file)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    done = leanagent(RUN[0], str(repos_file), *RUN[1:], data=data)
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (1, True)
+
+
+def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Path, db_url: str) -> None:  # noqa: F811
+    """The database has a lock of its own (a file lock beside a SQLite file elsewhere, an
+    advisory lock on PostgreSQL): a job in another data directory is refused too."""
+    holder = _hold(tmp_path / "a", repos_file, db_url)
+    try:
+        done = leanagent("--db", db_url, RUN[0], str(repos_file), *RUN[1:], data=tmp_path / "b")
+    finally:
+        holder.communicate("", timeout=30)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "the database" in done.stderr and f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr

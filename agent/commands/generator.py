@@ -15,7 +15,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from agent.options import json_option, positive_int, positive_number, split_options
+from agent.joblock import holding_job_lock
+from agent.options import json_option, positive_int, positive_number, split_options, wait_option
 from agent.output import emit, table
 from agent.settings import Settings
 from agent.workspace import ordered_traces
@@ -64,10 +65,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="held-out examples generated for exact match (default: 200; the loss uses them all)",
     )
+    wait_option(train)
     json_option(train)
     train.set_defaults(handler=_train)
 
 
+@holding_job_lock("generator train")
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 

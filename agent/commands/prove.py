@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from agent.options import add_prove_options, json_option, proving_config
+from agent.joblock import holding_job_lock
+from agent.options import add_prove_options, json_option, proving_config, wait_option
 from agent.output import emit
 from agent.settings import Settings
 
@@ -36,10 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument(
         "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
     )
+    wait_option(prove)
     json_option(prove)
     prove.set_defaults(handler=_prove)
 
 
+@holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.proving import checkout_all, prove_targets, select_targets
     from agent.render import attempts_table

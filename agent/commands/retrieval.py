@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent.joblock import holding_job_lock
 from agent.options import (
     add_train_options,
     json_option,
@@ -19,6 +20,7 @@ from agent.options import (
     positive_int,
     split_options,
     train_config,
+    wait_option,
 )
 from agent.output import emit, table
 from agent.render import METRICS, cell, scores_dict, training_payload, training_text
@@ -45,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(train)
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
+    wait_option(train)
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -76,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # ---- handlers ------------------------------------------------------------------------
 
 
+@holding_job_lock("retrieval train")
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 

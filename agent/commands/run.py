@@ -23,6 +23,7 @@ from agent.options import (
     proving_config,
     tracer_option,
     train_config,
+    wait_option,
 )
 from agent.output import emit
 from agent.settings import Settings
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
 
@@ -58,7 +60,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         training=None if args.no_train else RetrieverTraining(args.model, train_config(args), args.test_fraction),
         proving=proving_config(args) if args.generator else None,
     )
-    result = LifelongJob(settings, options).run()
+    result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}
     header = f"run {result.run_id}" + (" (resumed)" if result.resumed else "")
     sections = [text for _, text in report_sections(result)]
