@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
+    Inspector,
     create_engine,
     event,
     func,
@@ -459,7 +460,27 @@ def _schema_is_missing(conn: Connection, url: str) -> bool:
             f"the database {url} was made by {by} leanagent (schema version {found}; this one "
             f"uses version {SCHEMA_VERSION}); use another --db or data directory, or that leanagent"
         )
+    _check_columns(inspect(conn), tables, url)
     return False
+
+
+def _check_columns(inspector: Inspector, tables: set[str], url: str) -> None:
+    """Every table and column of this schema version is there: a database whose schema was
+    changed by hand (a table dropped, a column renamed) is refused before it is used, not
+    half-way through a run."""
+    for table in Base.metadata.sorted_tables:
+        if table.name not in tables:
+            raise DatabaseUnavailableError(
+                f"the database {url} has schema version {SCHEMA_VERSION} but no table {table.name!r}; "
+                "it was changed by hand: use another --db or data directory"
+            )
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c.name for c in table.columns if c.name not in present]
+        if missing:
+            raise DatabaseUnavailableError(
+                f"the database {url} has schema version {SCHEMA_VERSION} but its table {table.name!r} lacks "
+                f"the column(s) {', '.join(missing)}; it was changed by hand: use another --db or data directory"
+            )
 
 
 def _make_schema(engine: Engine, url: str) -> None:

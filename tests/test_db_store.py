@@ -488,3 +488,21 @@ def test_stores_opening_a_fresh_database_at_once_all_succeed(
         thread.join()
     assert errors == []
     assert _tables(db_url) == sorted(Base.metadata.tables)
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        pytest.param(
+            "ALTER TABLE repositories RENAME COLUMN location TO place",
+            "its table 'repositories' lacks the column(s) location; it was changed by hand",
+            id="renamed-column",
+        ),
+        pytest.param("DROP TABLE parse_problems", "but no table 'parse_problems'", id="dropped-table"),
+    ],
+)
+def test_a_database_changed_by_hand_is_refused(db_url: str, statement: str, message: str) -> None:  # noqa: F811
+    Store.open(db_url).close()
+    _execute(db_url, statement)
+    with pytest.raises(DatabaseUnavailableError, match=re.escape(message)):
+        Store.open(db_url)
