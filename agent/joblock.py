@@ -59,10 +59,11 @@ def job_lock(settings: Settings, command: str, *, wait: bool = False) -> Iterato
         )
         sqlite = _sqlite_path(settings.db_url)
         if sqlite is not None:
-            if sqlite.parent.resolve() != settings.data_dir.resolve():  # else the first lock covers it
-                locks.enter_context(
-                    _file_lock(sqlite.with_name(sqlite.name + ".lock"), me, what=f"the database {sqlite}", wait=wait)
-                )
+            # Taken even when the file is in this data directory: a job in another data
+            # directory may name the same file with --db.
+            locks.enter_context(
+                _file_lock(sqlite.with_name(sqlite.name + ".lock"), me, what=f"the database {sqlite}", wait=wait)
+            )
         elif settings.db_url.startswith("postgresql"):
             locks.enter_context(_advisory_lock(settings.db_url, me, wait=wait))
         yield

@@ -323,3 +323,13 @@ def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Pa
         holder.communicate("", timeout=30)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "the database" in done.stderr and f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr
+
+
+def test_a_job_naming_another_data_dirs_database_waits_its_turn(tmp_path: Path, repos_file: Path) -> None:
+    holder = _hold(tmp_path / "a", repos_file)  # its database is a/leanagent.db
+    try:
+        db = f"sqlite:///{tmp_path / 'a' / 'leanagent.db'}"
+        done = leanagent("--db", db, RUN[0], str(repos_file), *RUN[1:], data=tmp_path / "b")
+    finally:
+        holder.communicate("", timeout=30)
+    assert done.returncode == 2 and "the database" in done.stderr and "is in use by leanagent holder" in done.stderr
