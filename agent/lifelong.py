@@ -171,8 +171,8 @@ class LifelongJob:
                     if trace.spec.location in mine
                     for t in trace.theorems
                 ),
+                plots=tuple(draw_plots(training, self.reports_dir, name)),
             )
-            result = dataclasses.replace(result, plots=tuple(draw_plots(training, self.reports_dir, name)))
             # Inside the run: a report that cannot be written fails the run, which is then
             # resumed (its work kept) rather than left finished without a report.
             paths = write_report(
