@@ -15,7 +15,8 @@ Renaming (:func:`rename_tactic`) maps the neighbour's locals to the goal's: firs
 aligning the two targets token by token (a local facing a local in equal surroundings is
 the same role: ``n + 0 = n`` against ``m + 0 = m`` maps ``n`` to ``m``), then the
 hypotheses whose types have the same shape, then a name both have, then the remaining ones
-by binder position. Only whole identifiers are renamed, and a dotted one by its head
+by binder position (a tactic naming a local left without a counterpart is no candidate).
+Only whole identifiers are renamed, and a dotted one by its head
 (``h.symm``, ``n.succ``); ``Nat.le_refl`` is no local and stays.
 """
 
@@ -216,11 +217,17 @@ def _align(
                     votes[(x, y)] += weight
 
 
-def rename_tactic(tactic: str, source: GoalView, target: GoalView) -> str:
-    """``tactic``, written for the state ``source``, with its locals renamed to ``target``'s."""
-    if not any(_local_head(t, source.names) for t in tokens(tactic)):
+def rename_tactic(tactic: str, source: GoalView, target: GoalView) -> str | None:
+    """``tactic``, written for the state ``source``, with its locals renamed to
+    ``target``'s; None when it names a local that ``target`` has no counterpart for (Lean
+    would only say the name is unknown)."""
+    used = {head for t in tokens(tactic) if (head := _local_head(t, source.names))}
+    if not used:
         return tactic  # it names no local (`omega`, `simp [foo]`): nothing to rename
-    mapping = {a: b for a, b in _name_map(source, target).items() if a != b}
+    full = _name_map(source, target)
+    if any(name not in full and name not in target.names for name in used):
+        return None
+    mapping = {a: b for a, b in full.items() if a != b}
     if not mapping:
         return tactic
 

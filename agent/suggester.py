@@ -38,6 +38,7 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -72,6 +73,13 @@ CLOSERS = (
     ("norm_num", 0.05),
     ("linarith", 0.05),
 )
+# A feature in more than this share of the stored steps (and more than STOP_MIN of them)
+# is a stop feature: its idf is at most log(1 + 1/share), so its part of a dot product is a
+# few percent of a rare feature's, while its postings are most of the index. Similarity
+# skips its postings (it still counts in the norms); a goal with nothing but stop
+# features is scored with them.
+STOP_SHARE = 0.1
+STOP_MIN = 1000
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
 
@@ -167,6 +175,11 @@ def state_features(view: GoalView, previous: str | None) -> dict[int, float]:
     """Hashed features of a proof state, locals abstracted (renaming a variable changes
     none): the target's tokens and token pairs, the hypotheses' type tokens (half weight),
     and the head of the tactic before (``intro`` ...; its absence for a first step)."""
+    return {**_goal_features(view), _key("p" + head_word(previous) if previous else "p^"): 1.5}
+
+
+@lru_cache(maxsize=65536)  # the steps of one source theorem share its statement
+def _goal_features(view: GoalView) -> dict[int, float]:
     names = view.names
     counts: Counter[str] = Counter()
     target = abstracted(view.target, names)
@@ -177,7 +190,6 @@ def state_features(view: GoalView, previous: str | None) -> dict[int, float]:
     for f, c in hyps.items():
         key = _key(f)
         weights[key] = weights.get(key, 0.0) + 0.5 * (1.0 + math.log(c))
-    weights[_key("p" + head_word(previous) if previous else "p^")] = 1.5
     return weights
 
 
@@ -186,7 +198,8 @@ class StepIndex:
 
     Built once from the stored steps; steps added later (:meth:`add`) go into a small
     dictionary index scored beside it, with the idf of the build (a feature the build did
-    not see gets the largest idf). Neither is rebuilt during a run.
+    not see gets the largest idf). Neither is rebuilt during a run. Stop features (see
+    :data:`STOP_SHARE`) are left out of the dot products of the build's steps.
     """
 
     def __init__(self, features: Sequence[Mapping[int, float]]) -> None:
@@ -200,6 +213,7 @@ class StepIndex:
         self._keys, starts, counts = np.unique(keys, return_index=True, return_counts=True)  # (F,)
         self._starts, self._ends = starts, starts + counts
         self._idf = np.log1p(self.size / np.maximum(counts, 1)).astype(np.float32)  # (F,)
+        self._stop = counts > max(STOP_SHARE * self.size, STOP_MIN)  # (F,)
         self._unseen_idf = float(math.log1p(max(self.size, 1)))
         weights = tfs * np.repeat(self._idf, counts)
         norms = np.sqrt(np.bincount(ids, weights=weights * weights, minlength=self.size)).astype(np.float32)
@@ -235,8 +249,8 @@ class StepIndex:
         return entry
 
     def search(self, query: Mapping[int, float], k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest steps with a positive similarity, nearest first (ties: the
-        earlier step)."""
+        """The ``k`` nearest steps with a positive similarity, nearest first (equal ones
+        in step order), stop features left out of the dot products."""
         if not query or not self._count:
             return []
         keys = list(query)
@@ -245,6 +259,8 @@ class StepIndex:
         q /= float(np.sqrt((q * q).sum())) or 1.0
         hits: list[tuple[int, float]] = []
         found = pos >= 0
+        if found.any() and not self._stop[pos[found]].all():
+            found[found] = ~self._stop[pos[found]]
         if self.size and found.any():
             starts, ends = self._starts[pos[found]], self._ends[pos[found]]
             spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
@@ -349,7 +365,9 @@ class TacticSuggester:
         premise_weight: dict[str, float] = {}
         for entry, similarity in self._index.search(state_features(view, previous), self.neighbours):
             step = self._steps[entry]
-            pool[rename_tactic(step.tactic, step.view, view)] += similarity * similarity
+            renamed = rename_tactic(step.tactic, step.view, view)
+            if renamed is not None:
+                pool[renamed] += similarity * similarity
             for name in step.premises:
                 premise_weight[name] = max(premise_weight.get(name, 0.0), similarity)
         for rank, text in enumerate(premises):

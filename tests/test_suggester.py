@@ -109,9 +109,12 @@ def test_statement_view(statement: str, locals_: tuple[Local, ...], target: str)
         pytest.param(
             "theorem t (p : Prop) : p → p", "intro h", "p : Prop\n⊢ p → p", "intro h", id="same-names-unchanged"
         ),
+        pytest.param(
+            "theorem t (a : Nat) : 0 + a = a", "exact Nat.zero_add a", "⊢ 0 + 0 = 0", None, id="no-counterpart"
+        ),
     ],
 )
-def test_rename_tactic(context: str, tactic: str, goal: str, expected: str) -> None:
+def test_rename_tactic(context: str, tactic: str, goal: str, expected: str | None) -> None:
     source = statement_view(context) if context.startswith("theorem") else goal_view(context)
     assert rename_tactic(tactic, source, goal_view(goal)) == expected
 

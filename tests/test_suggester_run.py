@@ -82,6 +82,43 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
     assert again["proving"]["attempts"] == [] and again["proving"]["targets"] == 0
 
 
+# The bundled examples' sorries, and what Lean 4 core accepts of the closers for the easy
+# ones (tested by hand against the toolchain's rules, not run here: no Lean on the machine).
+EXAMPLE_GOALS = {
+    "DemoArith.double_zero": ("⊢ double 0 = 0", ["rfl", "decide"]),
+    "DemoArith.add_zero'": ("a : Nat\n⊢ a + 0 = a", ["rfl", "simp", "omega"]),
+    "DemoArith.sumTo_two": ("⊢ sumTo 2 = 3", ["rfl", "decide"]),
+    "DemoLogic.Answer.flip_no": ("⊢ Answer.no.flip = Answer.yes", ["rfl", "decide"]),
+    "DemoLogic.or_self_iff'": ("p : Prop\n⊢ p ∨ p ↔ p", ["simp", "simp_all"]),
+    "DemoLogic.and_comm_iff": ("p q : Prop\n⊢ p ∧ q ↔ q ∧ p", []),
+    "DemoLogic.exists_or_of_forall": (
+        "α : Type\np q : α → Prop\ninst✝ : Inhabited α\nh : ∀ (x : α), p x\n⊢ ∃ x, p x ∨ q x",
+        [],
+    ),
+    "DemoArith.Expr.comm_comm": ("e : Expr\n⊢ e.comm.comm = e", []),
+    "DemoArith.tickN_steps": ("n : Nat\n⊢ ∀ (c : Counter), (tickN n c).steps = c.steps + n", []),
+    "DemoArith.two_mul_sumTo": ("n : Nat\n⊢ 2 * sumTo n = n * (n + 1)", []),
+}
+
+
+def test_the_quick_start_proves_the_easy_example_sorries(
+    examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = {
+        "unknown_tactics": ["aesop", "norm_num", "linarith"],
+        "theorems": {
+            name: {"goals": goals, "steps": {t: {"done": True} for t in closers}}
+            for name, (goals, closers) in EXAMPLE_GOALS.items()
+        },
+    }
+    fake_lean.activate(monkeypatch, tmp_path / "bin", script)
+    budget = ["--candidates", "8", "--max-expansions", "1", "--tactic-timeout", "20", "--check-timeout", "20"]
+    payload = _run(capsys, tmp_path / "data", examples_dir / "repos.txt", "--proof-backend", "file", *budget)
+    proved = {a["theorem"]: a["proof"] for a in payload["proving"]["attempts"] if a["outcome"] == "proved"}
+    assert set(proved) == {name for name, (_, closers) in EXAMPLE_GOALS.items() if closers}
+    assert proved["DemoArith.double_zero"] == "by\n  rfl" and proved["DemoLogic.or_self_iff'"] == "by\n  simp"
+
+
 def test_without_lean_the_run_succeeds_and_says_what_proving_needs(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
