@@ -82,6 +82,19 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
     assert again["proving"]["attempts"] == [] and again["proving"]["targets"] == 0
 
 
+def test_prove_without_a_generator_uses_the_suggester(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_lean.activate(monkeypatch, tmp_path / "bin", json.loads((FIXTURE / "fake_lean.json").read_text("utf-8")))
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "ingest", str(tmp_path / "suggest"), "--backend", "source"]) == 0
+    capsys.readouterr()
+    args = ["--data-dir", data, "prove", "--theorem", "Suggest.le_self_m", "--backend", "file", "--json", *SEARCH]
+    assert main(args) == 0
+    (attempt,) = json.loads(capsys.readouterr().out)["attempts"]
+    assert (attempt["outcome"], attempt["proof"]) == ("proved", PROOFS["Suggest.le_self_m"])
+
+
 # The bundled examples' sorries, and what Lean 4 core accepts of the closers for the easy
 # ones (tested by hand against the toolchain's rules, not run here: no Lean on the machine).
 EXAMPLE_GOALS = {
