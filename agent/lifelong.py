@@ -12,7 +12,7 @@ under its own id when started again with the same options (:meth:`LifelongOption
 
 ::
 
-    job = LifelongJob(settings, LifelongOptions(Path("repos.txt"), proving=ProvingConfig("gen/")))
+    job = LifelongJob(settings, LifelongOptions(Path("repos.txt"), proving=ProvingConfig()))  # the suggester
     result = job.run()   # a LifelongResult; the CLI prints it
 """
 
@@ -30,6 +30,7 @@ from agent.proving import AttemptReport, RepositoryProver
 from agent.report import check_directory, write_report
 from agent.settings import Settings
 from agent.workspace import ingest_repositories, open_store
+from lean_env.errors import LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
 from lean_env.trace.choice import TracerChoice
 from retrieval.model_files import model_key, save_model
@@ -68,6 +69,9 @@ class LifelongOptions:
     training: RetrieverTraining | None = RetrieverTraining()
     # None: no proof search.
     proving: ProvingConfig | None = None
+    # True: without a Lean toolchain, proving is skipped with one line saying what it needs
+    # (run's default suggester needs nothing else); False: a missing Lean is an error.
+    lean_optional: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -97,8 +101,9 @@ class LifelongResult:
     curriculum: Curriculum
     training: ProgressiveReport | None  # None: not asked
     retriever_dir: Path  # where the trained encoder is saved
-    proving: ProvingOutcome | None  # None: not asked
+    proving: ProvingOutcome | None  # None: not asked, or skipped
     sorries: int  # sorry theorems of the file's repositories
+    proving_skipped: str | None = None  # why proving was skipped (no Lean), one line
     plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
     report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
 
@@ -135,12 +140,18 @@ class LifelongJob:
             ordered = traces_in_curriculum_order(store, order)
             # The file's repositories are the proving targets, in curriculum order.
             mine = {o.location for o in outcomes}
-            prover = None
+            prover = skipped = None
             if options.proving is not None:
                 targets = [t.spec.location for t in ordered if t.spec.location in mine]
-                prover = RepositoryProver.start(
-                    store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
-                )
+                try:
+                    prover = RepositoryProver.start(
+                        store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
+                    )
+                except LeanNotFoundError as error:
+                    if not options.lean_optional:
+                        raise
+                    reason = str(error)
+                    skipped = f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
             training = None
             try:
                 if options.training is not None:
@@ -165,6 +176,7 @@ class LifelongJob:
                 training=training,
                 retriever_dir=settings.data_dir / "retriever",
                 proving=proving,
+                proving_skipped=skipped,
                 sorries=sum(
                     t.status is TheoremStatus.SORRY
                     for trace in ordered

@@ -40,6 +40,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
             "targets": proving.targets,
             "patches": proving.patches,
         },
+        "proving_skipped": result.proving_skipped,
     }
 
 
@@ -85,7 +86,7 @@ def _training_section(result: LifelongResult) -> str:
 def _proving_section(result: LifelongResult) -> str:
     proving = result.proving
     if proving is None:
-        return f"not asked: give --generator NAME|DIR to search proofs of the {result.sorries} sorry theorem(s)"
+        return result.proving_skipped or f"not asked (--no-prove): {result.sorries} sorry theorem(s) left"
     proved = sum(a.proved for a in proving.attempts)
     summary = (
         f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "

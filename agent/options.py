@@ -150,15 +150,20 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 # ---- proving ---------------------------------------------------------------------------
 
 
-def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, generator_required: bool) -> None:
+def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> None:
     """The generator, proof environment and search budgets (``prove`` and ``run`` share them)."""
     parser.add_argument(
         "--generator",
-        required=generator_required,
         default=None,
         metavar="NAME|DIR",
-        help="tactic generator: a local directory or a Hugging Face name "
-        "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)",
+        help="a trained tactic generator: a local directory or a Hugging Face name "
+        "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once); "
+        "default: the built-in suggester (stored proofs' tactics, premise templates, closing tactics)",
+    )
+    parser.add_argument(
+        "--with-suggester",
+        action="store_true",
+        help="with --generator: merge the built-in suggester's candidates with the model's (half the probability each)",
     )
     parser.add_argument(
         "--premises",
@@ -208,8 +213,8 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, gen
 
 
 def proving_config(args: argparse.Namespace) -> ProvingConfig:
-    """The options of :func:`add_prove_options` (``--generator`` given; values checked by
-    their types while parsing); Ray must be importable for more than one worker."""
+    """The options of :func:`add_prove_options` (values checked by their types while
+    parsing); Ray must be importable for more than one worker."""
     from agent.prove import ProvingConfig
     from agent.search import SearchConfig
 
@@ -219,6 +224,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         require_ray()
     return ProvingConfig(
         generator=args.generator,
+        with_suggester=args.with_suggester,
         backend=ProofBackendChoice(args.proof_backend),
         search=SearchConfig(
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit

@@ -4,21 +4,26 @@ retriever, then Lean's final check of the whole file; the outcome as a value.
 A proof counts only when the final check (:func:`lean_env.proofs.final_check.check_proof`)
 compiled the file with it and Lean reported no error and no ``sorry``; a search result
 alone never does. Nothing here imports SQLAlchemy: Ray workers run it without a database.
+
+Tactics come from an :class:`~agent.online.OnlineGenerator`: the built-in suggester
+(:mod:`agent.suggester`), a trained model, or both merged. A proof Lean accepted is learned
+at once (its steps, with the states they ran in), so the next theorem can use it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent.online import Episode, OnlineGenerator, RecordingSession
 from agent.search import (
     SearchConfig,
     SearchResult,
     SearchStatus,
-    TacticGenerator,
     best_first_search,
 )
 from lean_env.errors import BackendError, LeanAgentError
@@ -27,19 +32,26 @@ from lean_env.interactive.interface import ProofBackend
 from lean_env.lean.runner import LeanRunner
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
-from lean_env.records import AttemptOutcome, RepoTrace, Theorem
+from lean_env.records import AttemptOutcome, RepoTrace, Theorem, TracedTactic
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
+    from agent.suggester import StepMemory
     from retrieval.encoder import TextEncoder
+
+# The suggester's share of the probability when its candidates are merged with a model's.
+SUGGESTER_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class ProvingConfig:
     """How to prove: one object, built at the CLI edge and passed down to every Ray worker."""
 
-    # The tactic generator: a local directory or a Hugging Face name.
-    generator: str
+    # A trained tactic generator (a local directory or a Hugging Face name); None: the
+    # built-in suggester alone proposes tactics.
+    generator: str | None = None
+    # With a generator: also the suggester's candidates, merged with the model's.
+    with_suggester: bool = False
     # The proof environment that runs tactics.
     backend: ProofBackendChoice = ProofBackendChoice.AUTO
     # Candidates per expansion and the budgets of one theorem's search.
@@ -57,7 +69,8 @@ class ProvingConfig:
         """What a resumed run must match: every option that changes the attempts (not the
         number of workers, which does not)."""
         return {
-            "generator": model_key(self.generator),
+            "generator": model_key(self.generator) if self.generator else None,
+            "suggester": self.suggests,
             "backend": str(self.backend),
             "premises": self.premises,
             "candidates": self.search.num_candidates,
@@ -66,6 +79,11 @@ class ProvingConfig:
             "tactic_timeout": self.tactic_timeout,
             "check_timeout": self.check_timeout,
         }
+
+    @property
+    def suggests(self) -> bool:
+        """Whether the built-in suggester proposes tactics (alone, or beside the model)."""
+        return self.generator is None or self.with_suggester
 
     def backend_opener(self, data_dir: Path) -> Callable[[Path], ProofBackend]:
         """Opens this config's proof environment for a repository directory; picklable, so
@@ -91,6 +109,9 @@ class ProofAttempt:
     search: SearchResult | None  # None when the theorem could not be opened
     check: FinalCheckResult | None  # the final check of a found proof
     detail: str  # one line for people: why it ended so
+    # The found proof's steps with the goals they ran in (and, once learned, the premises
+    # they use); () without a found proof.
+    steps: tuple[TracedTactic, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -102,17 +123,19 @@ def prove_theorem(
     *,
     repo_dir: Path,
     backend: ProofBackend,
-    generator: TacticGenerator,
+    generator: Episode,
     runner: LeanRunner,
     premises: Callable[[str], Sequence[str]] | None = None,
     search: SearchConfig = SearchConfig(),
     check_timeout: float = 600.0,
 ) -> ProofAttempt:
     """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
-    ``premises`` (goal -> premises) for the generator, and have Lean check the file with it."""
+    ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
+    The generator sees every tactic's outcome."""
     try:
         with backend.open(repo_dir, theorem) as session:
-            result = best_first_search(session, generator, search, premises_for=premises)
+            recorded = RecordingSession(session, generator)
+            result = best_first_search(recorded, generator, search, premises_for=premises)
     except BackendError as error:
         return ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
     if result.status is not SearchStatus.PROVED:
@@ -121,11 +144,12 @@ def prove_theorem(
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
         return ProofAttempt(outcome, None, result, None, detail)
     assert result.proof is not None
+    steps = recorded.steps(result.proof)
     proof = tactic_proof(result.proof)
     try:
         check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
-        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}")
+        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}", steps)
     if check.accepted:
         return ProofAttempt(
             AttemptOutcome.PROVED,
@@ -133,25 +157,32 @@ def prove_theorem(
             result,
             check,
             f"proved in {len(result.proof)} tactics; Lean accepted the file",
+            steps,
         )
     if check.verdict is Verdict.TIMEOUT:
         return ProofAttempt(
-            AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time"
+            AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time", steps
         )
     reasons = "; ".join(check.reasons) or check.verdict
     return ProofAttempt(
-        AttemptOutcome.FAILED, proof, result, check, f"search found a proof, the final check rejected it: {reasons}"
+        AttemptOutcome.FAILED,
+        proof,
+        result,
+        check,
+        f"search found a proof, the final check rejected it: {reasons}",
+        steps,
     )
 
 
 class TheoremProver:
     """Proves theorems one after another with one generator, keeping one proof environment
     per repository open (the REPL's processes, with their imports loaded, are reused) until
-    :meth:`close`."""
+    :meth:`close`; every proof Lean accepts is learned by the generator before the next
+    theorem."""
 
     def __init__(
         self,
-        generator: TacticGenerator,
+        generator: OnlineGenerator,
         *,
         open_backend: Callable[[Path], ProofBackend],
         search: SearchConfig = SearchConfig(),
@@ -164,13 +195,21 @@ class TheoremProver:
         self._backends: dict[Path, ProofBackend] = {}
 
     @classmethod
-    def load(cls, config: ProvingConfig, *, data_dir: Path) -> TheoremProver:
-        """The prover ``config`` describes, its generator loaded (a bad name or directory is
-        the user's error); proof environments open on first use."""
-        from agent.generator import HFTacticGenerator
+    def load(cls, config: ProvingConfig, *, data_dir: Path, memory: StepMemory | None = None) -> TheoremProver:
+        """The prover ``config`` describes: the suggester started from ``memory`` (the
+        stored proofs' steps), the generator model loaded if there is one (a bad name or
+        directory is the user's error); proof environments open on first use."""
+        from agent.suggester import Blend, StepMemory, TacticSuggester
 
+        suggester = TacticSuggester(memory or StepMemory())
+        model = None
+        if config.generator:
+            from agent.generator import HFTacticGenerator
+
+            model = HFTacticGenerator.load(config.generator)
+        share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
         return cls(
-            HFTacticGenerator.load(config.generator),
+            Blend(suggester, model, share=share),
             open_backend=config.backend_opener(data_dir),
             search=config.search,
             check_timeout=config.check_timeout,
@@ -189,12 +228,14 @@ class TheoremProver:
             theorem,
             repo_dir=repo_dir,
             backend=backend,
-            generator=self.generator,
+            generator=self.generator.episode(location, theorem),
             runner=LeanRunner.for_project(repo_dir),
             search=self.search,
             check_timeout=self.check_timeout,
             premises=premises.premises_for(location, theorem) if premises else None,
         )
+        if attempt.outcome is AttemptOutcome.PROVED:
+            attempt = dataclasses.replace(attempt, steps=self.generator.learn(location, theorem, attempt.steps))
         return attempt, backend.name
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.prove import ProofAttempt, ProvingConfig
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
+from agent.suggester import StepMemory
 from curriculum.results import StoredTheorem
 from curriculum.store import Store
 from lean_env.errors import UserInputError
@@ -131,6 +132,7 @@ def prove_targets(
             nodes=attempt.search.expansions if attempt.search else 0,
             backend=finished.backend,
             proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None,
+            steps=attempt.steps if attempt.outcome is AttemptOutcome.PROVED else (),
         )
         reports[finished.job.key] = AttemptReport.of(stored[finished.job.key], attempt)
     return [reports[job.key] for job in jobs if job.key in reports]
@@ -210,7 +212,7 @@ class RepositoryProver:
         checkouts = checkout_all(known, cache_dir=data_dir / "cache")
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
-        runner = ProofRunner.start(ProverRecipe(config, data_dir))
+        runner = ProofRunner.start(ProverRecipe(config, data_dir, memory=StepMemory.from_traces(traces)))
         return cls(
             store,
             run_id,

@@ -3,8 +3,12 @@
 Both run :class:`agent.prove.TheoremProver` on every theorem, so both give the same attempts
 (the search is deterministic given the generator, the premises and the proof environment);
 only the order in which they finish differs. A Ray worker builds its own prover from a
-:class:`ProverRecipe` (models loaded by name or directory, the premise corpus shipped to it
-once) and keeps it for all the theorems it is given. The repositories' directories must be
+:class:`ProverRecipe` (models loaded by name or directory, the premise corpus and the
+suggester's stored steps shipped to it once) and keeps it for all the theorems it is given.
+A worker's suggester learns the proofs that worker finds; the proofs of one call reach the
+workers of the next call (the next repository of a lifelong run), not the other workers of
+the same call, so with several workers a run may find proofs in another order, or fewer,
+than in one process. The repositories' directories must be
 readable where the workers run: this machine (Ray started here) or a shared file system
 (a cluster joined through ``RAY_ADDRESS``).
 """
@@ -20,14 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.prove import PremiseSource, ProofAttempt, ProvingConfig, TheoremProver, premise_source
+from agent.suggester import StepMemory, proved_steps
 from lean_env.errors import BackendError, UserInputError, first_line
-from lean_env.records import RepoTrace, Theorem
+from lean_env.records import AttemptOutcome, RepoTrace, Theorem
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
     from retrieval.encoder import TextEncoder
-
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +61,17 @@ class ProverRecipe:
     data_dir: Path  # the proof environments' caches (REPL builds, LeanDojo traces)
     retriever: str | None = None  # premise encoder, name or directory
     corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
+    memory: StepMemory = StepMemory()  # the suggester's stored steps and premise names
 
     def check(self) -> None:
         """Load the models once here, so that a bad name or directory is the user's error
         before any worker starts (a worker would die of it)."""
-        from agent.generator import HFTacticGenerator
         from retrieval.encoder import TextEncoder
 
-        HFTacticGenerator.load(self.config.generator)
+        if self.config.generator:
+            from agent.generator import HFTacticGenerator
+
+            HFTacticGenerator.load(self.config.generator)
         if self.retriever:
             TextEncoder.load(self.retriever)
 
@@ -75,7 +81,7 @@ class ProverRecipe:
         premises = None
         if self.retriever:
             premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.config.premises)
-        return TheoremProver.load(self.config, data_dir=self.data_dir), premises
+        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
 
 
 def prove_here(
@@ -92,10 +98,20 @@ class ProofRunner:
     call (its proof environments stay open), or on Ray workers that build their own from
     the recipe. :meth:`close` closes the prover."""
 
-    def __init__(self, recipe: ProverRecipe, prover: TheoremProver | None, premises: PremiseSource | None) -> None:
+    def __init__(
+        self,
+        recipe: ProverRecipe,
+        prover: TheoremProver | None,
+        premises: PremiseSource | None,
+        learned: list[ProofDone] | None = None,
+    ) -> None:
         self.recipe = recipe
         self._prover = prover
         self._premises = premises
+        # Ray: the proofs found by earlier calls, for the suggesters of the next call's
+        # workers (in this process the prover learns them itself). Shared with the runners
+        # with_retriever makes.
+        self._learned = [] if learned is None else learned
 
     @classmethod
     def start(cls, recipe: ProverRecipe) -> ProofRunner:
@@ -117,12 +133,21 @@ class ProofRunner:
                 self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
             )
         save_model(encoder, snapshot)
-        return ProofRunner(dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus), None, None)
+        recipe = dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus)
+        return ProofRunner(recipe, None, None, self._learned)
 
     def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
         if self._prover is not None:
             return prove_here(jobs, self._prover, self._premises)
-        return prove_on_ray(jobs, self.recipe, workers=self.recipe.config.workers)
+        return self._run_on_ray(jobs)
+
+    def _run_on_ray(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
+        found = [step for done in self._learned for step in proved_steps(done.job.theorem, done.attempt.steps)]
+        recipe = dataclasses.replace(self.recipe, memory=self.recipe.memory.with_steps(found))
+        for done in prove_on_ray(jobs, recipe, workers=recipe.config.workers):
+            if done.attempt.outcome is AttemptOutcome.PROVED:
+                self._learned.append(done)
+            yield done
 
     def close(self) -> None:
         if self._prover is not None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, Connection, Table, insert, select
+from sqlalchemy import JSON, ColumnElement, Connection, Table, delete, insert, select
 from sqlalchemy.types import TypeEngine
 
 from curriculum.db import (
@@ -124,14 +124,7 @@ def write_trace(conn: Connection, trace: RepoTrace, *, version_id: int) -> dict[
         conn,
         tactics,
         (
-            {
-                "theorem_id": theorem_ids[i],
-                "version_id": version_id,
-                "idx": j,
-                "tactic": step.tactic,
-                "state_before": step.state_before,
-                "state_after": step.state_after,
-            }
+            _tactic_row(theorem_ids[i], version_id, j, step)
             for i, t in enumerate(trace.theorems)
             for j, step in enumerate(t.tactics)
         ),
@@ -185,6 +178,50 @@ def _write_tactic_premises(conn: Connection, trace: RepoTrace, *, version_id: in
             for k, name in enumerate(step.premises)
         ),
     )
+
+
+def replace_steps(conn: Connection, theorem_id: int, version_id: int, steps: Sequence[TracedTactic]) -> None:
+    """Make ``steps`` the tactic steps of the theorem row ``theorem_id`` (its premises
+    linked to this version's premise rows by name, as :func:`write_trace` links them)."""
+    tactics, links = _table(TacticRow), _table(TacticPremiseRow)
+    old = select(tactics.c.id).where(tactics.c.theorem_id == theorem_id)
+    conn.execute(delete(links).where(links.c.tactic_id.in_(old)))
+    conn.execute(delete(tactics).where(tactics.c.theorem_id == theorem_id))
+    insert_rows(
+        conn,
+        tactics,
+        (_tactic_row(theorem_id, version_id, j, step) for j, step in enumerate(steps)),
+    )
+    ids = dict(conn.execute(select(tactics.c.idx, tactics.c.id).where(tactics.c.theorem_id == theorem_id)).all())
+    premises = _table(PremiseRow)
+    names = {name for step in steps for name in step.premises}
+    premise_ids: dict[str, int] = {}
+    for id_, name in conn.execute(
+        select(premises.c.id, premises.c.full_name)
+        .where(premises.c.version_id == version_id, premises.c.full_name.in_(names))
+        .order_by(premises.c.idx)
+    ):
+        premise_ids.setdefault(name, id_)
+    insert_rows(
+        conn,
+        links,
+        (
+            {"tactic_id": ids[j], "version_id": version_id, "idx": k, "name": name, "premise_id": premise_ids.get(name)}
+            for j, step in enumerate(steps)
+            for k, name in enumerate(step.premises)
+        ),
+    )
+
+
+def _tactic_row(theorem_id: int, version_id: int, idx: int, step: TracedTactic) -> dict[str, Any]:
+    return {
+        "theorem_id": theorem_id,
+        "version_id": version_id,
+        "idx": idx,
+        "tactic": step.tactic,
+        "state_before": step.state_before,
+        "state_after": step.state_after,
+    }
 
 
 def _declaration_columns(version_id: int, idx: int, d: Premise | Theorem) -> dict[str, Any]:

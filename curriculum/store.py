@@ -77,7 +77,7 @@ from curriculum.results import (
 )
 from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, LeanAgentError, UserInputError, first_line
-from lean_env.records import RepoTrace, TheoremStatus
+from lean_env.records import RepoTrace, TheoremStatus, TracedTactic
 
 log = logging.getLogger(__name__)
 
@@ -362,11 +362,16 @@ class Store(ClosesOnExit):
         nodes: int,
         backend: str,
         proof: str | None = None,
+        steps: Sequence[TracedTactic] = (),
     ) -> AttemptRecord:
         """Record one proof search; idempotent per (run, theorem): a repeat returns the first.
 
         A PROVED outcome also marks a `sorry` theorem PROVED_BY_US, in the same
-        transaction. Record PROVED only after Lean's final check accepted the proof.
+        transaction, and ``steps`` (the proof's tactics, with their goals and premises)
+        become its tactic steps, in place of the source's (its proof text stays the
+        source's: what writing the proof back replaces), so the merged view gives them to
+        the suggester and the retriever. Record PROVED only after Lean's final check
+        accepted the proof.
         """
         if outcome is AttemptOutcome.PROVED and not proof:
             raise ValueError("a PROVED attempt needs the proof text")
@@ -393,9 +398,14 @@ class Store(ClosesOnExit):
             )
             session.add(row)
             if outcome is AttemptOutcome.PROVED and theorem.status is TheoremStatus.SORRY:
-                session.execute(
-                    update(TheoremRow).where(TheoremRow.id == theorem_id).values(status=TheoremStatus.PROVED_BY_US)
-                )
+                values: dict[str, Any] = {"status": TheoremStatus.PROVED_BY_US}
+                if steps:
+                    bulk.replace_steps(session.connection(), theorem_id, theorem.version_id, steps)
+                    values |= {
+                        "num_steps": len(steps),
+                        "premises": list(dict.fromkeys(p for s in steps for p in s.premises)),
+                    }
+                session.execute(update(TheoremRow).where(TheoremRow.id == theorem_id).values(**values))
             session.flush()
             return _attempt_record(row)
 

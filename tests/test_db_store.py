@@ -24,7 +24,7 @@ from curriculum import bulk
 from curriculum import store as store_module
 from curriculum.db import SCHEMA_VERSION, Base, PremiseRow, SchemaRow, TacticPremiseRow
 from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
-from lean_env.records import AttemptOutcome, RunStatus, TheoremStatus
+from lean_env.records import AttemptOutcome, RunStatus, TheoremStatus, TracedTactic
 
 
 @pytest.fixture
@@ -272,6 +272,30 @@ def test_runs_and_attempts(store: Store) -> None:
     assert ended.status is RunStatus.FINISHED and ended.ended_at is not None and ended.ended_at.tzinfo is UTC
     assert store.runs(status=RunStatus.RUNNING) == []
     assert store.runs()[0].config == {"seed": 1, "repos": ["a"]}
+
+
+def test_a_proof_found_becomes_the_theorems_steps(store: Store) -> None:
+    """The found proof's steps (goals, premises) replace the sorry's, for the suggester and
+    the retriever; its proof text stays the source's, what write-back replaces."""
+    store.add_trace(rich_trace())
+    [hole] = store.theorems(status=TheoremStatus.SORRY)
+    run = store.start_run({"seed": 1})
+    steps = (
+        TracedTactic("intro h", "⊢ p → p", "h : p\n⊢ p", ("B.q",)),
+        TracedTactic("exact A.p1 h", "h : p\n⊢ p", None, ("A.p1", "Nat.succ")),
+    )
+    store.record_attempt(
+        run_id=run.id, theorem_id=hole.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=2,
+        backend="file", proof="by\n  intro h\n  exact A.p1 h", steps=steps,
+    )  # fmt: skip
+    [proved] = store.theorems(status=TheoremStatus.PROVED_BY_US)
+    assert proved.theorem.tactics == steps and proved.theorem.premises == ("B.q", "A.p1", "Nat.succ")
+    assert proved.theorem.proof == hole.theorem.proof
+    assert [s.num_steps for s in store.theorem_summaries() if s.full_name == "B.hole"] == [2]
+    [trace] = store.latest_traces()
+    assert [t for t in trace.theorems if t.full_name != "B.hole"] == [
+        t for t in rich_trace().theorems if t.full_name != "B.hole"
+    ]
 
 
 def test_an_unfinished_run_with_the_same_config_is_resumed(store: Store) -> None:

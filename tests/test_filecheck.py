@@ -39,6 +39,7 @@ GOALS = {
 }
 
 SCRIPT = {
+    "unknown_tactics": ["nonsense"],
     "theorems": {
         "Demo.imp_self'": {
             "goals": GOALS["start"],
@@ -55,7 +56,7 @@ SCRIPT = {
             "goals": "p q : Prop\nh : p ∧ q\n⊢ q ∧ p",
             "steps": {"constructor": {"goals": "case left\n⊢ q\n\ncase right\n⊢ p"}},
         },
-    }
+    },
 }
 
 # SOURCE's two theorems, read by the fake lean's own parser so that these tests do not
@@ -115,6 +116,7 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
             id="nested-unsolved-goals-is-an-error",
         ),
         pytest.param(["nonsense"], LeanError("unknown tactic"), id="unknown-tactic"),
+        pytest.param(["intro h", "simp"], LeanError(fake_lean.UNSCRIPTED), id="other-error"),
         pytest.param(["intro h", "exact sorry"], LeanError(SORRY_REJECTED), id="sorry-rejected"),
     ],
 )

@@ -13,6 +13,7 @@ from lean_env.proofs.final_check import Verdict, check_proof
 SOURCE = fake_lean.DEMO_SOURCE
 
 SCRIPT = {
+    "unknown_tactics": ["exact?"],
     "theorems": {
         "Demo.imp_self'": {
             "goals": "p : Prop\n⊢ p → p",
@@ -25,7 +26,7 @@ SCRIPT = {
             "terms": {"fun h => h": {"done": True}},
         },
         "Demo.two": {"terms": {"rfl": {"done": True}}},
-    }
+    },
 }
 
 

@@ -261,7 +261,7 @@ def repos_file(tmp_path: Path) -> Path:
     return repos
 
 
-RUN = ("run", "--backend", "source", "--no-train", "--json")
+RUN = ("run", "--backend", "source", "--no-train", "--no-prove", "--json")
 
 
 def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: Path, repos_file: Path) -> None:

@@ -1,10 +1,12 @@
 """``leanagent prove``: search every stored ``sorry`` theorem, check what is found, record it.
 
 For each theorem (of the newest stored version of its repository): best-first search in the
-chosen proof environment with tactics from ``--generator`` (conditioned on premises from
-``--retriever``), then Lean's final check of the whole file; every attempt is recorded in
-the database under a run, a PROVED one only after the final check accepted it (the theorem
-then becomes ``proved_by_us``). A run that was interrupted resumes with the theorems it
+chosen proof environment with tactics from the built-in suggester (the stored proofs'
+tactics renamed to the goal, premise templates, closing tactics) or from ``--generator``
+(conditioned on premises from ``--retriever``), then Lean's final check of the whole file;
+every attempt is recorded in the database under a run, a PROVED one only after the final
+check accepted it (the theorem then becomes ``proved_by_us`` and its steps are stored, for
+the next theorems and runs). A run that was interrupted resumes with the theorems it
 had not attempted yet.
 """
 
@@ -24,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="search proofs for the stored sorry theorems, check them with Lean, record them",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    add_prove_options(prove, backend_flag="--backend", generator_required=True)
+    add_prove_options(prove, backend_flag="--backend")
     prove.add_argument(
         "--retriever",
         default=None,
@@ -47,6 +49,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.proving import checkout_all, prove_targets, select_targets
     from agent.render import attempts_table
     from agent.scale import ProofRunner, ProverRecipe
+    from agent.suggester import StepMemory
     from agent.workspace import open_store
     from curriculum.runs import tracked_run
     from retrieval.model_files import model_key
@@ -62,11 +65,13 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         targets = select_targets(store, args.theorem, args.repo)
         checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
+        traces = tuple(store.latest_traces())
         recipe = ProverRecipe(
             config,
             settings.data_dir,
             retriever=args.retriever,
-            corpus=tuple(store.latest_traces()) if args.retriever else (),
+            corpus=traces if args.retriever else (),
+            memory=StepMemory.from_traces(traces),
         )
         # Models load before the run starts: a bad name is the user's error, not a failed run
         # (nor a dead Ray worker).

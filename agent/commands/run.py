@@ -3,9 +3,10 @@
 Ingest every repository of the file (stored commits are not traced again), order the
 database by the curriculum, take one retriever training step for every repository (at its
 newest commit) the learner has not learned yet, scoring every repository seen after each
-step, and, with ``--generator``, search proofs for the ``sorry`` theorems of the file's
-repositories, each right after its repository's step, with premises from the retriever as
-trained so far. Found proofs count only after Lean's final check. A report (JSON and
+step, and search proofs for the ``sorry`` theorems of the file's repositories, each right
+after its repository's step, with the built-in suggester (or ``--generator``) and premises
+from the retriever as trained so far. Found proofs count only after Lean's final check;
+without a Lean toolchain proving is skipped with one line saying what it needs. A report (JSON and
 Markdown) goes to DATA_DIR/reports. Everything is resumable: the learner is kept in
 DATA_DIR/learner after every step, attempts are recorded per run, and a run that was killed,
 interrupted or failed is resumed under its own id when started again with the same options.
@@ -40,10 +41,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--no-train",
         action="store_true",
-        help="ingest and order only, no retriever training (with --generator: prove without premises)",
+        help="ingest and order only, no retriever training (proving then runs without premises)",
     )
+    run.add_argument("--no-prove", action="store_true", help="no proof search (ingest, order and train only)")
     add_train_options(run)
-    add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    add_prove_options(run, backend_flag="--proof-backend")
     wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -58,7 +60,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         repos=args.repos,
         tracer=TracerChoice(args.backend),
         training=None if args.no_train else RetrieverTraining(args.model, train_config(args), args.test_fraction),
-        proving=proving_config(args) if args.generator else None,
+        proving=None if args.no_prove else proving_config(args),
+        # Asked for a model, the user means to prove: a missing Lean is then an error.
+        lean_optional=args.generator is None,
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}

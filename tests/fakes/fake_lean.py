@@ -12,6 +12,7 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
       "mode": "normal",           # or "garbage" (junk, exit 1), "crash" (SIGSEGV),
                                   # "hang" (sleep forever with a child process)
       "errors": [{"line": 1, "column": 0, "message": "..."}],   # extra errors in the file
+      "unknown_tactics": ["aesop"],   # tactics (by first word) this Lean does not know
       "theorems": {
         "Ns.name": {
           "goals": "⊢ p",         # what an empty tactic block (or `skip`) leaves open
@@ -28,8 +29,9 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
 
 Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
 the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
-any of them) adds that warning at the theorem's name. A prefix that is not scripted is an
-error (``unknown tactic``). Tactics are compared with whitespace folded, ``skip`` dropped and
+any of them) adds that warning at the theorem's name. A tactic whose first word is one of
+``unknown_tactics`` is Lean's parse error ``unknown tactic``; any other prefix that is not
+scripted is an error too (:data:`UNSCRIPTED`). Tactics are compared with whitespace folded, ``skip`` dropped and
 ``--`` comments ignored. A proof containing ``sorry`` outside comments gets Lean's
 ``declaration uses 'sorry'`` warning at the theorem's name. Theorems the script does not
 name are accepted silently.
@@ -59,6 +61,9 @@ _NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
 _END_RE = re.compile(r"^\s*end\s+(\S+)")
 _SORRY_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 _LINE_COMMENT_RE = re.compile(r"--[^\n]*")
+# The error of a tactic prefix the script has no answer for (not Lean's parse error
+# `unknown tactic`, which callers read as "this toolchain lacks the tactic").
+UNSCRIPTED = "tactic failed: the fake lean has no answer scripted for these tactics"
 
 
 def log_run(argv: list[str]) -> None:
@@ -152,7 +157,7 @@ def tactics_of(proof: str, proof_offset: int) -> tuple[int, list[tuple[int, str]
     return by_offset, tactics
 
 
-def outcome_for(entry: dict, proof: str, proof_offset: int) -> tuple[dict, int, int]:
+def outcome_for(entry: dict, proof: str, proof_offset: int, unknown: frozenset[str]) -> tuple[dict, int, int]:
     """The scripted outcome of a proof, the offset of its `by` (or term), and of its last tactic."""
     parsed = tactics_of(proof, proof_offset)
     if parsed is None:
@@ -161,12 +166,15 @@ def outcome_for(entry: dict, proof: str, proof_offset: int) -> tuple[dict, int, 
         result = entry.get("terms", {}).get(term, {"error": f"type mismatch\n  {term}"})
         return result, offset, offset
     by_offset, tactics = parsed
+    for offset, tactic in tactics:
+        if tactic.split()[0] in unknown:
+            return {"error": "unknown tactic"}, by_offset, offset
     key = prefix_key([t for _, t in tactics])
     last = tactics[-1][0] if tactics else by_offset
     if key == "":
         return {"goals": entry["goals"]}, by_offset, last
     steps = {prefix_key(k.split("\n")): v for k, v in entry.get("steps", {}).items()}
-    return steps.get(key, {"error": "unknown tactic"}), by_offset, last
+    return steps.get(key, {"error": UNSCRIPTED}), by_offset, last
 
 
 def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
@@ -182,7 +190,8 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
         entry = theorems.get(thm["name"])
         if entry is None:
             continue
-        result, by_offset, last = outcome_for(entry, thm["proof"], thm["proof_offset"])
+        unknown = frozenset(script.get("unknown_tactics", ()))
+        result, by_offset, last = outcome_for(entry, thm["proof"], thm["proof_offset"], unknown)
         if result.get("hang"):
             hang()
         if "warning" in result:

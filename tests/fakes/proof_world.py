@@ -26,7 +26,7 @@ class WorldSession:
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
         self.ran.append((state.pp, tactic))
-        outcome = self.moves.get(state.pp, {}).get(tactic, LeanError(f"unknown tactic {tactic}"))
+        outcome = self.moves.get(state.pp, {}).get(tactic, LeanError(f"no move {tactic!r} from here"))
         if isinstance(outcome, str):
             return ProofFinished() if outcome == DONE else TacticState(outcome)
         return outcome

@@ -1,0 +1,258 @@
+"""The built-in tactic suggester: reading goals and statements, renaming a neighbour's
+tactic to the goal's locals, the features and their index, candidates and their scores,
+learning a checked proof at once, unknown tactics, and the merge with a model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from builders import theorem
+from fakes.proof_world import DONE, WorldSession
+
+from agent.goals import Local, goal_view, rename_tactic, statement_view
+from agent.online import RecordingSession
+from agent.search import Candidate, SearchConfig, best_first_search
+from agent.suggester import (
+    Blend,
+    PremiseNames,
+    StepIndex,
+    StepMemory,
+    TacticSuggester,
+    state_features,
+    steps_of,
+)
+from lean_env.interactive.interface import LeanError, TacticState
+from lean_env.records import TheoremStatus, TracedTactic
+
+
+@pytest.mark.parametrize(
+    ("pp", "locals_", "target"),
+    [
+        pytest.param("⊢ 2 = 1 + 1", (), "2 = 1 + 1", id="no-hypotheses"),
+        pytest.param(
+            "n m : Nat\nh : n ≤ m\n⊢ n ≤ m + 1",
+            (Local("n", "Nat"), Local("m", "Nat"), Local("h", "n ≤ m")),
+            "n ≤ m + 1",
+            id="a-group-and-a-hypothesis",
+        ),
+        pytest.param(
+            "case succ\nk : Nat\nih : ∀ (c : C),\n  f k c = k\n⊢ ∀ (c : C),\n  f (k + 1) c = k + 1"
+            "\n\ncase zero\n⊢ True",
+            (Local("k", "Nat"), Local("ih", "∀ (c : C), f k c = k")),
+            "∀ (c : C), f (k + 1) c = k + 1",
+            id="case-tag-continuations-and-a-second-goal",
+        ),
+    ],
+)
+def test_goal_view(pp: str, locals_: tuple[Local, ...], target: str) -> None:
+    view = goal_view(pp)
+    assert (view.locals, view.target) == (locals_, target)
+
+
+@pytest.mark.parametrize(
+    ("statement", "locals_", "target"),
+    [
+        pytest.param("theorem two : 2 = 1 + 1", (), "2 = 1 + 1", id="no-binders"),
+        pytest.param(
+            "theorem mono {m n : Nat} [DecidableEq α] ⦃x : α⦄ (h : m ≤ n) :\n    f m ≤ f n",
+            (Local("m", "Nat"), Local("n", "Nat"), Local("", "DecidableEq α"), Local("x", "α"), Local("h", "m ≤ n")),
+            "f m ≤ f n",
+            id="every-bracket",
+        ),
+        pytest.param("theorem «two is two» (p : Prop) : p → p", (Local("p", "Prop"),), "p → p", id="guillemets"),
+        pytest.param("lemma foo(n : Nat) : n = n", (Local("n", "Nat"),), "n = n", id="lemma-no-space"),
+    ],
+)
+def test_statement_view(statement: str, locals_: tuple[Local, ...], target: str) -> None:
+    view = statement_view(statement)
+    assert (view.locals, view.target) == (locals_, target)
+
+
+@pytest.mark.parametrize(
+    ("context", "tactic", "goal", "expected"),
+    [
+        pytest.param(
+            "theorem t (n : Nat) : n ≤ n", "exact Nat.le_refl n", "m : Nat\n⊢ m ≤ m", "exact Nat.le_refl m", id="issue"
+        ),
+        pytest.param(
+            "theorem t (p q : Prop) (hp : p) (hq : q) : q ∧ p",
+            "exact ⟨hq, hp⟩",
+            "a b : Prop\nha : a\nhb : b\n⊢ b ∧ a",
+            "exact ⟨hb, ha⟩",
+            id="hypotheses-by-their-types",
+        ),
+        pytest.param(
+            "n m : Nat\nh : n ≤ m\n⊢ n ≤ m + 1",
+            "exact Nat.le_succ_of_le h",
+            "a b : Nat\nhab : a ≤ b\n⊢ a ≤ b + 1",
+            "exact Nat.le_succ_of_le hab",
+            id="traced-goal",
+        ),
+        pytest.param(
+            "theorem t (a b : Nat) : b + a = a + b",
+            "exact Nat.add_comm b a",
+            "x y : Nat\n⊢ x + y = y + x",
+            "exact Nat.add_comm x y",
+            id="by-role-not-by-position",
+        ),
+        pytest.param(
+            "theorem t (x y : Nat) (h : x = y) : y = x",
+            "exact h.symm",
+            "u v : Nat\nhuv : u = v\n⊢ v = u",
+            "exact huv.symm",
+            id="dotted-head",
+        ),
+        pytest.param(
+            "theorem t (n : Nat) : g n = n", "simp [(f n).n]", "k : Nat\n⊢ g k = k", "simp [(f k).n]", id="not-a-field"
+        ),
+        pytest.param(
+            "theorem t (p : Prop) : p → p", "intro h", "p : Prop\n⊢ p → p", "intro h", id="same-names-unchanged"
+        ),
+        pytest.param(
+            "theorem t (a : Nat) : 0 + a = a", "exact Nat.zero_add a", "⊢ 0 + 0 = 0", None, id="no-counterpart"
+        ),
+    ],
+)
+def test_rename_tactic(context: str, tactic: str, goal: str, expected: str | None) -> None:
+    source = statement_view(context) if context.startswith("theorem") else goal_view(context)
+    assert rename_tactic(tactic, source, goal_view(goal)) == expected
+
+
+def test_features_ignore_local_names_and_see_a_statement_as_its_goal() -> None:
+    goal = state_features(goal_view("n : Nat\nh : 0 < n\n⊢ n + 0 = n"), None)
+    assert goal == state_features(goal_view("m : Nat\nhm : 0 < m\n⊢ m + 0 = m"), None)
+    assert goal == state_features(statement_view("theorem t (n : Nat) (h : 0 < n) : n + 0 = n"), None)
+    assert goal != state_features(goal_view("n : Nat\nh : 0 < n\n⊢ n + 0 = n"), "intro h")
+
+
+def test_the_index_ranks_by_cosine_and_finds_steps_added_later() -> None:
+    views = ["n : Nat\n⊢ n + 0 = n", "p : Prop\n⊢ p → p", "n : Nat\n⊢ n * 1 = n"]
+    index = StepIndex([state_features(goal_view(v), None) for v in views])
+    hits = index.search(state_features(goal_view("k : Nat\n⊢ k + 0 = k"), None), 3)
+    assert [i for i, _ in hits][:2] == [0, 2] and hits[0][1] == pytest.approx(1.0)
+    added = index.add(state_features(goal_view("a b : Nat\n⊢ a + b = b + a"), None))
+    (best, score), *_ = index.search(state_features(goal_view("x y : Nat\n⊢ x + y = y + x"), None), 2)
+    assert (best, score) == (added, pytest.approx(1.0)) and len(index) == 4
+    assert StepIndex([]).search({1: 1.0}, 5) == []
+
+
+@pytest.mark.parametrize(
+    ("proof", "tactics", "status", "expected"),
+    [
+        pytest.param("by\n  simp", ("simp",), TheoremStatus.PROVEN, ["simp"], id="tactics"),
+        pytest.param("⟨h.2, h.1⟩", (), TheoremStatus.PROVEN, ["exact ⟨h.2, h.1⟩"], id="term-as-exact"),
+        pytest.param("by\n  sorry", ("sorry",), TheoremStatus.SORRY, [], id="sorry-theorem"),
+        pytest.param("by\n  simp\n  sorry", ("simp", "sorry"), TheoremStatus.PROVED_BY_US, ["simp"], id="sorry-step"),
+        pytest.param("| 0 => rfl\n| n+1 => rfl", (), TheoremStatus.PROVEN, [], id="equations"),
+        pytest.param("f " * 150, (), TheoremStatus.PROVEN, [], id="long-term"),
+    ],
+)
+def test_steps_of(proof: str, tactics: tuple[str, ...], status: TheoremStatus, expected: list[str]) -> None:
+    record = theorem("t", proof=proof, status=status, tactics=tuple(TracedTactic(t) for t in tactics))
+    assert [s.tactic for s in steps_of(record)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("<a>Demo.add_zero'</a> : n + 0 = n", "Demo.add_zero'", id="marked"),
+        pytest.param("@[simp] theorem add_zero' (n : Nat) : n + 0 = n := rfl", "Demo.add_zero'", id="code-by-suffix"),
+        pytest.param("Nat.succ_pos", "Nat.succ_pos", id="a-name"),
+        pytest.param("two words", None, id="no-name"),
+    ],
+)
+def test_premise_names_of_retrieved_texts(text: str, expected: str | None) -> None:
+    assert PremiseNames(["Demo.add_zero'", "Demo.other"]).of_text(text) == expected
+
+
+def _suggester(*theorems: object) -> TacticSuggester:
+    return TacticSuggester(StepMemory(tuple(s for t in theorems for s in steps_of(t)), ("Demo.le_self",)))
+
+
+LE_SELF = theorem(
+    "Demo.le_self",
+    statement="theorem le_self (n : Nat) : n ≤ n",
+    proof="by\n  exact Nat.le_refl n",
+    tactics=(TracedTactic("exact Nat.le_refl n"),),
+)
+
+
+def test_candidates_are_a_distribution_best_first_and_honour_the_budget() -> None:
+    found = _suggester(LE_SELF).episode("repo", LE_SELF).generate("m : Nat\n⊢ m ≤ m", premises=["Demo.le_self"], n=6)
+    assert found[0] == Candidate("exact Nat.le_refl m", found[0].logprob) and len(found) == 6
+    scores = [c.logprob for c in found]
+    assert scores == sorted(scores, reverse=True) and all(s < 0 for s in scores) and sum(map(math.exp, scores)) <= 1
+    assert "exact Demo.le_self" in [
+        c.tactic for c in _suggester().suggest("⊢ x", previous=None, premises=["Demo.le_self"], n=20)
+    ]
+
+
+def test_a_checked_proof_is_a_neighbour_of_the_very_next_goal() -> None:
+    suggester = _suggester(LE_SELF)
+    goal = "a b : Nat\nh : a = b\n⊢ b = a"
+    assert "exact h.symm" not in [c.tactic for c in suggester.episode("repo", LE_SELF).generate(goal, n=8)]
+    proved = theorem("Demo.eq_symm'", statement="theorem eq_symm' (x y : Nat) (h : x = y) : y = x")
+    steps = suggester.learn("repo", proved, [TracedTactic("exact h.symm", "x y : Nat\nh : x = y\n⊢ y = x")])
+    assert steps == (TracedTactic("exact h.symm", "x y : Nat\nh : x = y\n⊢ y = x"),) and len(suggester) == 2
+    (best, *_) = suggester.episode("repo", proved).generate("u v : Nat\nhuv : u = v\n⊢ v = u", n=8)
+    assert best.tactic == "exact huv.symm"
+    # learning resolves the premises a step names
+    (step,) = suggester.learn("repo", proved, [TracedTactic("exact Demo.le_self _", "⊢ 0 ≤ 0")])
+    assert step.premises == ("Demo.le_self",)
+
+
+def test_an_unknown_tactic_fails_once_and_is_not_offered_again_in_the_run() -> None:
+    suggester = _suggester()
+    unknown = LeanError("<input>:1:1: unknown tactic")
+    moves = {"⊢ x": {"aesop": unknown, "contradiction": DONE}}  # aesop comes first
+    ran = []
+    for _ in range(2):  # two theorems of one run
+        world = WorldSession("⊢ x", moves)
+        episode = suggester.episode("repo", LE_SELF)
+        result = best_first_search(RecordingSession(world, episode), episode, SearchConfig(num_candidates=20))
+        assert result.proof == ("contradiction",)
+        ran += [tactic for _, tactic in world.ran]
+    assert ran.count("aesop") == 1
+    suggester.note_error("norm_num [h]", unknown.message)  # one word and its arguments: the word goes
+    suggester.note_error("first | decide | rfl", unknown.message)  # nested: only this tactic
+    offered = [c.tactic for c in suggester.suggest("⊢ x", previous=None, premises=(), n=30)]
+    assert "norm_num" not in offered and "decide" in offered and "rfl" in offered
+    suggester.note_error("simp", "simp made no progress")  # another error: nothing is dropped
+    assert "simp" in [c.tactic for c in suggester.suggest("⊢ x", previous=None, premises=(), n=30)]
+
+
+def test_the_recorder_gives_a_proof_with_its_states() -> None:
+    world = WorldSession("p : Prop\n⊢ p → p", {"p : Prop\n⊢ p → p": {"intro h": "p : Prop\nh : p\n⊢ p"}})
+    world.moves["p : Prop\nh : p\n⊢ p"] = {"exact h": DONE}
+    recorded = RecordingSession(world, _suggester().episode("repo", LE_SELF))
+    state = recorded.run_tactic(recorded.initial_state, "intro h")
+    assert isinstance(state, TacticState)
+    recorded.run_tactic(state, "exact h")
+    assert recorded.steps(["intro h", "exact h"]) == (
+        TracedTactic("intro h", "p : Prop\n⊢ p → p", "p : Prop\nh : p\n⊢ p"),
+        TracedTactic("exact h", "p : Prop\nh : p\n⊢ p", None),
+    )
+
+
+class _Model:
+    def __init__(self, candidates: list[Candidate]) -> None:
+        self.candidates = candidates
+
+    def generate(self, state: str, *, premises=(), n: int) -> list[Candidate]:
+        return self.candidates[:n]
+
+
+def test_merged_with_a_model_the_candidates_are_a_mixture() -> None:
+    suggester = _suggester(LE_SELF)
+    goal = "m : Nat\n⊢ m ≤ m"
+    own = {c.tactic: c.logprob for c in suggester.episode("r", LE_SELF).generate(goal, n=4)}
+    model = _Model([Candidate("exact Nat.le_refl m", math.log(0.5)), Candidate("omega", math.log(0.25))])
+    merged = {c.tactic: c.logprob for c in Blend(suggester, model, share=0.5).episode("r", LE_SELF).generate(goal, n=4)}
+    both = math.log(0.5 * math.exp(own["exact Nat.le_refl m"]) + 0.5 * 0.5)
+    assert merged["exact Nat.le_refl m"] == pytest.approx(both)
+    assert merged["rfl"] == pytest.approx(math.log(0.5) + own["rfl"])
+    only_model = Blend(suggester, model, share=0.0).episode("r", LE_SELF).generate(goal, n=4)
+    assert only_model == model.candidates
+    with pytest.raises(ValueError):
+        Blend(suggester, None, share=0.5)
