@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.render import (
     attempts_table,
+    audit_summary,
     curriculum_text,
     outcomes_text,
     short_commit,
@@ -92,4 +93,5 @@ def _proving_section(result: LifelongResult) -> str:
         f"({proving.targets} sorry theorem(s) in all)"
     )
     patches = [f"proofs of {location} as a patch: {path}" for location, path in proving.patches.items()]
-    return "\n".join(([attempts_table(proving.attempts)] if proving.attempts else []) + [summary, *patches])
+    table = [attempts_table(proving.attempts)] if proving.attempts else []
+    return "\n".join([*table, summary, *audit_summary(proving.attempts), *patches])

@@ -127,12 +127,23 @@ def prove_theorem(
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
         return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}")
     if check.accepted:
+        beyond = check.nonstandard_axioms
         return ProofAttempt(
             AttemptOutcome.PROVED,
             proof,
             result,
             check,
-            f"proved in {len(result.proof)} tactics; Lean accepted the file",
+            f"proved in {len(result.proof)} tactics; Lean accepted the file"
+            + (f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""),
+        )
+    if check.verdict is Verdict.VACUOUS:
+        return ProofAttempt(
+            AttemptOutcome.VACUOUS,
+            proof,
+            result,
+            check,
+            f"Lean accepted the file, but {theorem.full_name} depends on sorryAx (a sorry in its statement "
+            "or in what the proof uses): no proof, not written back",
         )
     if check.verdict is Verdict.TIMEOUT:
         return ProofAttempt(

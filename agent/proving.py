@@ -18,12 +18,15 @@ from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from curriculum.results import StoredTheorem
 from curriculum.store import Store
 from lean_env.errors import UserInputError
+from lean_env.proofs.axioms import nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import parse_spec, resolve
 
 if TYPE_CHECKING:
     from retrieval.encoder import TextEncoder
 
+# The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
+_CHECKED = (AttemptOutcome.PROVED, AttemptOutcome.VACUOUS)
 # Runs proof jobs somewhere (this process, Ray workers) and yields each as it finishes.
 ProofExecutor = Callable[[list[ProofJob]], Iterator[ProofDone]]
 
@@ -35,18 +38,30 @@ class AttemptReport:
     theorem: str  # the theorem's full name
     repository: str  # its repository's location
     outcome: AttemptOutcome
-    proof: str | None  # the checked proof (PROVED), or the candidate the final check rejected
+    proof: str | None  # the checked proof (PROVED, VACUOUS), or the candidate the final check rejected
     tactics: int | None  # tactics in the found proof (0 without one); None: not known any more
     expansions: int  # search nodes expanded
     seconds: float
     detail: str  # one line: why it ended so
+    # The axioms the final check's audit found the theorem to depend on; None: no audit (no
+    # proof checked, Lean printed none, or an attempt of before a resumption).
+    axioms: tuple[str, ...] | None = None
 
     @property
     def proved(self) -> bool:
         return self.outcome is AttemptOutcome.PROVED
 
+    @property
+    def nonstandard_axioms(self) -> tuple[str, ...]:
+        return nonstandard(self.axioms or ())
+
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "outcome": self.outcome.value}
+        return {
+            **dataclasses.asdict(self),
+            "outcome": self.outcome.value,
+            "axioms": None if self.axioms is None else list(self.axioms),
+            "nonstandard_axioms": list(self.nonstandard_axioms),
+        }
 
     @classmethod
     def of(cls, stored: StoredTheorem, attempt: ProofAttempt) -> AttemptReport:
@@ -60,6 +75,7 @@ class AttemptReport:
             expansions=search.expansions if search else 0,
             seconds=attempt.seconds,
             detail=attempt.detail,
+            axioms=attempt.check.axioms if attempt.check else None,
         )
 
 
@@ -130,7 +146,7 @@ def prove_targets(
             seconds=attempt.seconds,
             nodes=attempt.search.expansions if attempt.search else 0,
             backend=finished.backend,
-            proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None,
+            proof=attempt.proof if attempt.outcome in _CHECKED else None,
         )
         reports[finished.job.key] = AttemptReport.of(stored[finished.job.key], attempt)
     return [reports[job.key] for job in jobs if job.key in reports]

@@ -187,6 +187,9 @@ class AttemptOutcome(enum.StrEnum):
     TIMEOUT = "timeout"
     # The proof environment itself failed (Lean crashed, could not open the theorem).
     ERROR = "error"
+    # Lean compiled the file with the proof, but the theorem depends on sorryAx (a sorry in
+    # its statement or in what the proof uses): no proof, the theorem stays open.
+    VACUOUS = "vacuous"
 
 
 class RunStatus(enum.StrEnum):

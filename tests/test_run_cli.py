@@ -15,7 +15,7 @@ import torch
 from fakes import fake_lean
 from fakes.tiny_encoder import tiny_encoder
 from projects import lean_project
-from prove_cases import AFTER_INTRO, START, demo_lake_repo, taught_generator
+from prove_cases import AFTER_INTRO, START, VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
 import agent.lifelong
 import agent.prove
@@ -384,6 +384,32 @@ def test_a_patch_holds_every_proof_of_one_file(tmp_path, monkeypatch, capsys, ge
     patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")])
     assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 2
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
+
+
+def test_a_vacuous_proof_is_reported_and_left_out_of_the_patch(tmp_path, monkeypatch, capsys, generator) -> None:
+    """Demo.on_secret's statement uses a `sorry` definition: Lean compiles the file with the
+    proof, but the theorem depends on sorryAx. Reported as vacuous, not patched, still open."""
+    demo_lake_repo(tmp_path, monkeypatch, source=VACUOUS_SOURCE, script=VACUOUS_SCRIPT)
+    (tmp_path / "repos.txt").write_text("repo\n", encoding="utf-8")
+    data = tmp_path / "data"
+    code, payload, err = _run_untrained(capsys, data, tmp_path / "repos.txt", generator)
+    assert code == 0, err
+    attempts = {a["theorem"]: a for a in payload["proving"]["attempts"]}
+    assert {name: a["outcome"] for name, a in attempts.items()} == {
+        "Demo.imp_self'": "proved",
+        "Demo.two": "failed",
+        "Demo.on_secret": "vacuous",
+    }
+    assert attempts["Demo.on_secret"]["axioms"] == ["sorryAx"] and attempts["Demo.imp_self'"]["axioms"] == []
+    patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")]).read_text(encoding="utf-8")
+    assert patch.count("+  exact h\n") == 1 and "on_secret" not in patch
+    markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert "1 proof is vacuous" in markdown and "not written back: Demo.on_secret" in markdown
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+    assert (
+        statuses["Demo.on_secret"] is TheoremStatus.SORRY and statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US
+    )
 
 
 def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.proving import checkout_all, prove_targets, select_targets
-    from agent.render import attempts_table
+    from agent.render import attempts_table, audit_summary
     from agent.scale import ProofRunner, ProverRecipe
     from agent.workspace import open_store
     from curriculum.runs import tracked_run
@@ -83,6 +83,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             attempts_table(attempts) if attempts else "nothing to prove",
             f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
             + (f"; {skipped} attempted before this run resumed" if skipped else ""),
+            *audit_summary(attempts),
         ]
     )
     emit(
