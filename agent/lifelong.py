@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agent.joblock import job_lock
 from agent.lifelong_report import draw_plots, report_payload, report_sections
 from agent.prove import ProvingConfig
-from agent.proving import AttemptReport, RepositoryProver
+from agent.proving import AttemptReport, RepositoryProver, WrittenBack
 from agent.report import check_directory, write_report
 from agent.settings import Settings
 from agent.workspace import ingest_repositories, open_store
@@ -84,7 +84,12 @@ class LifelongOptions:
 class ProvingOutcome:
     attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
     targets: int  # sorry theorems of the file's repositories when the run started
-    patches: dict[str, str]  # repository -> the patch file of its proofs (git apply format)
+    written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
+
+    @property
+    def patches(self) -> dict[str, str]:
+        """Repository -> the patch file of its proofs (git apply format)."""
+        return self.written.patches
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         else {
             "attempts": [a.to_json() for a in proving.attempts],
             "targets": proving.targets,
-            "patches": proving.patches,
+            **proving.written.to_json(),
         },
     }
 
@@ -92,6 +92,17 @@ def _proving_section(result: LifelongResult) -> str:
         f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "
         f"({proving.targets} sorry theorem(s) in all)"
     )
-    patches = [f"proofs of {location} as a patch: {path}" for location, path in proving.patches.items()]
+    written = proving.written
+    patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
+    branches = [
+        f"proofs of {location} on branch {b.branch} ({b.commit[:12]}, on {b.onto} at {b.base[:12]}) of the clone "
+        f"{b.clone}; to open a pull request: git -C {b.clone} push <your fork> {b.branch}"
+        for location, b in written.branches.items()
+    ]
+    stale = [
+        f"stale, not written back: {p.theorem} of {location} ({p.reason})"
+        for location, proofs in written.stale.items()
+        for p in proofs
+    ]
     table = [attempts_table(proving.attempts)] if proving.attempts else []
-    return "\n".join([*table, summary, *audit_summary(proving.attempts), *patches])
+    return "\n".join([*table, summary, *audit_summary(proving.attempts), *patches, *branches, *stale])

@@ -23,6 +23,7 @@ from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import parse_spec, resolve
 
 if TYPE_CHECKING:
+    from lean_env.proofs.writeback import FreshBranch, StaleProof
     from retrieval.encoder import TextEncoder
 
 # The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
@@ -172,6 +173,28 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenBack:
+    """What became of a run's proofs: a patch per repository; for a URL repository, made on the
+    newest commit of its branch, with a branch of one commit in its clone, ready to push, and
+    the proofs whose sorry is gone or changed there left out (stale)."""
+
+    patches: dict[str, str]  # repository -> its patch file (git apply format)
+    branches: dict[str, FreshBranch]  # URL repository -> the branch in its clone
+    stale: dict[str, tuple[StaleProof, ...]]  # URL repository -> the proofs left out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patches": self.patches,
+            "branches": {location: branch.to_json() for location, branch in self.branches.items()},
+            "stale": [
+                {"repository": location, **dataclasses.asdict(proof)}
+                for location, proofs in self.stale.items()
+                for proof in proofs
+            ],
+        }
+
+
 class RepositoryProver:
     """Proves the sorries of a job's repositories, each repository at most once per run,
     with the premises of the retriever as trained so far; collects every attempt of the run
@@ -188,6 +211,7 @@ class RepositoryProver:
         checkouts: dict[str, Path],
         traces: Sequence[RepoTrace],
         snapshot: Path,
+        cache_dir: Path,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -195,6 +219,7 @@ class RepositoryProver:
         self.targets = targets  # location -> its sorry theorems, in curriculum order
         self.checkouts = checkouts
         self.snapshot = snapshot  # where the retriever is saved for Ray workers
+        self.cache_dir = cache_dir  # the clones of URL repositories
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -236,6 +261,7 @@ class RepositoryProver:
             checkouts=checkouts,
             traces=traces,
             snapshot=data_dir / "retriever",
+            cache_dir=data_dir / "cache",
         )
 
     @property
@@ -264,24 +290,34 @@ class RepositoryProver:
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )
 
-    def write_patches(self, directory: Path, name: str) -> dict[str, str]:
+    def write_patches(self, directory: Path, name: str) -> WrittenBack:
         """One patch per repository with proofs found in this run (``git apply`` format),
-        written to ``directory``; returns repository -> patch file."""
+        written to ``directory``. A URL repository's remote is fetched first: its patch, and a
+        branch in its clone, are made on the newest commit of its branch, without the proofs
+        whose sorry is not there any more (:func:`lean_env.proofs.writeback.write_back_fresh`)."""
         from agent.report import write_text_atomically
-        from lean_env.proofs.writeback import ProofEdit, render_diff
+        from lean_env.proofs.writeback import ProofEdit, render_diff, write_back_fresh
 
-        patches = {}
+        patches, branches, stale = {}, {}, {}
         for number, location in enumerate(self.locations, start=1):
-            edits = [
-                ProofEdit(self._known[(location, a.theorem)].theorem, a.proof or "")
-                for a in self.attempts
-                if a.repository == location and a.proved
-            ]
-            if edits:
+            proved = [(self._known[(location, a.theorem)], a) for a in self.attempts if a.repository == location]
+            edits = [ProofEdit(stored.theorem, a.proof or "") for stored, a in proved if a.proved]
+            if not edits:
+                continue
+            if RepoSpec(location).is_remote:
+                # Every theorem of a repository here is of its newest stored commit.
+                checked = proved[0][0].commit
+                fresh = write_back_fresh(self._traces[location].spec, edits, checked=checked, cache_dir=self.cache_dir)
+                diff, stale[location] = fresh.diff, fresh.stale
+                if fresh.branch is not None:
+                    branches[location] = fresh.branch
+            else:
+                diff = render_diff(self.checkouts[location], edits)
+            if diff:
                 path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
-                write_text_atomically(path, render_diff(self.checkouts[location], edits))
+                write_text_atomically(path, diff)
                 patches[location] = str(path)
-        return patches
+        return WrittenBack(patches, branches, {loc: found for loc, found in stale.items() if found})
 
     def close(self) -> None:
         self.runner.close()

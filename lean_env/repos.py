@@ -20,6 +20,8 @@ uses (the URL, or the absolute path of a local project).
   fetched again on every resolve; a SHA the clone has needs no fetch). Network failures
   become one :class:`RepoUnavailableError`; when a fetch fails but the cached clone can
   still answer (an older head, a known tag), it is used with a warning.
+  :func:`fetch_head` fetches again before proofs are written back, so that they go onto the
+  newest commit of the branch (there a failed fetch is an error).
 
 Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]``;
 ``#`` starts a comment; blank lines are ignored; relative paths resolve against the
@@ -186,6 +188,39 @@ def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Check
     _git(clone, "checkout", "--quiet", "--force", "--detach", sha, timeout=timeout, what=url)
     _require_lean_project(clone, what=f"{url} at {sha}")
     return Checkout(spec, clone, sha, read_toolchain(clone))
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHead:
+    """The newest commit of a URL repository's branch, in its clone in the cache."""
+
+    clone: Path
+    branch: str  # the remote's branch, without ``origin/``
+    commit: str  # its head, a full SHA
+
+
+def fetch_head(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> RemoteHead:
+    """Fetch the remote of the URL ``spec`` into its clone in ``cache_dir`` and return the head
+    of the branch proofs go to: ``spec.commit`` when it names a branch of the remote, else the
+    remote's default branch (a pinned SHA or tag still gets its proofs on the branch people
+    work on). Nothing is checked out. Unlike ingestion, which falls back to the cached clone,
+    a fetch that fails is a :class:`RepoUnavailableError`: the point is the newest commit."""
+    url = spec.location
+    clone = cache_dir / "clones" / _slug(url)
+    if not (clone / ".git").is_dir():
+        _clone(url, clone, timeout=git_timeout)
+    _git(clone, "fetch", "--quiet", "--tags", "--force", "origin", timeout=git_timeout, what=url)
+    branch = (
+        spec.commit
+        if spec.commit and _try_rev_parse(clone, f"refs/remotes/origin/{spec.commit}", timeout=git_timeout)
+        else None
+    )
+    if branch is None:
+        # The default branch may have been renamed since the clone: ask the remote.
+        _git(clone, "remote", "set-head", "origin", "--auto", timeout=git_timeout, what=url)
+        head = _git(clone, "symbolic-ref", "--short", "refs/remotes/origin/HEAD", timeout=git_timeout, what=url)
+        branch = head.decode().strip().removeprefix("origin/")
+    return RemoteHead(clone, branch, _rev_parse(clone, f"refs/remotes/origin/{branch}", timeout=git_timeout, what=url))
 
 
 def _clone(url: str, clone: Path, *, timeout: float) -> None:

@@ -15,6 +15,7 @@ from lean_env.records import RepoSpec
 from lean_env.repos import (
     RepoUnavailableError,
     _git_reason,
+    fetch_head,
     parse_repos_file,
     parse_spec,
     resolve,
@@ -227,6 +228,47 @@ def test_a_cached_clone_is_used_when_the_remote_is_gone(
     assert resolve(RepoSpec(url, first), cache_dir=cache).commit == first  # already fetched
     with pytest.raises(RepoUnavailableError, match="cannot fetch"):
         resolve(RepoSpec(url, "f" * 40), cache_dir=cache)
+
+
+@pytest.mark.parametrize(
+    ("requested", "branch"),
+    [
+        pytest.param(None, "main", id="default-branch"),
+        pytest.param("side", "side", id="the-branch-ingested"),
+        pytest.param("v1", "main", id="a-tag-gets-the-default-branch"),
+        pytest.param("first", "main", id="a-sha-gets-the-default-branch"),
+    ],
+)
+def test_fetch_head_finds_the_newest_commit_of_the_branch_proofs_go_to(
+    tmp_path: Path, remote: tuple[str, str, str], requested: str | None, branch: str
+) -> None:
+    url, first, _ = remote
+    origin = tmp_path / "origin"
+    git(origin, "tag", "v1", first)
+    git(origin, "branch", "side", first)
+    resolve(RepoSpec(url, first if requested == "first" else requested), cache_dir=tmp_path / "cache")
+    # Both branches move on after ingestion (main last: the origin's HEAD, its default branch).
+    for name in ("side", "main"):
+        git(origin, "checkout", "-q", name)
+        (origin / "Demo" / "Basic.lean").write_text(f"theorem on_{name} : True := trivial\n")
+        git(origin, "commit", "-qam", f"{name} moves")
+    head = fetch_head(RepoSpec(url, first if requested == "first" else requested), cache_dir=tmp_path / "cache")
+    assert (head.branch, head.commit) == (branch, git(origin, "rev-parse", branch))
+    assert head.clone == resolve(RepoSpec(url), cache_dir=tmp_path / "cache").path
+
+
+def test_fetch_head_follows_a_renamed_default_branch_and_fails_in_one_line_offline(
+    tmp_path: Path, remote: tuple[str, str, str]
+) -> None:
+    url, _, second = remote
+    origin = tmp_path / "origin"
+    resolve(RepoSpec(url), cache_dir=tmp_path / "cache")
+    git(origin, "branch", "-m", "main", "trunk")
+    assert fetch_head(RepoSpec(url), cache_dir=tmp_path / "cache").branch == "trunk"
+    shutil.rmtree(origin)
+    with pytest.raises(RepoUnavailableError, match=f"cannot fetch {url}") as info:
+        fetch_head(RepoSpec(url), cache_dir=tmp_path / "cache")
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(
