@@ -60,7 +60,7 @@ class RetrieverTraining:
 class LifelongOptions:
     """What one lifelong run is asked to do."""
 
-    # The repos file: one 'LOCATION [COMMIT]' per line.
+    # The repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line.
     repos: Path
     # How repositories are traced at ingestion.
     tracer: TracerChoice = TracerChoice.AUTO
@@ -68,6 +68,9 @@ class LifelongOptions:
     training: RetrieverTraining | None = RetrieverTraining()
     # None: no proof search.
     proving: ProvingConfig | None = None
+    # Globs of paths whose sorries are left alone in every repository (exercises), besides
+    # each repository's own skip= globs in the repos file.
+    skip: tuple[str, ...] = ()
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -77,14 +80,16 @@ class LifelongOptions:
             "backend": str(self.tracer),
             "train": None if self.training is None else self.training.identity(),
             "prove": None if self.proving is None else self.proving.identity(),
+            "skip": list(self.skip),
         }
 
 
 @dataclass(frozen=True, slots=True)
 class ProvingOutcome:
     attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
-    targets: int  # sorry theorems of the file's repositories when the run started
+    targets: int  # sorry theorems of the file's repositories when the run started, not left alone
     written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
+    skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
 
     @property
     def patches(self) -> dict[str, str]:
@@ -143,8 +148,9 @@ class LifelongJob:
             prover = None
             if options.proving is not None:
                 targets = [t.spec.location for t in ordered if t.spec.location in mine]
+                skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
                 prover = RepositoryProver.start(
-                    store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
+                    store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir, skip=skip
                 )
             training = None
             try:
@@ -160,7 +166,10 @@ class LifelongJob:
             proving = None
             if prover is not None:
                 proving = ProvingOutcome(
-                    tuple(prover.attempts), prover.target_count, prover.write_patches(self.reports_dir, name)
+                    tuple(prover.attempts),
+                    prover.target_count,
+                    prover.write_patches(self.reports_dir, name),
+                    prover.skipped,
                 )
             result = LifelongResult(
                 run_id=run.id,

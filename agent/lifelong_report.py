@@ -39,6 +39,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         else {
             "attempts": [a.to_json() for a in proving.attempts],
             "targets": proving.targets,
+            "skipped_sorries": proving.skipped,
             **proving.written.to_json(),
         },
     }
@@ -90,8 +91,12 @@ def _proving_section(result: LifelongResult) -> str:
     proved = sum(a.proved for a in proving.attempts)
     summary = (
         f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "
-        f"({proving.targets} sorry theorem(s) in all)"
+        f"({proving.targets} sorry theorem(s) targeted)"
     )
+    left_alone = [
+        f"{count} sorry theorem(s) of {location} left alone (skip globs), not attempted"
+        for location, count in proving.skipped.items()
+    ]
     written = proving.written
     patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
     branches = [
@@ -105,4 +110,4 @@ def _proving_section(result: LifelongResult) -> str:
         for p in proofs
     ]
     table = [attempts_table(proving.attempts)] if proving.attempts else []
-    return "\n".join([*table, summary, *audit_summary(proving.attempts), *patches, *branches, *stale])
+    return "\n".join([*table, summary, *left_alone, *audit_summary(proving.attempts), *patches, *branches, *stale])

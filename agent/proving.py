@@ -20,7 +20,7 @@ from curriculum.store import Store
 from lean_env.errors import UserInputError
 from lean_env.proofs.axioms import nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
-from lean_env.repos import parse_spec, resolve
+from lean_env.repos import is_skipped, parse_spec, resolve
 
 if TYPE_CHECKING:
     from lean_env.proofs.writeback import FreshBranch, StaleProof
@@ -80,15 +80,25 @@ class AttemptReport:
         )
 
 
-def select_targets(store: Store, names: Sequence[str] | None, repo: str | None) -> list[StoredTheorem]:
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The sorry theorems a job proves, and how many it leaves alone (their paths are skipped)."""
+
+    theorems: list[StoredTheorem]
+    skipped: int
+
+
+def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, *, skip: Sequence[str] = ()) -> Targets:
     """The stored sorry theorems to prove: all, those of the repository ``repo`` (a spec),
-    or those called ``names`` (each must name exactly one)."""
+    or those called ``names`` (each must name exactly one); none in a path ``skip`` leaves
+    alone (:func:`lean_env.repos.is_skipped`), and naming one of those is an error."""
     location = parse_spec(repo).location if repo else None
     sorries = store.theorems(status=TheoremStatus.SORRY, location=location)
     if repo and not store.theorems(location=location):
         raise UserInputError(f"no stored repository is {location}")
+    kept = [t for t in sorries if not is_skipped(t.theorem.path, skip)]
     if names is None:
-        return sorries
+        return Targets(kept, len(sorries) - len(kept))
     chosen = []
     for name in dict.fromkeys(names):
         found = [t for t in sorries if t.theorem.full_name == name]
@@ -99,8 +109,10 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None) 
                 f"{name!r} is a sorry theorem of several repositories "
                 f"({', '.join(t.location for t in found)}); choose one with --repo"
             )
+        if is_skipped(found[0].theorem.path, skip):
+            raise UserInputError(f"{name!r} is in {found[0].theorem.path}, which --skip leaves alone")
         chosen += found
-    return chosen
+    return Targets(chosen, 0)
 
 
 def checkout_all(theorems: Sequence[StoredTheorem], *, cache_dir: Path) -> dict[str, Path]:
@@ -212,6 +224,7 @@ class RepositoryProver:
         traces: Sequence[RepoTrace],
         snapshot: Path,
         cache_dir: Path,
+        skipped: dict[str, int] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -220,6 +233,7 @@ class RepositoryProver:
         self.checkouts = checkouts
         self.snapshot = snapshot  # where the retriever is saved for Ray workers
         self.cache_dir = cache_dir  # the clones of URL repositories
+        self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -238,13 +252,20 @@ class RepositoryProver:
         config: ProvingConfig,
         *,
         data_dir: Path,
+        skip: Mapping[str, Sequence[str]] | None = None,
     ) -> RepositoryProver:
         """Check out the repositories ``locations`` (in curriculum order), make sure Lean is
         there and load the generator, before any training: a missing toolchain or a bad
-        generator is reported before hours of work, not after."""
+        generator is reported before hours of work, not after. The sorries in the paths
+        ``skip`` gives a repository (globs) are left alone, only counted."""
         from lean_env.lean.runner import LeanRunner
 
-        targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
+        skip = skip or {}
+        sorries = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
+        targets = {
+            loc: [t for t in found if not is_skipped(t.theorem.path, skip.get(loc, ()))]
+            for loc, found in sorries.items()
+        }
         known = [t for loc in locations for t in store.theorems(location=loc)]
         # Every repository, not only those with sorries left: a resumed run writes the
         # patches of proofs it found before the interruption too.
@@ -262,6 +283,9 @@ class RepositoryProver:
             traces=traces,
             snapshot=data_dir / "retriever",
             cache_dir=data_dir / "cache",
+            skipped={
+                loc: len(found) - len(targets[loc]) for loc, found in sorries.items() if len(found) > len(targets[loc])
+            },
         )
 
     @property

@@ -23,9 +23,11 @@ uses (the URL, or the absolute path of a local project).
   :func:`fetch_head` fetches again before proofs are written back, so that they go onto the
   newest commit of the branch (there a failed fetch is an error).
 
-Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]``;
-``#`` starts a comment; blank lines are ignored; relative paths resolve against the
-directory of the repos file; a path with spaces is quoted as in a shell (``"my repo"``).
+Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]
+[skip=GLOB ...]``; ``#`` starts a comment; blank lines are ignored; relative paths resolve
+against the directory of the repos file; a path with spaces is quoted as in a shell
+(``"my repo"``). ``skip=GLOB`` marks paths of the repository whose sorries are left alone
+(exercises): see :func:`is_skipped`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ import stat
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from lean_env.errors import RepoSpecError
@@ -57,6 +61,8 @@ PROJECT_MARKERS = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
 _SKIPPED_DIRS = frozenset({".lake", "lake-packages", ".git", "build"})
 # An abbreviated or full commit SHA (as opposed to a branch or tag name).
 _SHA_RE = re.compile(r"[0-9a-f]{7,40}")
+# The repos-file word that marks paths whose sorries are left alone.
+_SKIP = "skip="
 # Generous: a first clone of a big repository over a slow link takes minutes.
 DEFAULT_GIT_TIMEOUT = 900.0
 
@@ -115,23 +121,39 @@ def parse_repos_file(path: Path) -> list[RepoSpec]:
             raise RepoSpecError(f"{where}: {e} (quote a path with spaces whole): {raw.strip()!r}") from e
         if not fields:
             continue
-        if len(fields) > 2:
-            raise RepoSpecError(f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}")
-        commit = fields[1] if len(fields) == 2 else None
-        specs.append(_make_spec(fields[0], commit, base_dir=path.parent, where=where))
+        options = [f for f in fields[1:] if "=" in f]
+        words = [f for f in fields[1:] if "=" not in f]
+        unknown = [f for f in options if not f.startswith(_SKIP)]
+        if len(words) > 1 or unknown:
+            raise RepoSpecError(
+                f"{where}: expected 'LOCATION [COMMIT] [{_SKIP}GLOB ...]', got {raw.strip()!r}"
+                + (f" ({unknown[0].partition('=')[0]!r} is no option)" if unknown else "")
+            )
+        skip = tuple(f.removeprefix(_SKIP) for f in options)
+        specs.append(_make_spec(fields[0], words[0] if words else None, base_dir=path.parent, where=where, skip=skip))
     if not specs:
         raise RepoSpecError(f"{path} lists no repositories")
     return specs
 
 
-def _make_spec(location: str, commit: str | None, *, base_dir: Path, where: str) -> RepoSpec:
+def _make_spec(
+    location: str, commit: str | None, *, base_dir: Path, where: str, skip: tuple[str, ...] = ()
+) -> RepoSpec:
     try:
-        spec = RepoSpec(location, commit)
+        spec = RepoSpec(location, commit, skip)
     except ValueError as e:
         raise RepoSpecError(f"{where}: {e}") from e
     if spec.is_remote:
-        return RepoSpec(location.rstrip("/"), commit)
-    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit)
+        return RepoSpec(location.rstrip("/"), commit, skip)
+    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit, skip)
+
+
+def is_skipped(path: str, globs: Sequence[str]) -> bool:
+    """True when the repository path ``path`` (POSIX, relative to its root) is one ``globs``
+    leave alone. A glob is matched against the whole path, ``*`` across ``/`` too
+    (``Exercises/*``, ``*_exercise.lean``, ``*`` for the whole repository); a glob naming a
+    directory (``MIL``, ``MIL/``) leaves everything under it alone."""
+    return any(fnmatchcase(path, glob) or fnmatchcase(path, glob.rstrip("/") + "/*") for glob in globs)
 
 
 def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> Checkout:
@@ -144,7 +166,7 @@ def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT
 
 def _resolve_local(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Checkout:
     root = Path(spec.location).expanduser().resolve()
-    spec = RepoSpec(str(root), spec.commit)
+    spec = RepoSpec(str(root), spec.commit, spec.skip)
     if not root.is_dir():
         raise RepoSpecError(f"{root} does not exist or is not a directory")
     _require_lean_project(root)

@@ -16,6 +16,7 @@ from lean_env.repos import (
     RepoUnavailableError,
     _git_reason,
     fetch_head,
+    is_skipped,
     parse_repos_file,
     parse_spec,
     resolve,
@@ -60,13 +61,50 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("https://x/y skip=MIL", RepoSpec("https://x/y", None, ("MIL",)), id="skip-only"),
+        pytest.param(
+            "https://x/y skip='Ex*/*' v1 skip=*_ex.lean",
+            RepoSpec("https://x/y", "v1", ("Ex*/*", "*_ex.lean")),
+            id="commit-between-skips",
+        ),
+        pytest.param("'/a b' main skip=*", RepoSpec("/a b", "main", ("*",)), id="quoted-path-whole-repository"),
+    ],
+)
+def test_a_repos_file_line_marks_paths_to_leave_alone(tmp_path: Path, line: str, expected: RepoSpec) -> None:
+    (tmp_path / "repos.txt").write_text(line + "\n", encoding="utf-8")
+    assert parse_repos_file(tmp_path / "repos.txt") == [expected]
+
+
+@pytest.mark.parametrize(
+    ("path", "globs", "skipped"),
+    [
+        pytest.param("MIL/C02/S01.lean", ("MIL",), True, id="a-directory"),
+        pytest.param("MIL/C02/S01.lean", ("MIL/",), True, id="a-directory-with-slash"),
+        pytest.param("MILx/A.lean", ("MIL",), False, id="not-a-prefix-of-a-name"),
+        pytest.param("MIL/C02/S01.lean", ("MIL/*",), True, id="star-crosses-slashes"),
+        pytest.param("Lib/Basic_exercise.lean", ("*_exercise.lean",), True, id="a-file-pattern"),
+        pytest.param("Lib/Basic.lean", ("*_exercise.lean", "Ex/*"), False, id="none-matches"),
+        pytest.param("Lib/Basic.lean", ("*",), True, id="the-whole-repository"),
+        pytest.param("Lib/Basic.lean", (), False, id="no-globs"),
+        pytest.param("lib/basic.lean", ("Lib/*",), False, id="case-matters"),
+    ],
+)
+def test_is_skipped(path: str, globs: tuple[str, ...], skipped: bool) -> None:
+    assert is_skipped(path, globs) is skipped
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         pytest.param(
             "ok/path\nhttps://x/y abc def\n",
-            r"repos\.txt:2: expected 'LOCATION \[COMMIT\]'",
+            r"repos\.txt:2: expected 'LOCATION \[COMMIT\] \[skip=GLOB \.\.\.\]'",
             id="three-fields",
         ),
+        pytest.param("https://x/y sikp=MIL\n", r"repos\.txt:1: .*'sikp' is no option", id="unknown-option"),
+        pytest.param("https://x/y skip=\n", r"repos\.txt:1: a skip glob cannot be empty", id="empty-skip"),
         pytest.param("# c\n\nhttps://x/y ab$c\n", r"repos\.txt:3: not a valid commit", id="bad-commit"),
         pytest.param("# only comments\n\n", r"lists no repositories", id="empty"),
     ],

@@ -112,6 +112,13 @@ def test_a_theorem_the_generator_cannot_prove_is_recorded_as_failed(data, genera
     assert attempt["expansions"] == 1 and "exhausted" in attempt["detail"]
 
 
+def test_skipped_paths_are_counted_not_proved(data, generator_dir, capsys) -> None:
+    code, payload, _ = _prove(capsys, data, generator_dir, "--skip", "Demo.lean")
+    assert code == 0 and payload["attempts"] == [] and payload["skipped_sorries"] == 2
+    code, _, err = _prove(capsys, data, generator_dir, "--skip", "*.lean", "--theorem", "Demo.two")
+    assert code == EXIT_USAGE and "'Demo.two' is in Demo.lean, which --skip leaves alone" in err
+
+
 def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsys, tmp_path: Path) -> None:
     (tmp_path / "repo" / "Extra.lean").write_text("theorem extra : True := trivial\n", encoding="utf-8")
     code, _, err = _prove(capsys, data, generator_dir)
@@ -125,6 +132,7 @@ def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsy
         pytest.param(["--time-limit", "0"], "--time-limit", id="time-limit"),
         pytest.param(["--theorem", "No.such"], "no stored sorry theorem", id="unknown-theorem"),
         pytest.param(["--repo", "/no/such/repo"], "no stored repository", id="unknown-repo"),
+        pytest.param(["--skip", " "], "--skip", id="empty-skip"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(data, generator_dir, capsys, extra: list[str], message: str) -> None:

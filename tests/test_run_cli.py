@@ -351,7 +351,7 @@ def _two_provable_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repos
 
 
-def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[int, dict, str]:
+def _run_untrained(capsys, data: Path, repos: Path, generator: Path, *extra: str) -> tuple[int, dict, str]:
     capsys.readouterr()
     code = main(
         [
@@ -368,6 +368,7 @@ def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[in
             "file",
             *SEARCH,
             "--json",
+            *extra,
         ]
     )
     out, err = capsys.readouterr()
@@ -410,6 +411,33 @@ def test_a_vacuous_proof_is_reported_and_left_out_of_the_patch(tmp_path, monkeyp
     assert (
         statuses["Demo.on_secret"] is TheoremStatus.SORRY and statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "skip", "attempted", "left_alone"),
+    [
+        pytest.param("repo skip=Exercises", [], {"Demo.imp_self'", "Demo.two"}, 1, id="repos-file"),
+        pytest.param("repo", ["--skip", "Exercises/*.lean"], {"Demo.imp_self'", "Demo.two"}, 1, id="command-line"),
+        pytest.param("repo skip=Exercises", ["--skip", "Demo.lean"], set(), 3, id="both"),
+    ],
+)
+def test_exercises_are_counted_but_never_proved(
+    tmp_path, monkeypatch, capsys, generator, line, skip, attempted, left_alone
+):
+    """Exercises/Basic.lean holds a sorry left open on purpose: it is ingested and counted,
+    never attempted (were it, the fake lean would answer for it as for any theorem)."""
+    repo = demo_lake_repo(tmp_path, monkeypatch)
+    (repo / "Exercises").mkdir()
+    (repo / "Exercises" / "Basic.lean").write_text("theorem ex1 (p : Prop) : p → p := by\n  sorry\n", encoding="utf-8")
+    (tmp_path / "repos.txt").write_text(line + "\n", encoding="utf-8")
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator, *skip)
+    assert code == 0, err
+    assert [o["sorries"] for o in payload["ingest"]] == [3]
+    proving = payload["proving"]
+    assert {a["theorem"] for a in proving["attempts"]} == attempted
+    assert proving["skipped_sorries"] == {str(repo): left_alone} and proving["targets"] == 3 - left_alone
+    markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
 
 
 def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:

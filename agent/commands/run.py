@@ -21,6 +21,7 @@ from agent.options import (
     add_train_options,
     json_option,
     proving_config,
+    skip_option,
     tracer_option,
     train_config,
     wait_option,
@@ -35,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the lifelong job over a repos file: ingest, order, train the retriever, prove sorries, report",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    run.add_argument("repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
+    run.add_argument(
+        "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line"
+    )
     tracer_option(run)
     run.add_argument(
         "--no-train",
@@ -44,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    skip_option(run)
     wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -59,6 +63,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         tracer=TracerChoice(args.backend),
         training=None if args.no_train else RetrieverTraining(args.model, train_config(args), args.test_fraction),
         proving=proving_config(args) if args.generator else None,
+        skip=tuple(args.skip or ()),
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}
