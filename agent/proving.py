@@ -266,6 +266,9 @@ class RepositoryProver:
             loc: [t for t in found if not is_skipped(t.theorem.path, skip.get(loc, ()))]
             for loc, found in sorries.items()
         }
+        skipped = {
+            loc: len(found) - len(targets[loc]) for loc, found in sorries.items() if len(found) > len(targets[loc])
+        }
         known = [t for loc in locations for t in store.theorems(location=loc)]
         # Every repository, not only those with sorries left: a resumed run writes the
         # patches of proofs it found before the interruption too.
@@ -283,9 +286,7 @@ class RepositoryProver:
             traces=traces,
             snapshot=data_dir / "retriever",
             cache_dir=data_dir / "cache",
-            skipped={
-                loc: len(found) - len(targets[loc]) for loc, found in sorries.items() if len(found) > len(targets[loc])
-            },
+            skipped=skipped,
         )
 
     @property
