@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agent.joblock import job_lock
 from agent.lifelong_report import draw_plots, report_payload, report_sections
 from agent.prove import ProvingConfig
-from agent.proving import AttemptReport, RepositoryProver
+from agent.proving import AttemptReport, RepositoryProver, WrittenBack
 from agent.report import check_directory, write_report
 from agent.settings import Settings
 from agent.workspace import ingest_repositories, open_store
@@ -61,7 +61,7 @@ class RetrieverTraining:
 class LifelongOptions:
     """What one lifelong run is asked to do."""
 
-    # The repos file: one 'LOCATION [COMMIT]' per line.
+    # The repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line.
     repos: Path
     # How repositories are traced at ingestion.
     tracer: TracerChoice = TracerChoice.AUTO
@@ -72,6 +72,9 @@ class LifelongOptions:
     # True: without a Lean toolchain, proving is skipped with one line saying what it needs
     # (run's default suggester needs nothing else); False: a missing Lean is an error.
     lean_optional: bool = False
+    # Globs of paths whose sorries are left alone in every repository (exercises), besides
+    # each repository's own skip= globs in the repos file.
+    skip: tuple[str, ...] = ()
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -81,14 +84,21 @@ class LifelongOptions:
             "backend": str(self.tracer),
             "train": None if self.training is None else self.training.identity(),
             "prove": None if self.proving is None else self.proving.identity(),
+            "skip": list(self.skip),
         }
 
 
 @dataclass(frozen=True, slots=True)
 class ProvingOutcome:
     attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
-    targets: int  # sorry theorems of the file's repositories when the run started
-    patches: dict[str, str]  # repository -> the patch file of its proofs (git apply format)
+    targets: int  # sorry theorems of the file's repositories when the run started, not left alone
+    written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
+    skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
+
+    @property
+    def patches(self) -> dict[str, str]:
+        """Repository -> the patch file of its proofs (git apply format)."""
+        return self.written.patches
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +153,10 @@ class LifelongJob:
             prover = skipped = None
             if options.proving is not None:
                 targets = [t.spec.location for t in ordered if t.spec.location in mine]
+                skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
                 try:
                     prover = RepositoryProver.start(
-                        store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
+                        store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir, skip=skip
                     )
                 except LeanNotFoundError as error:
                     if not options.lean_optional:
@@ -166,7 +177,10 @@ class LifelongJob:
             proving = None
             if prover is not None:
                 proving = ProvingOutcome(
-                    tuple(prover.attempts), prover.target_count, prover.write_patches(self.reports_dir, name)
+                    tuple(prover.attempts),
+                    prover.target_count,
+                    prover.write_patches(self.reports_dir, name),
+                    prover.skipped,
                 )
             result = LifelongResult(
                 run_id=run.id,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.render import (
     attempts_table,
+    audit_summary,
     curriculum_text,
     outcomes_text,
     short_commit,
@@ -38,7 +39,8 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         else {
             "attempts": [a.to_json() for a in proving.attempts],
             "targets": proving.targets,
-            "patches": proving.patches,
+            "skipped_sorries": proving.skipped,
+            **proving.written.to_json(),
         },
         "proving_skipped": result.proving_skipped,
     }
@@ -90,7 +92,23 @@ def _proving_section(result: LifelongResult) -> str:
     proved = sum(a.proved for a in proving.attempts)
     summary = (
         f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "
-        f"({proving.targets} sorry theorem(s) in all)"
+        f"({proving.targets} sorry theorem(s) targeted)"
     )
-    patches = [f"proofs of {location} as a patch: {path}" for location, path in proving.patches.items()]
-    return "\n".join(([attempts_table(proving.attempts)] if proving.attempts else []) + [summary, *patches])
+    left_alone = [
+        f"{count} sorry theorem(s) of {location} left alone (skip globs), not attempted"
+        for location, count in proving.skipped.items()
+    ]
+    written = proving.written
+    patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
+    branches = [
+        f"proofs of {location} on branch {b.branch} ({b.commit[:12]}, on {b.onto} at {b.base[:12]}) of the clone "
+        f"{b.clone}; to open a pull request: git -C {b.clone} push <your fork> {b.branch}"
+        for location, b in written.branches.items()
+    ]
+    stale = [
+        f"stale, not written back: {p.theorem} of {location} ({p.reason})"
+        for location, proofs in written.stale.items()
+        for p in proofs
+    ]
+    table = [attempts_table(proving.attempts)] if proving.attempts else []
+    return "\n".join([*table, summary, *left_alone, *audit_summary(proving.attempts), *patches, *branches, *stale])

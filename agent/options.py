@@ -70,6 +70,26 @@ def fraction(text: str) -> float:
     return _number(text, lambda v: 0 < v < 1, "between 0 and 1")
 
 
+def glob(text: str) -> str:
+    """A non-empty glob of repository paths."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a glob of repository paths, got an empty one")
+    return text
+
+
+def skip_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skip",
+        action="append",
+        type=glob,
+        default=None,
+        metavar="GLOB",
+        help="leave the sorries of the files matching GLOB alone (exercises), in every repository: "
+        "counted, never proved; a path relative to the repository root, '*' matching across '/', a "
+        "directory meaning everything in it (repeatable)",
+    )
+
+
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

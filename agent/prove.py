@@ -151,12 +151,25 @@ def prove_theorem(
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
         return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}", steps)
     if check.accepted:
+        beyond = check.nonstandard_axioms
         return ProofAttempt(
             AttemptOutcome.PROVED,
             proof,
             result,
             check,
-            f"proved in {len(result.proof)} tactics; Lean accepted the file",
+            f"proved in {len(result.proof)} tactics; Lean accepted the file"
+            + (f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""),
+            steps,
+        )
+    if check.verdict is Verdict.VACUOUS:
+        # Steps kept for the record only: the theorem is not proved, so nothing is learned.
+        return ProofAttempt(
+            AttemptOutcome.VACUOUS,
+            proof,
+            result,
+            check,
+            f"Lean accepted the file, but {theorem.full_name} depends on sorryAx (a sorry in its statement "
+            "or in what the proof uses): no proof, not written back",
             steps,
         )
     if check.verdict is Verdict.TIMEOUT:

@@ -19,12 +19,16 @@ from agent.suggester import StepMemory
 from curriculum.results import StoredTheorem
 from curriculum.store import Store
 from lean_env.errors import UserInputError
+from lean_env.proofs.axioms import nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
-from lean_env.repos import parse_spec, resolve
+from lean_env.repos import is_skipped, parse_spec, resolve
 
 if TYPE_CHECKING:
+    from lean_env.proofs.writeback import FreshBranch, StaleProof
     from retrieval.encoder import TextEncoder
 
+# The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
+_CHECKED = (AttemptOutcome.PROVED, AttemptOutcome.VACUOUS)
 # Runs proof jobs somewhere (this process, Ray workers) and yields each as it finishes.
 ProofExecutor = Callable[[list[ProofJob]], Iterator[ProofDone]]
 
@@ -36,18 +40,30 @@ class AttemptReport:
     theorem: str  # the theorem's full name
     repository: str  # its repository's location
     outcome: AttemptOutcome
-    proof: str | None  # the checked proof (PROVED), or the candidate the final check rejected
+    proof: str | None  # the checked proof (PROVED, VACUOUS), or the candidate the final check rejected
     tactics: int | None  # tactics in the found proof (0 without one); None: not known any more
     expansions: int  # search nodes expanded
     seconds: float
     detail: str  # one line: why it ended so
+    # The axioms the final check's audit found the theorem to depend on; None: no audit (no
+    # proof checked, Lean printed none, or an attempt of before a resumption).
+    axioms: tuple[str, ...] | None = None
 
     @property
     def proved(self) -> bool:
         return self.outcome is AttemptOutcome.PROVED
 
+    @property
+    def nonstandard_axioms(self) -> tuple[str, ...]:
+        return nonstandard(self.axioms or ())
+
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "outcome": self.outcome.value}
+        return {
+            **dataclasses.asdict(self),
+            "outcome": self.outcome.value,
+            "axioms": None if self.axioms is None else list(self.axioms),
+            "nonstandard_axioms": list(self.nonstandard_axioms),
+        }
 
     @classmethod
     def of(cls, stored: StoredTheorem, attempt: ProofAttempt) -> AttemptReport:
@@ -61,18 +77,29 @@ class AttemptReport:
             expansions=search.expansions if search else 0,
             seconds=attempt.seconds,
             detail=attempt.detail,
+            axioms=attempt.check.axioms if attempt.check else None,
         )
 
 
-def select_targets(store: Store, names: Sequence[str] | None, repo: str | None) -> list[StoredTheorem]:
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The sorry theorems a job proves, and how many it leaves alone (their paths are skipped)."""
+
+    theorems: list[StoredTheorem]
+    skipped: int
+
+
+def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, *, skip: Sequence[str] = ()) -> Targets:
     """The stored sorry theorems to prove: all, those of the repository ``repo`` (a spec),
-    or those called ``names`` (each must name exactly one)."""
+    or those called ``names`` (each must name exactly one); none in a path ``skip`` leaves
+    alone (:func:`lean_env.repos.is_skipped`), and naming one of those is an error."""
     location = parse_spec(repo).location if repo else None
     sorries = store.theorems(status=TheoremStatus.SORRY, location=location)
     if repo and not store.theorems(location=location):
         raise UserInputError(f"no stored repository is {location}")
+    kept = [t for t in sorries if not is_skipped(t.theorem.path, skip)]
     if names is None:
-        return sorries
+        return Targets(kept, len(sorries) - len(kept))
     chosen = []
     for name in dict.fromkeys(names):
         found = [t for t in sorries if t.theorem.full_name == name]
@@ -83,8 +110,10 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None) 
                 f"{name!r} is a sorry theorem of several repositories "
                 f"({', '.join(t.location for t in found)}); choose one with --repo"
             )
+        if is_skipped(found[0].theorem.path, skip):
+            raise UserInputError(f"{name!r} is in {found[0].theorem.path}, which --skip leaves alone")
         chosen += found
-    return chosen
+    return Targets(chosen, 0)
 
 
 def checkout_all(theorems: Sequence[StoredTheorem], *, cache_dir: Path) -> dict[str, Path]:
@@ -131,7 +160,7 @@ def prove_targets(
             seconds=attempt.seconds,
             nodes=attempt.search.expansions if attempt.search else 0,
             backend=finished.backend,
-            proof=attempt.proof if attempt.outcome is AttemptOutcome.PROVED else None,
+            proof=attempt.proof if attempt.outcome in _CHECKED else None,
             steps=attempt.steps if attempt.outcome is AttemptOutcome.PROVED else (),
         )
         reports[finished.job.key] = AttemptReport.of(stored[finished.job.key], attempt)
@@ -158,6 +187,28 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenBack:
+    """What became of a run's proofs: a patch per repository; for a URL repository, made on the
+    newest commit of its branch, with a branch of one commit in its clone, ready to push, and
+    the proofs whose sorry is gone or changed there left out (stale)."""
+
+    patches: dict[str, str]  # repository -> its patch file (git apply format)
+    branches: dict[str, FreshBranch]  # URL repository -> the branch in its clone
+    stale: dict[str, tuple[StaleProof, ...]]  # URL repository -> the proofs left out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patches": self.patches,
+            "branches": {location: branch.to_json() for location, branch in self.branches.items()},
+            "stale": [
+                {"repository": location, **dataclasses.asdict(proof)}
+                for location, proofs in self.stale.items()
+                for proof in proofs
+            ],
+        }
+
+
 class RepositoryProver:
     """Proves the sorries of a job's repositories, each repository at most once per run,
     with the premises of the retriever as trained so far; collects every attempt of the run
@@ -174,6 +225,8 @@ class RepositoryProver:
         checkouts: dict[str, Path],
         traces: Sequence[RepoTrace],
         snapshot: Path,
+        cache_dir: Path,
+        skipped: dict[str, int] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -181,6 +234,8 @@ class RepositoryProver:
         self.targets = targets  # location -> its sorry theorems, in curriculum order
         self.checkouts = checkouts
         self.snapshot = snapshot  # where the retriever is saved for Ray workers
+        self.cache_dir = cache_dir  # the clones of URL repositories
+        self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -199,13 +254,23 @@ class RepositoryProver:
         config: ProvingConfig,
         *,
         data_dir: Path,
+        skip: Mapping[str, Sequence[str]] | None = None,
     ) -> RepositoryProver:
         """Check out the repositories ``locations`` (in curriculum order), make sure Lean is
         there and load the generator, before any training: a missing toolchain or a bad
-        generator is reported before hours of work, not after."""
+        generator is reported before hours of work, not after. The sorries in the paths
+        ``skip`` gives a repository (globs) are left alone, only counted."""
         from lean_env.lean.runner import LeanRunner
 
-        targets = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
+        skip = skip or {}
+        sorries = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
+        targets = {
+            loc: [t for t in found if not is_skipped(t.theorem.path, skip.get(loc, ()))]
+            for loc, found in sorries.items()
+        }
+        skipped = {
+            loc: len(found) - len(targets[loc]) for loc, found in sorries.items() if len(found) > len(targets[loc])
+        }
         known = [t for loc in locations for t in store.theorems(location=loc)]
         # Every repository, not only those with sorries left: a resumed run writes the
         # patches of proofs it found before the interruption too.
@@ -222,6 +287,8 @@ class RepositoryProver:
             checkouts=checkouts,
             traces=traces,
             snapshot=data_dir / "retriever",
+            cache_dir=data_dir / "cache",
+            skipped=skipped,
         )
 
     @property
@@ -250,24 +317,34 @@ class RepositoryProver:
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )
 
-    def write_patches(self, directory: Path, name: str) -> dict[str, str]:
+    def write_patches(self, directory: Path, name: str) -> WrittenBack:
         """One patch per repository with proofs found in this run (``git apply`` format),
-        written to ``directory``; returns repository -> patch file."""
+        written to ``directory``. A URL repository's remote is fetched first: its patch, and a
+        branch in its clone, are made on the newest commit of its branch, without the proofs
+        whose sorry is not there any more (:func:`lean_env.proofs.writeback.write_back_fresh`)."""
         from agent.report import write_text_atomically
-        from lean_env.proofs.writeback import ProofEdit, render_diff
+        from lean_env.proofs.writeback import ProofEdit, render_diff, write_back_fresh
 
-        patches = {}
+        patches, branches, stale = {}, {}, {}
         for number, location in enumerate(self.locations, start=1):
-            edits = [
-                ProofEdit(self._known[(location, a.theorem)].theorem, a.proof or "")
-                for a in self.attempts
-                if a.repository == location and a.proved
-            ]
-            if edits:
+            proved = [(self._known[(location, a.theorem)], a) for a in self.attempts if a.repository == location]
+            edits = [ProofEdit(stored.theorem, a.proof or "") for stored, a in proved if a.proved]
+            if not edits:
+                continue
+            if RepoSpec(location).is_remote:
+                # Every theorem of a repository here is of its newest stored commit.
+                checked = proved[0][0].commit
+                fresh = write_back_fresh(self._traces[location].spec, edits, checked=checked, cache_dir=self.cache_dir)
+                diff, stale[location] = fresh.diff, fresh.stale
+                if fresh.branch is not None:
+                    branches[location] = fresh.branch
+            else:
+                diff = render_diff(self.checkouts[location], edits)
+            if diff:
                 path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
-                write_text_atomically(path, render_diff(self.checkouts[location], edits))
+                write_text_atomically(path, diff)
                 patches[location] = str(path)
-        return patches
+        return WrittenBack(patches, branches, {loc: found for loc, found in stale.items() if found})
 
     def close(self) -> None:
         self.runner.close()

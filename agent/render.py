@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent.output import table
+from lean_env.proofs.axioms import nonstandard
+from lean_env.records import AttemptOutcome
 
 if TYPE_CHECKING:
     from agent.proving import AttemptReport
@@ -161,3 +163,30 @@ def attempts_table(attempts: Sequence[AttemptReport]) -> str:
             for a in attempts
         ],
     )
+
+
+def axioms_line(axioms: Sequence[str] | None, note: str = "") -> str:
+    """What the axiom audit found, for people: the axioms, those beyond Lean's own marked."""
+    if axioms is None:
+        return f"axioms: not audited ({note or 'Lean printed none'})"
+    if not axioms:
+        return "axioms: none"
+    beyond = nonstandard(axioms)
+    return f"axioms: {', '.join(axioms)}" + (f" (non-standard: {', '.join(beyond)})" if beyond else "")
+
+
+def audit_summary(attempts: Sequence[AttemptReport]) -> list[str]:
+    """Lines on the vacuous proofs and the proofs using non-standard axioms, if any."""
+    lines = []
+    vacuous = [a.theorem for a in attempts if a.outcome is AttemptOutcome.VACUOUS]
+    if vacuous:
+        lines.append(
+            f"{plural(len(vacuous), 'proof is', 'proofs are')} vacuous (the theorem depends on sorryAx: "
+            f"a sorry in its statement or in what its proof uses), not written back: {', '.join(vacuous)}"
+        )
+    lines += [
+        f"{a.theorem} uses non-standard axioms: {', '.join(a.nonstandard_axioms)}"
+        for a in attempts
+        if a.proved and a.nonstandard_axioms
+    ]
+    return lines

@@ -285,7 +285,8 @@ class AttemptRow(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     theorem_id: Mapped[int] = mapped_column(ForeignKey("theorems.id", ondelete="CASCADE"))
     outcome: Mapped[AttemptOutcome]
-    # The proof text (tactic block) when the outcome is PROVED.
+    # The proof text (tactic block) when the outcome is PROVED, or VACUOUS (Lean compiled it,
+    # but the theorem depends on sorryAx).
     proof: Mapped[str | None] = mapped_column(Text)
     seconds: Mapped[float]
     # Search-tree nodes expanded: the unit of the search budget.

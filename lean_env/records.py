@@ -52,16 +52,21 @@ class RepoSpec:
 
     ``commit`` is ``None`` for "whatever is checked out" (local path) or "the default
     branch head" (URL); ingestion resolves it to a concrete SHA before storing anything.
+    ``skip`` holds globs of the repository's paths whose sorries are not to be proved
+    (exercises left open on purpose); they are ingested and counted all the same.
     """
 
     location: str
     commit: str | None = None
+    skip: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.location:
             raise ValueError("a repository spec needs a URL or a path")
         if self.commit is not None and not _REF_RE.match(self.commit):
             raise ValueError(f"not a valid commit or ref: {self.commit!r}")
+        if not all(self.skip):
+            raise ValueError("a skip glob cannot be empty")
 
     @property
     def is_remote(self) -> bool:
@@ -187,6 +192,9 @@ class AttemptOutcome(enum.StrEnum):
     TIMEOUT = "timeout"
     # The proof environment itself failed (Lean crashed, could not open the theorem).
     ERROR = "error"
+    # Lean compiled the file with the proof, but the theorem depends on sorryAx (a sorry in
+    # its statement or in what the proof uses): no proof, the theorem stays open.
+    VACUOUS = "vacuous"
 
 
 class RunStatus(enum.StrEnum):

@@ -20,10 +20,14 @@ uses (the URL, or the absolute path of a local project).
   fetched again on every resolve; a SHA the clone has needs no fetch). Network failures
   become one :class:`RepoUnavailableError`; when a fetch fails but the cached clone can
   still answer (an older head, a known tag), it is used with a warning.
+  :func:`fetch_head` fetches again before proofs are written back, so that they go onto the
+  newest commit of the branch (there a failed fetch is an error).
 
-Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]``;
-``#`` starts a comment; blank lines are ignored; relative paths resolve against the
-directory of the repos file; a path with spaces is quoted as in a shell (``"my repo"``).
+Repos file format (``examples/repos.txt``): one spec per line, ``LOCATION [COMMIT]
+[skip=GLOB ...]``; ``#`` starts a comment; blank lines are ignored; relative paths resolve
+against the directory of the repos file; a path with spaces is quoted as in a shell
+(``"my repo"``). ``skip=GLOB`` marks paths of the repository whose sorries are left alone
+(exercises): see :func:`is_skipped`.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ import stat
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from lean_env.errors import RepoSpecError
@@ -55,6 +61,8 @@ PROJECT_MARKERS = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
 _SKIPPED_DIRS = frozenset({".lake", "lake-packages", ".git", "build"})
 # An abbreviated or full commit SHA (as opposed to a branch or tag name).
 _SHA_RE = re.compile(r"[0-9a-f]{7,40}")
+# The repos-file word that marks paths whose sorries are left alone.
+_SKIP = "skip="
 # Generous: a first clone of a big repository over a slow link takes minutes.
 DEFAULT_GIT_TIMEOUT = 900.0
 
@@ -113,23 +121,39 @@ def parse_repos_file(path: Path) -> list[RepoSpec]:
             raise RepoSpecError(f"{where}: {e} (quote a path with spaces whole): {raw.strip()!r}") from e
         if not fields:
             continue
-        if len(fields) > 2:
-            raise RepoSpecError(f"{where}: expected 'LOCATION [COMMIT]', got {len(fields)} fields: {raw.strip()!r}")
-        commit = fields[1] if len(fields) == 2 else None
-        specs.append(_make_spec(fields[0], commit, base_dir=path.parent, where=where))
+        options = [f for f in fields[1:] if "=" in f]
+        words = [f for f in fields[1:] if "=" not in f]
+        unknown = [f for f in options if not f.startswith(_SKIP)]
+        if len(words) > 1 or unknown:
+            raise RepoSpecError(
+                f"{where}: expected 'LOCATION [COMMIT] [{_SKIP}GLOB ...]', got {raw.strip()!r}"
+                + (f" ({unknown[0].partition('=')[0]!r} is no option)" if unknown else "")
+            )
+        skip = tuple(f.removeprefix(_SKIP) for f in options)
+        specs.append(_make_spec(fields[0], words[0] if words else None, base_dir=path.parent, where=where, skip=skip))
     if not specs:
         raise RepoSpecError(f"{path} lists no repositories")
     return specs
 
 
-def _make_spec(location: str, commit: str | None, *, base_dir: Path, where: str) -> RepoSpec:
+def _make_spec(
+    location: str, commit: str | None, *, base_dir: Path, where: str, skip: tuple[str, ...] = ()
+) -> RepoSpec:
     try:
-        spec = RepoSpec(location, commit)
+        spec = RepoSpec(location, commit, skip)
     except ValueError as e:
         raise RepoSpecError(f"{where}: {e}") from e
     if spec.is_remote:
-        return RepoSpec(location.rstrip("/"), commit)
-    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit)
+        return RepoSpec(location.rstrip("/"), commit, skip)
+    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit, skip)
+
+
+def is_skipped(path: str, globs: Sequence[str]) -> bool:
+    """True when the repository path ``path`` (POSIX, relative to its root) is one ``globs``
+    leave alone. A glob is matched against the whole path, ``*`` across ``/`` too
+    (``Exercises/*``, ``*_exercise.lean``, ``*`` for the whole repository); a glob naming a
+    directory (``MIL``, ``MIL/``) leaves everything under it alone."""
+    return any(fnmatchcase(path, glob) or fnmatchcase(path, glob.rstrip("/") + "/*") for glob in globs)
 
 
 def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> Checkout:
@@ -142,7 +166,7 @@ def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT
 
 def _resolve_local(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Checkout:
     root = Path(spec.location).expanduser().resolve()
-    spec = RepoSpec(str(root), spec.commit)
+    spec = RepoSpec(str(root), spec.commit, spec.skip)
     if not root.is_dir():
         raise RepoSpecError(f"{root} does not exist or is not a directory")
     _require_lean_project(root)
@@ -186,6 +210,39 @@ def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Check
     _git(clone, "checkout", "--quiet", "--force", "--detach", sha, timeout=timeout, what=url)
     _require_lean_project(clone, what=f"{url} at {sha}")
     return Checkout(spec, clone, sha, read_toolchain(clone))
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHead:
+    """The newest commit of a URL repository's branch, in its clone in the cache."""
+
+    clone: Path
+    branch: str  # the remote's branch, without ``origin/``
+    commit: str  # its head, a full SHA
+
+
+def fetch_head(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> RemoteHead:
+    """Fetch the remote of the URL ``spec`` into its clone in ``cache_dir`` and return the head
+    of the branch proofs go to: ``spec.commit`` when it names a branch of the remote, else the
+    remote's default branch (a pinned SHA or tag still gets its proofs on the branch people
+    work on). Nothing is checked out. Unlike ingestion, which falls back to the cached clone,
+    a fetch that fails is a :class:`RepoUnavailableError`: the point is the newest commit."""
+    url = spec.location
+    clone = cache_dir / "clones" / _slug(url)
+    if not (clone / ".git").is_dir():
+        _clone(url, clone, timeout=git_timeout)
+    _git(clone, "fetch", "--quiet", "--tags", "--force", "origin", timeout=git_timeout, what=url)
+    branch = (
+        spec.commit
+        if spec.commit and _try_rev_parse(clone, f"refs/remotes/origin/{spec.commit}", timeout=git_timeout)
+        else None
+    )
+    if branch is None:
+        # The default branch may have been renamed since the clone: ask the remote.
+        _git(clone, "remote", "set-head", "origin", "--auto", timeout=git_timeout, what=url)
+        head = _git(clone, "symbolic-ref", "--short", "refs/remotes/origin/HEAD", timeout=git_timeout, what=url)
+        branch = head.decode().strip().removeprefix("origin/")
+    return RemoteHead(clone, branch, _rev_parse(clone, f"refs/remotes/origin/{branch}", timeout=git_timeout, what=url))
 
 
 def _clone(url: str, clone: Path, *, timeout: float) -> None:

@@ -29,9 +29,22 @@ def taught_generator(out: Path) -> Path:
     return out
 
 
-def demo_lake_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``tmp_path/repo``: the fake lean's demo repository (:data:`SCRIPT`) as a Lake project."""
-    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
+# The demo file and a sorry whose statement uses a `sorry` definition: the taught proof goes
+# through (the goals are Demo.imp_self''s), but the theorem depends on sorryAx.
+VACUOUS_SOURCE = fake_lean.DEMO_SOURCE.replace(
+    "end Demo",
+    "def secret : Nat := sorry\n\ntheorem on_secret (p : Prop) (_ : secret = 0) : p → p := by\n  sorry\n\nend Demo",
+)
+VACUOUS_SCRIPT = {"theorems": {**SCRIPT["theorems"], "Demo.on_secret": SCRIPT["theorems"]["Demo.imp_self'"]}}
+
+
+def demo_lake_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, source: str = fake_lean.DEMO_SOURCE, script: dict = SCRIPT
+) -> Path:
+    """``tmp_path/repo``: the fake lean's demo repository (:data:`SCRIPT`) as a Lake project,
+    or another ``source`` for Demo.lean with the ``script`` the fake follows for it."""
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, script)
+    (repo / "Demo.lean").write_text(source, encoding="utf-8")
     (repo / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n", encoding="utf-8")
     (repo / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
     return repo

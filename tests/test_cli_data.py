@@ -197,7 +197,9 @@ def _export_onto_a_file(tmp: Path) -> list[str]:
     [
         pytest.param(_not_lean, "is not a Lean project", id="not-a-lean-project"),
         pytest.param(lambda t: ["ingest", str(t / "missing")], "does not exist", id="missing-path"),
-        pytest.param(_malformed, r"repos.txt:2: expected 'LOCATION \[COMMIT\]'", id="malformed-repos-line"),
+        pytest.param(
+            _malformed, r"repos.txt:2: expected 'LOCATION \[COMMIT\] \[skip=GLOB \.\.\.\]'", id="malformed-repos-line"
+        ),
         pytest.param(
             lambda t: ["run", str(t / "none.txt")],
             "cannot read repos file",

@@ -59,6 +59,29 @@ def test_check_human_output_names_the_reason(repo, capsys):
     assert "Demo.imp_self': rejected" in out and "unknown identifier 'x'" in out
 
 
+def test_check_of_a_vacuous_proof_exits_1_and_writes_nothing_back(repo, capsys):
+    """The statement of Demo.on_secret uses a `sorry` definition: Lean compiles the file, the
+    audit finds sorryAx, and --diff gives no diff."""
+    source = SOURCE.replace(
+        "end Demo", "def secret : Nat := sorry\n\ntheorem on_secret : secret = secret := sorry\n\nend Demo"
+    )
+    (repo / "Demo.lean").write_text(source, encoding="utf-8")
+    script = {"theorems": {"Demo.on_secret": {"terms": {"rfl": {"done": True}}}}}
+    (repo.parent / "bin" / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    assert cli.main(_check(repo, "--diff", "--json", proof="rfl", name="Demo.on_secret")) == 1
+    payload = _json(capsys)
+    assert (payload["verdict"], payload["axioms"], payload["accepted"]) == ("vacuous", ["sorryAx"], False)
+    assert "diff" not in payload and "depends on sorryAx" in payload["reasons"][0]
+    assert cli.main(_check(repo, proof="rfl", name="Demo.on_secret")) == 1
+    out = capsys.readouterr().out
+    assert "Demo.on_secret: vacuous" in out and "axioms: sorryAx (non-standard: sorryAx)" in out
+
+
+def test_check_names_the_axioms_of_an_accepted_proof(repo, capsys):
+    assert cli.main(_check(repo)) == 0
+    assert "axioms: none" in capsys.readouterr().out
+
+
 def test_check_replays_tactics_in_the_file_backend(repo, capsys):
     assert cli.main(_check(repo, "--backend", "file", "--json", proof=BAD)) == 1
     steps = _json(capsys)["replay"]

@@ -298,6 +298,19 @@ def test_a_proof_found_becomes_the_theorems_steps(store: Store) -> None:
     ]
 
 
+def test_a_vacuous_attempt_is_stored_with_its_proof_and_leaves_the_theorem_open(store: Store) -> None:
+    """`vacuous` fits the outcome column of schema version 1 (strings, no CHECK of values)."""
+    store.add_trace(rich_trace())
+    [hole] = store.theorems(status=TheoremStatus.SORRY)
+    run = store.start_run({"seed": 1})
+    vacuous = store.record_attempt(
+        run_id=run.id, theorem_id=hole.id, outcome=AttemptOutcome.VACUOUS, seconds=1.0, nodes=2,
+        backend="file", proof="by rfl",
+    )  # fmt: skip
+    assert store.attempts(run_id=run.id) == [vacuous] and vacuous.outcome is AttemptOutcome.VACUOUS
+    assert vacuous.proof == "by rfl" and [t.id for t in store.theorems(status=TheoremStatus.SORRY)] == [hole.id]
+
+
 def test_an_unfinished_run_with_the_same_config_is_resumed(store: Store) -> None:
     config = {"command": "run", "repos": "/r.txt", "backend": "source"}
     killed = store.start_run(config)  # never finished: the process died

@@ -1,13 +1,17 @@
-"""The final check: whole file with the proof in place, no error, no sorry for the theorem."""
+"""The final check: whole file with the proof in place, no error, no sorry for the theorem;
+and the axiom audit in the same run (a theorem depending on sorryAx is vacuous)."""
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
 from fakes import fake_lean
 
 from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.axioms import find_axioms
 from lean_env.proofs.final_check import Verdict, check_proof
 
 SOURCE = fake_lean.DEMO_SOURCE
@@ -121,15 +125,182 @@ def test_error_elsewhere_in_the_file_rejects(repo, monkeypatch, tmp_path):
     assert "error elsewhere in the file (line 1): unknown namespace" in result.reasons
 
 
+# A placeholder definition, a theorem about it, and a theorem whose proof may use a sorry lemma.
+AUDITED = """\
+namespace Demo
+
+def secret : Nat := sorry
+
+theorem about_secret : secret = secret := by
+  sorry
+
+theorem imp_self' (p : Prop) : p → p := by
+  sorry
+
+theorem two : 1 + 1 = 2 := sorry
+
+end Demo
+"""
+AUDIT_LINE = AUDITED.count("\n") + 1  # where the final check puts `#print axioms`
+_IMP = {
+    "goals": "p : Prop\n⊢ p → p",
+    "terms": {"fun h => h": {"done": True}, "fun h => (fun _ => h) two": {"done": True}},
+}
+AUDIT_SCRIPT = {"theorems": {"Demo.about_secret": {"terms": {"rfl": {"done": True}}}, "Demo.imp_self'": _IMP}}
+
+
+def _audit(tmp_path: Path, monkeypatch, *, name: str, proof: str, script: dict, source: str = AUDITED, rename=None):
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, script)
+    (repo / "Demo.lean").write_text(source, encoding="utf-8")
+    theorem = fake_lean.theorem_record(source, name, "Demo.lean")
+    if rename:
+        theorem = dataclasses.replace(theorem, full_name=rename)
+    return check_proof(repo, theorem, proof, runner=LeanRunner.for_project(repo), timeout=20)
+
+
+@pytest.mark.parametrize(
+    ("name", "proof", "extra", "verdict", "axioms", "nonstandard"),
+    [
+        pytest.param("Demo.imp_self'", "fun h => h", {}, Verdict.ACCEPTED, (), (), id="no-axioms"),
+        pytest.param(
+            "Demo.imp_self'",
+            "fun h => h",
+            {"axioms": ["propext", "Lean.ofReduceBool", "Classical.choice"]},
+            Verdict.ACCEPTED,
+            ("Classical.choice", "Lean.ofReduceBool", "propext"),
+            ("Lean.ofReduceBool",),
+            id="nonstandard-axiom-listed",
+        ),
+        pytest.param(
+            "Demo.about_secret", "rfl", {}, Verdict.VACUOUS, ("sorryAx",), ("sorryAx",), id="sorry-definition"
+        ),
+        pytest.param(
+            "Demo.imp_self'",
+            "fun h => (fun _ => h) two",
+            {},
+            Verdict.VACUOUS,
+            ("sorryAx",),
+            ("sorryAx",),
+            id="proof-uses-a-sorry-lemma",
+        ),
+    ],
+)
+@pytest.mark.parametrize("headers", [False, True], ids=["bare-info", "info-header"])
+def test_the_axiom_audit(tmp_path, monkeypatch, name, proof, extra, verdict, axioms, nonstandard, headers):
+    entry = {**AUDIT_SCRIPT["theorems"][name], **extra}
+    script = {"info_headers": headers, "theorems": {**AUDIT_SCRIPT["theorems"], name: entry}}
+    result = _audit(tmp_path, monkeypatch, name=name, proof=proof, script=script)
+    assert (result.verdict, result.axioms, result.nonstandard_axioms) == (verdict, axioms, nonstandard)
+    assert result.audit_note == "" and result.accepted is (verdict is Verdict.ACCEPTED)
+    if verdict is Verdict.VACUOUS:
+        assert result.reasons == (
+            f"{name} depends on sorryAx: a sorry stands in its statement or in a declaration its proof uses, "
+            "so the proof may prove nothing",
+        )
+    # The audit's message is no diagnostic, nor a part of one (printed bare, it follows the
+    # last sorry warning of the file).
+    assert not any("axioms" in d.message for d in result.diagnostics), result.diagnostics
+    assert [d.message for d in result.diagnostics if d.start.line >= AUDIT_LINE] == []
+
+
+@pytest.mark.parametrize(
+    ("source", "rename", "errors", "verdict", "note"),
+    [
+        pytest.param(
+            "module\n\n" + AUDITED, None, [], Verdict.ACCEPTED, "cannot use `#print axioms` in a `module`", id="module"
+        ),
+        pytest.param(AUDITED, "Demo.renamed", [], Verdict.ACCEPTED, "unknown constant 'Demo.renamed'", id="unknown"),
+        pytest.param(AUDITED + "#exit\n", None, [], Verdict.ACCEPTED, "Lean printed no axioms", id="nothing-printed"),
+        pytest.param(
+            AUDITED,
+            None,
+            [{"line": AUDIT_LINE, "column": 0, "message": "unexpected token '#print'; expected term"}],
+            Verdict.REJECTED,
+            "",
+            id="the-files-own-error-at-the-end",
+        ),
+    ],
+)
+def test_an_audit_lean_does_not_make_is_unknown_not_a_rejection(
+    tmp_path, monkeypatch, source, rename, errors, verdict, note
+):
+    script = {**AUDIT_SCRIPT, "errors": errors}
+    result = _audit(
+        tmp_path, monkeypatch, name="Demo.imp_self'", proof="fun h => h", script=script, source=source, rename=rename
+    )
+    assert result.verdict is verdict, result.reasons
+    assert note in result.audit_note and bool(result.audit_note) is bool(note)
+    if verdict is Verdict.ACCEPTED:
+        assert result.axioms is None
+    else:
+        assert result.reasons == (
+            f"error elsewhere in the file (line {AUDIT_LINE}): unexpected token '#print'; expected term",
+        )
+
+
+@pytest.mark.parametrize(
+    ("output", "name", "axioms", "rest"),
+    [
+        pytest.param(
+            "'Demo.two' depends on axioms: [propext, sorryAx]\n", "Demo.two", ("propext", "sorryAx"), "\n", id="bare"
+        ),
+        pytest.param("'Demo.two' does not depend on any axioms\n", "Demo.two", (), "\n", id="none"),
+        pytest.param(
+            "F.lean:9:0: info: 'Demo.two' does not depend on any axioms\n", "Demo.two", (), "\n", id="with-a-header"
+        ),
+        pytest.param(
+            "F.lean:3:8: warning: declaration uses 'sorry'\n"
+            "'a.b' depends on axioms: [propext,\n Classical.choice,\n Quot.sound]\n",
+            "a.b",
+            ("propext", "Classical.choice", "Quot.sound"),
+            "F.lean:3:8: warning: declaration uses 'sorry'\n\n",
+            id="wrapped-after-a-warning",
+        ),
+        pytest.param(
+            "'Demo.imp_self'' does not depend on any axioms", "Demo.imp_self'", (), "", id="prime-in-the-name"
+        ),
+        pytest.param(
+            "'_private.Demo.0.Demo.hidden' depends on axioms: [sorryAx]", "Demo.hidden", ("sorryAx",), "", id="private"
+        ),
+        pytest.param("'Demo.«my thm»' does not depend on any axioms", "Demo.my thm", (), "", id="escaped"),
+        pytest.param(
+            "'Demo.two' depends on axioms: [sorryAx]\n"
+            "'Demo.two' depends on axioms: [propext]\n"
+            "'Other' depends on axioms: [x]",
+            "Demo.two",
+            ("propext",),
+            "'Demo.two' depends on axioms: [sorryAx]\n\n'Other' depends on axioms: [x]",
+            id="the-last-for-the-name",
+        ),
+        pytest.param("'Demo.twoo' does not depend on any axioms", "Demo.two", None, None, id="another-name"),
+        pytest.param("F.lean:1:0: error: unknown constant 'Demo.two'", "Demo.two", None, None, id="not-printed"),
+    ],
+)
+def test_reading_print_axioms(output, name, axioms, rest):
+    found = find_axioms(output, name)
+    assert (None, None) == (axioms, rest) if found is None else (found.axioms, found.rest) == (axioms, rest)
+
+
 @pytest.mark.lean
 def test_real_lean_accepts_a_proof_and_rejects_sorry(tmp_path):
     source = "theorem imp_self' (p : Prop) : p → p := by\n  sorry\n"
     (tmp_path / "Real.lean").write_text(source, encoding="utf-8")
     theorem = fake_lean.theorem_record(source, "imp_self'", "Real.lean")
     runner = LeanRunner.for_project(tmp_path)
-    assert check_proof(tmp_path, theorem, "by\n  intro h\n  exact h", runner=runner, timeout=120).accepted
+    accepted = check_proof(tmp_path, theorem, "by\n  intro h\n  exact h", runner=runner, timeout=120)
+    assert accepted.accepted and accepted.axioms == (), (accepted.reasons, accepted.audit_note)
     wrong = check_proof(tmp_path, theorem, "by\n  intro h", runner=runner, timeout=120)
     assert wrong.verdict is Verdict.REJECTED and "unsolved goals" in " ".join(wrong.reasons)
+
+
+@pytest.mark.lean
+def test_real_lean_finds_a_theorem_about_a_sorry_definition_vacuous(tmp_path):
+    # Term-mode sorries: the 2021 Lean 4 has `sorry` as a term but not as a tactic.
+    source = "def secret : Nat := sorry\n\ntheorem about_secret : secret = secret := sorry\n"
+    (tmp_path / "Vacuous.lean").write_text(source, encoding="utf-8")
+    theorem = fake_lean.theorem_record(source, "about_secret", "Vacuous.lean")
+    result = check_proof(tmp_path, theorem, "rfl", runner=LeanRunner.for_project(tmp_path), timeout=120)
+    assert result.verdict is Verdict.VACUOUS and result.axioms == ("sorryAx",), (result.reasons, result.audit_note)
 
 
 @pytest.mark.lean
@@ -140,6 +311,9 @@ def test_real_lean_accepts_an_example_projects_own_proof(examples_dir):
     project = next((p.parent for p in sorted(examples_dir.rglob("lakefile.*")) if ".lake" not in p.parts), None)
     if project is None:
         pytest.skip(f"no Lake project under {examples_dir}")
+    if shutil.which("lake") is None:
+        # A Lake project runs as `lake env lean FILE`; a lean without lake (a hand-built one) cannot.
+        pytest.skip(f"lean is on PATH but lake is not; the example {project.name} is a Lake project")
     for file in sorted(project.rglob("*.lean")):
         if ".lake" in file.parts or file.name.startswith("lakefile"):
             continue

@@ -15,6 +15,8 @@ from lean_env.records import RepoSpec
 from lean_env.repos import (
     RepoUnavailableError,
     _git_reason,
+    fetch_head,
+    is_skipped,
     parse_repos_file,
     parse_spec,
     resolve,
@@ -59,13 +61,50 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("https://x/y skip=MIL", RepoSpec("https://x/y", None, ("MIL",)), id="skip-only"),
+        pytest.param(
+            "https://x/y skip='Ex*/*' v1 skip=*_ex.lean",
+            RepoSpec("https://x/y", "v1", ("Ex*/*", "*_ex.lean")),
+            id="commit-between-skips",
+        ),
+        pytest.param("'/a b' main skip=*", RepoSpec("/a b", "main", ("*",)), id="quoted-path-whole-repository"),
+    ],
+)
+def test_a_repos_file_line_marks_paths_to_leave_alone(tmp_path: Path, line: str, expected: RepoSpec) -> None:
+    (tmp_path / "repos.txt").write_text(line + "\n", encoding="utf-8")
+    assert parse_repos_file(tmp_path / "repos.txt") == [expected]
+
+
+@pytest.mark.parametrize(
+    ("path", "globs", "skipped"),
+    [
+        pytest.param("MIL/C02/S01.lean", ("MIL",), True, id="a-directory"),
+        pytest.param("MIL/C02/S01.lean", ("MIL/",), True, id="a-directory-with-slash"),
+        pytest.param("MILx/A.lean", ("MIL",), False, id="not-a-prefix-of-a-name"),
+        pytest.param("MIL/C02/S01.lean", ("MIL/*",), True, id="star-crosses-slashes"),
+        pytest.param("Lib/Basic_exercise.lean", ("*_exercise.lean",), True, id="a-file-pattern"),
+        pytest.param("Lib/Basic.lean", ("*_exercise.lean", "Ex/*"), False, id="none-matches"),
+        pytest.param("Lib/Basic.lean", ("*",), True, id="the-whole-repository"),
+        pytest.param("Lib/Basic.lean", (), False, id="no-globs"),
+        pytest.param("lib/basic.lean", ("Lib/*",), False, id="case-matters"),
+    ],
+)
+def test_is_skipped(path: str, globs: tuple[str, ...], skipped: bool) -> None:
+    assert is_skipped(path, globs) is skipped
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         pytest.param(
             "ok/path\nhttps://x/y abc def\n",
-            r"repos\.txt:2: expected 'LOCATION \[COMMIT\]'",
+            r"repos\.txt:2: expected 'LOCATION \[COMMIT\] \[skip=GLOB \.\.\.\]'",
             id="three-fields",
         ),
+        pytest.param("https://x/y sikp=MIL\n", r"repos\.txt:1: .*'sikp' is no option", id="unknown-option"),
+        pytest.param("https://x/y skip=\n", r"repos\.txt:1: a skip glob cannot be empty", id="empty-skip"),
         pytest.param("# c\n\nhttps://x/y ab$c\n", r"repos\.txt:3: not a valid commit", id="bad-commit"),
         pytest.param("# only comments\n\n", r"lists no repositories", id="empty"),
     ],
@@ -227,6 +266,47 @@ def test_a_cached_clone_is_used_when_the_remote_is_gone(
     assert resolve(RepoSpec(url, first), cache_dir=cache).commit == first  # already fetched
     with pytest.raises(RepoUnavailableError, match="cannot fetch"):
         resolve(RepoSpec(url, "f" * 40), cache_dir=cache)
+
+
+@pytest.mark.parametrize(
+    ("requested", "branch"),
+    [
+        pytest.param(None, "main", id="default-branch"),
+        pytest.param("side", "side", id="the-branch-ingested"),
+        pytest.param("v1", "main", id="a-tag-gets-the-default-branch"),
+        pytest.param("first", "main", id="a-sha-gets-the-default-branch"),
+    ],
+)
+def test_fetch_head_finds_the_newest_commit_of_the_branch_proofs_go_to(
+    tmp_path: Path, remote: tuple[str, str, str], requested: str | None, branch: str
+) -> None:
+    url, first, _ = remote
+    origin = tmp_path / "origin"
+    git(origin, "tag", "v1", first)
+    git(origin, "branch", "side", first)
+    resolve(RepoSpec(url, first if requested == "first" else requested), cache_dir=tmp_path / "cache")
+    # Both branches move on after ingestion (main last: the origin's HEAD, its default branch).
+    for name in ("side", "main"):
+        git(origin, "checkout", "-q", name)
+        (origin / "Demo" / "Basic.lean").write_text(f"theorem on_{name} : True := trivial\n")
+        git(origin, "commit", "-qam", f"{name} moves")
+    head = fetch_head(RepoSpec(url, first if requested == "first" else requested), cache_dir=tmp_path / "cache")
+    assert (head.branch, head.commit) == (branch, git(origin, "rev-parse", branch))
+    assert head.clone == resolve(RepoSpec(url), cache_dir=tmp_path / "cache").path
+
+
+def test_fetch_head_follows_a_renamed_default_branch_and_fails_in_one_line_offline(
+    tmp_path: Path, remote: tuple[str, str, str]
+) -> None:
+    url, _, second = remote
+    origin = tmp_path / "origin"
+    resolve(RepoSpec(url), cache_dir=tmp_path / "cache")
+    git(origin, "branch", "-m", "main", "trunk")
+    assert fetch_head(RepoSpec(url), cache_dir=tmp_path / "cache").branch == "trunk"
+    shutil.rmtree(origin)
+    with pytest.raises(RepoUnavailableError, match=f"cannot fetch {url}") as info:
+        fetch_head(RepoSpec(url), cache_dir=tmp_path / "cache")
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from prove_cases import demo_lake_repo, taught_generator
+from prove_cases import VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
 from agent.cli import EXIT_USAGE, main
 from curriculum.store import Store
-from lean_env.records import TheoremStatus
+from lean_env.records import AttemptOutcome, TheoremStatus
 
 torch.set_num_threads(1)
 
@@ -75,12 +75,48 @@ def test_a_found_proof_is_checked_recorded_and_the_theorem_becomes_proved_by_us(
     assert code == EXIT_USAGE and "no stored sorry theorem" in err
 
 
+def test_a_proof_of_a_statement_about_a_sorry_definition_is_vacuous(tmp_path, monkeypatch, generator_dir, capsys):
+    """Lean compiles the file with the proof, but the theorem's statement uses a `sorry`
+    definition: the attempt is vacuous (recorded with its proof), and the theorem stays open."""
+    repo = demo_lake_repo(tmp_path, monkeypatch, source=VACUOUS_SOURCE, script=VACUOUS_SCRIPT)
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
+    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.on_secret")
+    assert code == 0
+    (attempt,) = payload["attempts"]
+    assert (attempt["outcome"], attempt["axioms"], attempt["nonstandard_axioms"]) == (
+        "vacuous",
+        ["sorryAx"],
+        ["sorryAx"],
+    )
+    assert attempt["proof"] == "by\n  intro h\n  exact h" and "depends on sorryAx" in attempt["detail"]
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+        (recorded,) = store.attempts(run_id=payload["run"])
+    assert statuses["Demo.on_secret"] is TheoremStatus.SORRY
+    assert recorded.outcome is AttemptOutcome.VACUOUS and recorded.proof == attempt["proof"]
+    # still open: a later run tries it again, and says so in its table
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "prove", "--generator", str(generator_dir), "--backend", "file",
+                 "--candidates", "2", "--max-expansions", "6", "--theorem", "Demo.on_secret"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert " vacuous " in out, out
+    assert "1 proof is vacuous (the theorem depends on sorryAx" in out and "not written back: Demo.on_secret" in out
+
+
 def test_a_theorem_the_generator_cannot_prove_is_recorded_as_failed(data, generator_dir, capsys) -> None:
     code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.two")
     assert code == 0
     (attempt,) = payload["attempts"]
     assert attempt["outcome"] == "failed" and attempt["proof"] is None
     assert attempt["expansions"] == 1 and "exhausted" in attempt["detail"]
+
+
+def test_skipped_paths_are_counted_not_proved(data, generator_dir, capsys) -> None:
+    code, payload, _ = _prove(capsys, data, generator_dir, "--skip", "Demo.lean")
+    assert code == 0 and payload["attempts"] == [] and payload["skipped_sorries"] == 2
+    code, _, err = _prove(capsys, data, generator_dir, "--skip", "*.lean", "--theorem", "Demo.two")
+    assert code == EXIT_USAGE and "'Demo.two' is in Demo.lean, which --skip leaves alone" in err
 
 
 def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsys, tmp_path: Path) -> None:
@@ -96,6 +132,7 @@ def test_a_repository_changed_since_ingest_is_refused(data, generator_dir, capsy
         pytest.param(["--time-limit", "0"], "--time-limit", id="time-limit"),
         pytest.param(["--theorem", "No.such"], "no stored sorry theorem", id="unknown-theorem"),
         pytest.param(["--repo", "/no/such/repo"], "no stored repository", id="unknown-repo"),
+        pytest.param(["--skip", " "], "--skip", id="empty-skip"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(data, generator_dir, capsys, extra: list[str], message: str) -> None:

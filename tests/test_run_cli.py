@@ -15,7 +15,7 @@ import torch
 from fakes import fake_lean
 from fakes.tiny_encoder import tiny_encoder
 from projects import lean_project
-from prove_cases import AFTER_INTRO, START, demo_lake_repo, taught_generator
+from prove_cases import AFTER_INTRO, START, VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
 import agent.lifelong
 import agent.prove
@@ -351,7 +351,7 @@ def _two_provable_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repos
 
 
-def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[int, dict, str]:
+def _run_untrained(capsys, data: Path, repos: Path, generator: Path, *extra: str) -> tuple[int, dict, str]:
     capsys.readouterr()
     code = main(
         [
@@ -368,6 +368,7 @@ def _run_untrained(capsys, data: Path, repos: Path, generator: Path) -> tuple[in
             "file",
             *SEARCH,
             "--json",
+            *extra,
         ]
     )
     out, err = capsys.readouterr()
@@ -384,6 +385,59 @@ def test_a_patch_holds_every_proof_of_one_file(tmp_path, monkeypatch, capsys, ge
     patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")])
     assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 2
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
+
+
+def test_a_vacuous_proof_is_reported_and_left_out_of_the_patch(tmp_path, monkeypatch, capsys, generator) -> None:
+    """Demo.on_secret's statement uses a `sorry` definition: Lean compiles the file with the
+    proof, but the theorem depends on sorryAx. Reported as vacuous, not patched, still open."""
+    demo_lake_repo(tmp_path, monkeypatch, source=VACUOUS_SOURCE, script=VACUOUS_SCRIPT)
+    (tmp_path / "repos.txt").write_text("repo\n", encoding="utf-8")
+    data = tmp_path / "data"
+    code, payload, err = _run_untrained(capsys, data, tmp_path / "repos.txt", generator)
+    assert code == 0, err
+    attempts = {a["theorem"]: a for a in payload["proving"]["attempts"]}
+    assert {name: a["outcome"] for name, a in attempts.items()} == {
+        "Demo.imp_self'": "proved",
+        "Demo.two": "failed",
+        "Demo.on_secret": "vacuous",
+    }
+    assert attempts["Demo.on_secret"]["axioms"] == ["sorryAx"] and attempts["Demo.imp_self'"]["axioms"] == []
+    patch = Path(payload["proving"]["patches"][str(tmp_path / "repo")]).read_text(encoding="utf-8")
+    assert patch.count("+  exact h\n") == 1 and "on_secret" not in patch
+    markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert "1 proof is vacuous" in markdown and "not written back: Demo.on_secret" in markdown
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+    assert (
+        statuses["Demo.on_secret"] is TheoremStatus.SORRY and statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "skip", "attempted", "left_alone"),
+    [
+        pytest.param("repo skip=Exercises", [], {"Demo.imp_self'", "Demo.two"}, 1, id="repos-file"),
+        pytest.param("repo", ["--skip", "Exercises/*.lean"], {"Demo.imp_self'", "Demo.two"}, 1, id="command-line"),
+        pytest.param("repo skip=Exercises", ["--skip", "Demo.lean"], set(), 3, id="both"),
+    ],
+)
+def test_exercises_are_counted_but_never_proved(
+    tmp_path, monkeypatch, capsys, generator, line, skip, attempted, left_alone
+):
+    """Exercises/Basic.lean holds a sorry left open on purpose: it is ingested and counted,
+    never attempted (were it, the fake lean would answer for it as for any theorem)."""
+    repo = demo_lake_repo(tmp_path, monkeypatch)
+    (repo / "Exercises").mkdir()
+    (repo / "Exercises" / "Basic.lean").write_text("theorem ex1 (p : Prop) : p → p := by\n  sorry\n", encoding="utf-8")
+    (tmp_path / "repos.txt").write_text(line + "\n", encoding="utf-8")
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator, *skip)
+    assert code == 0, err
+    assert [o["sorries"] for o in payload["ingest"]] == [3]
+    proving = payload["proving"]
+    assert {a["theorem"] for a in proving["attempts"]} == attempted
+    assert proving["skipped_sorries"] == {str(repo): left_alone} and proving["targets"] == 3 - left_alone
+    markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
 
 
 def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:
@@ -442,3 +496,144 @@ def test_run_with_workers_but_without_ray_fails_before_any_training(tmp_path, mo
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and "Ray" in err, err
     assert not (data / "learner").exists() or not any((data / "learner").iterdir()), "training ran before the Ray check"
+
+
+# ---- proofs of a URL repository go onto the newest commit of its branch -----------------
+
+# Four sorries the taught generator proves (the fake lean gives them Demo.imp_self''s goals).
+FOUR = """\
+namespace Demo
+
+theorem kept (p : Prop) : p → p := by
+  sorry
+
+theorem removed (p : Prop) : p → p := by
+  sorry
+
+theorem proved_upstream (p : Prop) : p → p := by
+  sorry
+
+theorem changed (p : Prop) : p → p := by
+  sorry
+
+end Demo
+"""
+# Meanwhile upstream: a lemma above `kept` (which moves down), `removed` gone, `proved_upstream`
+# proved, `changed` restated.
+UPSTREAM = """\
+namespace Demo
+
+theorem upstream_lemma : True := trivial
+
+theorem kept (p : Prop) : p → p := by
+  sorry
+
+theorem proved_upstream (p : Prop) : p → p := by
+  intro h
+  exact h
+
+theorem changed (p q : Prop) : p → q → p := by
+  sorry
+
+end Demo
+"""
+FOUR_SCRIPT = {"theorems": {f"Demo.{name}": _STEPS for name in ("kept", "removed", "proved_upstream", "changed")}}
+
+
+@pytest.fixture
+def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bare repository (the remote, as a file:// URL in repos.txt) holding FOUR, pushed
+    from tmp_path/work; the fake lean on PATH."""
+    from projects import git, lean_project
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))  # no identity: the fallback's
+    fake_lean.activate(monkeypatch, tmp_path / "bin", FOUR_SCRIPT)
+    work = lean_project(tmp_path / "work", source=FOUR)
+    git(work, "init", "-q")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "four sorries")
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(tmp_path / "remote.git")], check=True)
+    git(work, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    (tmp_path / "repos.txt").write_text(f"file://{tmp_path / 'remote.git'}\n", encoding="utf-8")
+    return tmp_path / "remote.git"
+
+
+def _upstream_moves_on_while_proving(monkeypatch: pytest.MonkeyPatch, work: Path, then=None) -> None:
+    """After the sorries are proved (at the commit ingested), upstream pushes UPSTREAM."""
+    from projects import git
+
+    real = agent.proving.prove_targets
+
+    def prove_then_push(*args, **kwargs):
+        done = real(*args, **kwargs)
+        (work / "Demo" / "Basic.lean").write_text(UPSTREAM, encoding="utf-8")
+        git(work, "commit", "-qam", "upstream moves on")
+        git(work, "push", "-q", "origin", "HEAD:main")
+        if then is not None:
+            then()
+        return done
+
+    monkeypatch.setattr(agent.proving, "prove_targets", prove_then_push)
+
+
+def test_proofs_of_a_url_repository_go_onto_its_newest_commit(remote, tmp_path, monkeypatch, capsys, generator):
+    from projects import git
+
+    url = f"file://{remote}"
+    _upstream_moves_on_while_proving(monkeypatch, tmp_path / "work")
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
+    assert code == 0, err
+    proving = payload["proving"]
+    assert {a["outcome"] for a in proving["attempts"]} == {"proved"} and len(proving["attempts"]) == 4
+    head = git(remote, "rev-parse", "main")
+    stale = {(s["theorem"], s["reason"]) for s in proving["stale"]}
+    assert stale == {
+        ("Demo.removed", f"Demo/Basic.lean has no theorem Demo.removed any more at {head[:12]}"),
+        ("Demo.proved_upstream", f"it is proved there already at {head[:12]}"),
+        ("Demo.changed", f"its statement changed at {head[:12]}"),
+    }
+    assert {s["repository"] for s in proving["stale"]} == {url}
+
+    # The patch holds the one proof left, at the new head's positions: it applies there.
+    patch = Path(proving["patches"][url])
+    assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
+    fresh = tmp_path / "fresh"
+    subprocess.run(["git", "clone", "-q", str(remote), str(fresh)], check=True)
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=fresh, check=True)
+
+    # ... and a branch of one commit on that head, in the clone, names the theorem.
+    branch = proving["branches"][url]
+    assert branch["onto"] == "main" and branch["base"] == head and branch["branch"].startswith("leanagent/proofs-")
+    clone = Path(branch["clone"])
+    assert git(clone, "rev-parse", f"{branch['branch']}^") == head == git(clone, "rev-parse", f"{branch['commit']}^")
+    message = git(clone, "log", "-1", "--format=%B", branch["branch"])
+    assert "- Demo.kept" in message and "Demo.changed" not in message
+    committed = git(clone, "show", f"{branch['branch']}:Demo/Basic.lean")
+    assert "theorem upstream_lemma" in committed and committed.count("exact h") == 2  # ours and upstream's
+    markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
+    assert f"on branch {branch['branch']}" in markdown and "stale, not written back: Demo.changed" in markdown
+
+
+def test_a_fetch_that_fails_before_write_back_is_one_line_and_the_run_resumes(
+    remote, tmp_path, monkeypatch, capsys, generator
+):
+    """The remote is unreachable when the proofs are to be written back: exit 2 with one line
+    (the run failed, its attempts recorded); reachable again, the run resumes."""
+    moved = tmp_path / "remote-moved.git"
+    _upstream_moves_on_while_proving(monkeypatch, tmp_path / "work", then=lambda: remote.rename(moved))
+    code, _, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
+    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "cannot fetch" in err, err
+
+    moved.rename(remote)
+    monkeypatch.undo()  # the fake lean and the environment again, without the push
+    fake_lean.activate(monkeypatch, tmp_path / "bin", FOUR_SCRIPT)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
+    assert code == 0 and payload["resumed"] is True, err
+    # Resumed, the run ingests the head the remote has now, and proves its two sorries there.
+    proving = payload["proving"]
+    assert {a["theorem"]: a["outcome"] for a in proving["attempts"]} == {
+        "Demo.kept": "proved",
+        "Demo.changed": "proved",
+    }
+    assert proving["stale"] == [] and Path(proving["patches"][f"file://{remote}"]).is_file()

@@ -15,7 +15,9 @@ from lean_env.proofs.writeback import (
     apply_edits,
     commit_to_branch,
     default_branch,
+    rebase_edits,
     render_diff,
+    unified_diff,
 )
 
 SOURCE = """\
@@ -151,3 +153,56 @@ def test_default_branch_is_dated():
     from datetime import UTC, datetime
 
     assert default_branch(datetime(2026, 11, 29, 21, 5, 7, tzinfo=UTC)) == "leanagent/proofs-20261129-210507"
+
+
+# The upstream branch moved on after the proofs were checked at the base commit: what each
+# change of Demo.lean does to the three proofs (None: the file is removed).
+_MOVED = SOURCE.replace("namespace Demo\n", "namespace Demo\n\ntheorem extra : True := trivial\n")
+UPSTREAM = [
+    pytest.param(_MOVED, {}, id="moved-down"),
+    pytest.param(SOURCE.replace("b : 1 + 1 = 2", "b :\n    1 + 1 = 2"), {}, id="statement-reformatted"),
+    pytest.param(SOURCE.replace("b : 1 + 1 = 2", "b : 2 + 0 = 2"), {"Demo.b": "its statement changed"}, id="changed"),
+    pytest.param(SOURCE.replace("= 2 := sorry", "= 2 := rfl"), {"Demo.b": "it is proved there already"}, id="proved"),
+    pytest.param(
+        SOURCE.replace("theorem b : 1 + 1 = 2 := sorry\n", ""),
+        {"Demo.b": "Demo.lean has no theorem Demo.b any more"},
+        id="removed",
+    ),
+    pytest.param(None, dict.fromkeys(PROOFS, "Demo.lean is gone"), id="file-removed"),
+]
+
+
+@pytest.mark.parametrize(("upstream", "stale"), UPSTREAM)
+def test_proofs_go_onto_the_newest_commit_or_are_stale(repo, tmp_path, upstream, stale):
+    checked = _git(repo, "rev-parse", "HEAD")
+    if upstream is None:
+        _git(repo, "rm", "-q", "Demo.lean")
+    else:
+        (repo / "Demo.lean").write_text(upstream, encoding="utf-8")
+        _git(repo, "add", "Demo.lean")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "upstream moves on")
+    onto = _git(repo, "rev-parse", "HEAD")
+
+    fresh, left_out = rebase_edits(repo, _edits(), checked=checked, onto=onto)
+    assert {p.theorem: p.reason for p in left_out} == {name: f"{why} at {onto[:12]}" for name, why in stale.items()}
+    assert sorted(e.theorem.full_name for e in fresh) == sorted(set(PROOFS) - set(stale))
+    if not fresh:
+        return
+    # Positions are the new head's: the diff applies there, and the branch sits on it.
+    (tmp_path / "fresh.diff").write_text(render_diff(repo, fresh, base=onto), encoding="utf-8")
+    _git(repo, "apply", "--check", str(tmp_path / "fresh.diff"))
+    branch = commit_to_branch(repo, fresh, branch="fresh", base=onto)
+    assert _git(repo, "rev-parse", f"{branch.branch}^") == onto
+    written = _git(repo, "show", "fresh:Demo.lean")
+    assert all(line in written for e in fresh for line in e.proof.split("\n")[1:]), written
+    assert ("theorem extra" in written) is (upstream == _MOVED)
+
+
+def test_a_branch_on_another_commit_reads_that_commit_not_the_working_tree(repo):
+    """The working tree may hold anything (a clone's checkout of an older commit): with a
+    base, the files are that commit's."""
+    base = _git(repo, "rev-parse", "HEAD")
+    (repo / "Demo.lean").write_text("-- not the committed file\n", encoding="utf-8")
+    assert commit_to_branch(repo, _edits(), branch="on-base", base=base).files == ("Demo.lean",)
+    assert _git(repo, "show", "on-base:Demo.lean") + "\n" == EXPECTED
+    assert render_diff(repo, _edits(), base=base) == unified_diff({"Demo.lean": (SOURCE, EXPECTED)})

@@ -34,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SPEC",
         help="a git URL or local path, optionally LOCATION@COMMIT",
     )
-    ingest.add_argument("--repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
+    ingest.add_argument(
+        "--repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line"
+    )
     ingest.add_argument(
         "--benchmark",
         type=Path,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.options import positive_seconds
 from agent.output import emit, table
+from agent.render import axioms_line
 from agent.settings import Settings
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
@@ -42,8 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Compile FILE with PROOF in place of THEOREM's proof. Accepted (exit 0) only when the "
             "whole file compiles with no error and no 'declaration uses sorry' for THEOREM; "
             "rejected or timed out gives exit 1. A proof using sorry/admit, or carrying a command "
-            "(#exit, axiom, theorem, end, ...), is rejected without running Lean. FILE itself is "
-            "never modified. Needs lean (or lake) on PATH."
+            "(#exit, axiom, theorem, end, ...), is rejected without running Lean. The same Lean run "
+            "prints THEOREM's axioms: one that depends on sorryAx (a sorry definition in its statement, "
+            "a sorry lemma its proof uses) is vacuous (exit 1) and never written back; axioms beyond "
+            "propext, Quot.sound and Classical.choice are listed. FILE itself is never modified. Needs "
+            "lean (or lake) on PATH."
         ),
         epilog="example: leanagent check . Demo/Basic.lean Demo.add_comm --proof 'by omega' --diff",
     )
@@ -143,6 +147,8 @@ def _write_back(repo: Path, theorem: Theorem, proof: str, *, apply: bool, branch
 
 
 def _render_check(result: FinalCheckResult, steps: list[dict[str, Any]], payload: dict[str, Any]) -> str:
+    from lean_env.proofs.final_check import Verdict
+
     lines = []
     if steps:
         rows = [
@@ -152,6 +158,8 @@ def _render_check(result: FinalCheckResult, steps: list[dict[str, Any]], payload
         lines += [table(["step", "tactic", "outcome", "detail"], rows), ""]
     lines.append(f"{result.full_name}: {result.verdict} ({result.seconds:.1f}s)")
     lines += [f"  - {reason}" for reason in result.reasons]
+    if result.verdict in (Verdict.ACCEPTED, Verdict.VACUOUS):
+        lines.append(axioms_line(result.axioms, result.audit_note))
     if "branch" in payload:
         lines.append(f"committed on branch {payload['branch']} ({payload['commit'][:12]})")
     if "diff" in payload:

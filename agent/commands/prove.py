@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from agent.joblock import holding_job_lock
-from agent.options import add_prove_options, json_option, proving_config, wait_option
+from agent.options import add_prove_options, json_option, proving_config, skip_option, wait_option
 from agent.output import emit
 from agent.settings import Settings
 
@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument(
         "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
     )
+    skip_option(prove)
     wait_option(prove)
     json_option(prove)
     prove.set_defaults(handler=_prove)
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.proving import checkout_all, prove_targets, select_targets
-    from agent.render import attempts_table
+    from agent.render import attempts_table, audit_summary
     from agent.scale import ProofRunner, ProverRecipe
     from agent.suggester import StepMemory
     from agent.workspace import open_store
@@ -61,9 +62,11 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         "retriever": model_key(args.retriever) if args.retriever else None,
         "theorems": args.theorem,
         "repo": args.repo,
+        "skip": args.skip,
     }
     with open_store(settings) as store:
-        targets = select_targets(store, args.theorem, args.repo)
+        chosen = select_targets(store, args.theorem, args.repo, skip=args.skip or ())
+        targets = chosen.theorems
         checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
         traces = tuple(store.latest_traces())
         recipe = ProverRecipe(
@@ -87,11 +90,18 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         [
             attempts_table(attempts) if attempts else "nothing to prove",
             f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
-            + (f"; {skipped} attempted before this run resumed" if skipped else ""),
+            + (f"; {skipped} attempted before this run resumed" if skipped else "")
+            + (f"; {chosen.skipped} sorry theorem(s) left alone (--skip)" if chosen.skipped else ""),
+            *audit_summary(attempts),
         ]
     )
     emit(
-        {"run": run.id, "attempts": [a.to_json() for a in attempts], "resumed_skipped": skipped},
+        {
+            "run": run.id,
+            "attempts": [a.to_json() for a in attempts],
+            "resumed_skipped": skipped,
+            "skipped_sorries": chosen.skipped,
+        },
         human,
         as_json=args.json,
     )

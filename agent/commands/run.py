@@ -22,6 +22,7 @@ from agent.options import (
     add_train_options,
     json_option,
     proving_config,
+    skip_option,
     tracer_option,
     train_config,
     wait_option,
@@ -36,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the lifelong job over a repos file: ingest, order, train the retriever, prove sorries, report",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    run.add_argument("repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT]' per line")
+    run.add_argument(
+        "repos", type=Path, metavar="FILE", help="a repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line"
+    )
     tracer_option(run)
     run.add_argument(
         "--no-train",
@@ -46,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--no-prove", action="store_true", help="no proof search (ingest, order and train only)")
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend")
+    skip_option(run)
     wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -63,6 +67,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         proving=None if args.no_prove else proving_config(args),
         # Asked for a model, the user means to prove: a missing Lean is then an error.
         lean_optional=args.generator is None,
+        skip=tuple(args.skip or ()),
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}

@@ -10,10 +10,12 @@ Lean renders each message with ``mkErrorStringWithPos`` (``Lean/Message.lean``):
 ``LINE`` is 1-based and ``COL`` is 0-based (counted in codepoints); we convert to the
 project's 1-based :class:`~lean_env.records.Position`. A message may span several lines:
 everything up to the next header belongs to it (``unsolved goals`` errors carry the
-pretty-printed goals in those lines). Lean prints plain informational output (``#eval``
-results) without any header; text before the first header is therefore not a diagnostic
-and is returned separately, and such text after a diagnostic cannot be told apart from the
-diagnostic's own continuation lines (a limit of the text format, not of this parser).
+pretty-printed goals in those lines). ``lean FILE`` prints info messages (``#eval``
+results, ``#print axioms``) without any header: only warnings and errors get one, the
+``info:`` form above is what other tools print. Text before the first header is therefore
+not a diagnostic and is returned separately, and such text after a diagnostic cannot be told
+apart from the diagnostic's own continuation lines (a limit of the text format, not of this
+parser; the final check finds its ``#print axioms`` message by its shape).
 
 The ``declaration uses 'sorry'`` warning is quoted with ``'sorry'`` up to Lean 4.2x and
 with backquotes in later versions; both are recognised.

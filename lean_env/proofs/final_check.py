@@ -9,10 +9,19 @@ warning for that theorem. A proof whose code (comments and strings aside) uses
 text that would end the proof and change the file around it) is rejected without running
 Lean. A run past the time limit is :attr:`Verdict.TIMEOUT` -- "we do not know",
 never a rejection.
+
+The same run audits the theorem's axioms: ``#print axioms`` on it goes at the end of the
+temporary file (:mod:`lean_env.proofs.axioms`), so no second Lean run is needed. A theorem
+that then depends on ``sorryAx`` -- a ``sorry`` in its statement, or in a definition or lemma
+its proof uses -- is :attr:`Verdict.VACUOUS`, not accepted: the file compiles, but the proof
+may prove nothing. The audit command's own output and failures (Lean refuses it in a
+``module`` file) are not problems of the file; when Lean prints no axioms the proof is judged
+as before and ``axioms`` is None (``audit_note`` says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import shutil
@@ -21,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_env.interactive.filecheck import TheoremFileError
-from lean_env.lean.diagnostics import Diagnostic
+from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
 from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
-from lean_env.records import Theorem
+from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +46,9 @@ class Verdict(enum.StrEnum):
 
     ACCEPTED = "accepted"  # the file compiles with it: no error, no sorry for the theorem
     REJECTED = "rejected"  # Lean reported an error, or the theorem still uses sorry
+    # The file compiles with it, but the theorem depends on sorryAx: a placeholder in its
+    # statement or in what the proof uses. Not a proof; never written back.
+    VACUOUS = "vacuous"
     TIMEOUT = "timeout"  # Lean did not finish in time: unknown, not a failure
 
 
@@ -50,10 +63,19 @@ class FinalCheckResult:
     reasons: tuple[str, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = ()
     seconds: float = 0.0
+    # The axioms the theorem depends on, sorted, as `#print axioms` printed them; None when
+    # Lean printed none (no run, a timeout, the audit refused: see `audit_note`).
+    axioms: tuple[str, ...] | None = None
+    audit_note: str = ""
 
     @property
     def accepted(self) -> bool:
         return self.verdict is Verdict.ACCEPTED
+
+    @property
+    def nonstandard_axioms(self) -> tuple[str, ...]:
+        """The axioms beyond ``propext``, ``Quot.sound`` and ``Classical.choice``."""
+        return nonstandard(self.axioms or ())
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready summary (diagnostic positions are 1-based ``[line, column]``)."""
@@ -63,6 +85,9 @@ class FinalCheckResult:
             "verdict": str(self.verdict),
             "accepted": self.accepted,
             "reasons": list(self.reasons),
+            "axioms": None if self.axioms is None else list(self.axioms),
+            "nonstandard_axioms": list(self.nonstandard_axioms),
+            "audit_note": self.audit_note,
             "seconds": round(self.seconds, 3),
             "diagnostics": [
                 {
@@ -95,27 +120,56 @@ def check_proof(
     checked, _ = splice_proof(text, theorem, proof)
     # The theorem now ends where its new proof ends; the text after it is unchanged.
     span_end = position_of(checked, len(checked) - (len(text) - offset_of(text, theorem.end)))
+    checked += "" if checked.endswith("\n") else "\n"
+    audit_line = checked.count("\n") + 1
     workdir = Path(tempfile.mkdtemp(prefix="leanagent-check-"))
     try:
         file = workdir / Path(theorem.path).name
-        file.write_text(checked, encoding="utf-8")
+        file.write_text(f"{checked}{audit_command(theorem.full_name)}\n", encoding="utf-8")
         run = runner.run(file, timeout=timeout)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if run.timed_out:
-        verdict, reasons = Verdict.TIMEOUT, [f"Lean did not finish within {timeout:g}s"]
+        reason = f"Lean did not finish within {timeout:g}s"
+        result = FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.TIMEOUT, (reason,), run.diagnostics)
     else:
-        reasons = []
-        for d in run.diagnostics:
-            own = theorem.start <= d.start <= span_end
-            if d.is_error:
-                where = f"in {theorem.full_name}" if own else "elsewhere in the file"
-                first = d.message.splitlines()[0] if d.message else ""
-                reasons.append(f"error {where} (line {d.start.line}): {first}")
-            elif own and d.is_sorry_warning:
-                reasons.append(f"theorem {theorem.full_name} still uses sorry (line {d.start.line})")
-        verdict = Verdict.REJECTED if reasons else Verdict.ACCEPTED
-    log.debug("final check of %s: %s %s", theorem.full_name, verdict, reasons)
+        result = _judge(theorem, proof, run.stdout, own=(theorem.start, span_end), audit_line=audit_line)
+    log.debug("final check of %s: %s %s axioms=%s", theorem.full_name, result.verdict, result.reasons, result.axioms)
+    return dataclasses.replace(result, seconds=run.seconds)
+
+
+def _judge(
+    theorem: Theorem, proof: str, output: str, *, own: tuple[Position, Position], audit_line: int
+) -> FinalCheckResult:
+    """The verdict on a finished run's ``output``: the theorem spans ``own`` in the checked
+    file, and the audit command is on ``audit_line``, after everything else."""
+    found = find_axioms(output, theorem.full_name)
+    # Printed bare, the audit's message would read as the last diagnostic's last lines.
+    diagnostics = parse_diagnostics(output if found is None else found.rest).diagnostics
+    axioms = None if found is None else found.axioms
+    reasons, note = [], ""
+    for d in diagnostics:
+        first = d.message.splitlines()[0] if d.message else ""
+        if d.is_error and d.start.line >= audit_line and is_audit_failure(d.message):
+            note = f"Lean did not print the axioms: {first}"
+        elif d.is_error:
+            where = f"in {theorem.full_name}" if own[0] <= d.start <= own[1] else "elsewhere in the file"
+            reasons.append(f"error {where} (line {d.start.line}): {first}")
+        elif own[0] <= d.start <= own[1] and d.is_sorry_warning:
+            reasons.append(f"theorem {theorem.full_name} still uses sorry (line {d.start.line})")
+    verdict = Verdict.REJECTED if reasons else Verdict.ACCEPTED
+    if reasons:
+        note = ""  # the audit of a rejected proof tells nothing
+    elif SORRY_AXIOM in (axioms or ()):
+        verdict = Verdict.VACUOUS
+        reasons.append(
+            f"{theorem.full_name} depends on {SORRY_AXIOM}: a sorry stands in its statement or in a "
+            "declaration its proof uses, so the proof may prove nothing"
+        )
+    elif axioms is None:
+        # Unknown is no failure: the proof is judged as the check without the audit judged it.
+        note = note or "Lean printed no axioms for the theorem (does something in the file stop it early?)"
+        log.warning("the axioms of %s were not audited: %s", theorem.full_name, note)
     return FinalCheckResult(
-        theorem.full_name, theorem.path, proof, verdict, tuple(reasons), run.diagnostics, run.seconds
+        theorem.full_name, theorem.path, proof, verdict, tuple(reasons), diagnostics, axioms=axioms, audit_note=note
     )

@@ -11,6 +11,13 @@ Neither way touches the user's working tree, index or HEAD:
   with ``update-ref``, refusing to overwrite an existing branch. Files to change must be
   unmodified with respect to HEAD, since the theorem positions were read from them.
 
+Both can also work on another commit than the working tree (``base``): the files are then
+read from that commit. :func:`write_back_fresh` uses that for a URL repository, whose proofs
+were checked at the commit ingested while its remote branch may have moved on (the sorry
+proved already, or gone): it fetches the branch, finds each proved sorry at the new head
+(:func:`rebase_edits`: same full name and statement in the same file, still a sorry), leaves
+the others out as stale, and makes the diff and a branch in the clone against that head.
+
 Several proofs in one file are applied bottom-up (last proof span first) so that the
 offsets of the earlier ones stay right; multi-line proofs are indented to the block of their
 declaration (see :func:`lean_env.proofs.text.splice_proof`).
@@ -31,7 +38,7 @@ from pathlib import Path
 
 from lean_env.errors import BackendError, UserInputError
 from lean_env.proofs.text import offset_of, proof_span, splice_proof
-from lean_env.records import Theorem
+from lean_env.records import RepoSpec, Theorem, TheoremStatus
 
 log = logging.getLogger(__name__)
 
@@ -86,21 +93,23 @@ def apply_edits(text: str, edits: Sequence[ProofEdit]) -> str:
     return text
 
 
-def new_contents(repo_dir: Path, edits: Iterable[ProofEdit]) -> dict[str, tuple[str, str]]:
-    """``{path: (old text, new text)}`` for every file the edits touch, paths sorted."""
-    by_path: dict[str, list[ProofEdit]] = defaultdict(list)
-    for edit in edits:
-        by_path[edit.theorem.path].append(edit)
+def new_contents(repo_dir: Path, edits: Iterable[ProofEdit], *, base: str | None = None) -> dict[str, tuple[str, str]]:
+    """``{path: (old text, new text)}`` for every file the edits touch, paths sorted; the old
+    texts are the working tree's, or with ``base`` those of that commit of the git repository."""
+    git = _Git(repo_dir)
     contents = {}
-    for path in sorted(by_path):
-        old = _read(repo_dir / path)
-        contents[path] = (old, apply_edits(old, by_path[path]))
+    for path, group in sorted(_by_path(edits).items()):
+        old = _read(repo_dir / path) if base is None else git.blob(base, path)
+        if old is None:
+            raise WriteBackError(f"{path} is not in commit {base} of {repo_dir}")
+        contents[path] = (old, apply_edits(old, group))
     return contents
 
 
-def render_diff(repo_dir: Path, edits: Iterable[ProofEdit]) -> str:
-    """One unified diff (``git apply`` format) of all ``edits`` in the repository."""
-    return unified_diff(new_contents(repo_dir, edits))
+def render_diff(repo_dir: Path, edits: Iterable[ProofEdit], *, base: str | None = None) -> str:
+    """One unified diff (``git apply`` format) of all ``edits`` in the repository (its working
+    tree, or the commit ``base``)."""
+    return unified_diff(new_contents(repo_dir, edits, base=base))
 
 
 def unified_diff(contents: Mapping[str, tuple[str, str]]) -> str:
@@ -128,8 +137,10 @@ def commit_to_branch(
     *,
     branch: str | None = None,
     message: str | None = None,
+    base: str | None = None,
 ) -> BranchResult:
-    """Commit the edited files on a new branch off HEAD, leaving worktree, index and HEAD alone."""
+    """Commit the edited files on a new branch off HEAD (or the commit ``base``, whose files
+    the edits' positions are then of), leaving worktree, index and HEAD alone."""
     if not edits:
         raise WriteBackError("there are no proofs to write back")
     git = _Git(repo_dir)
@@ -138,16 +149,15 @@ def commit_to_branch(
         raise WriteBackError(f"{branch!r} is not a valid git branch name")
     if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
         raise WriteBackError(f"branch {branch} already exists; choose another with --branch")
-    head = git.out("rev-parse", "--verify", "HEAD^{commit}")
-    prefix = git.out("rev-parse", "--show-prefix")
-    contents = new_contents(repo_dir, edits)
+    head = git.out("rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}")
+    prefix = git.prefix
+    contents = new_contents(repo_dir, edits, base=None if base is None else head)
     with tempfile.TemporaryDirectory(prefix="leanagent-index-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         git.run("read-tree", head, env=index)
         for path, (old, new) in contents.items():
             git_path = prefix + path
-            committed = git.run("cat-file", "blob", f"{head}:{git_path}", check=False)
-            if committed.returncode != 0 or committed.stdout.decode("utf-8", "replace") != old:
+            if git.blob(head, path) != old:
                 raise WriteBackError(
                     f"{path} differs from HEAD (uncommitted changes?); commit or stash them "
                     "before --apply, or use the diff instead"
@@ -168,11 +178,137 @@ def commit_to_branch(
     return BranchResult(branch, commit, tuple(contents))
 
 
+@dataclass(frozen=True, slots=True)
+class StaleProof:
+    """A proof that does not go onto the newest commit: its sorry is gone there, or changed."""
+
+    theorem: str
+    path: str
+    reason: str
+
+
+def rebase_edits(
+    repo_dir: Path, edits: Sequence[ProofEdit], *, checked: str, onto: str
+) -> tuple[list[ProofEdit], list[StaleProof]]:
+    """The edits whose sorry is still there at commit ``onto`` of the git repository, with the
+    positions of ``onto``, and the others, stale. The proofs were checked at ``checked``: a
+    theorem is found at ``onto`` in its file by its full name, its statement must be the one at
+    ``checked`` (whitespace aside; both read by source extraction) and its proof must still
+    hold a sorry."""
+    from lean_env.trace.source import extract_file
+
+    git = _Git(repo_dir)
+    fresh: list[ProofEdit] = []
+    stale: list[StaleProof] = []
+    for path, group in sorted(_by_path(edits).items()):
+        before, after = git.blob(checked, path), git.blob(onto, path)
+        then = {t.full_name: t for t in extract_file(before, path=path).theorems} if before is not None else {}
+        now = {t.full_name: t for t in extract_file(after, path=path).theorems} if after is not None else {}
+        for edit in group:
+            name = edit.theorem.full_name
+            old, new = then.get(name, edit.theorem), now.get(name)
+            if after is None:
+                reason = f"{path} is gone"
+            elif new is None:
+                reason = f"{path} has no theorem {name} any more"
+            elif " ".join(new.statement.split()) != " ".join(old.statement.split()):
+                reason = "its statement changed"
+            elif new.status is not TheoremStatus.SORRY:
+                reason = "it is proved there already"
+            elif new.proof_start is None:
+                reason = "its proof cannot be located there"
+            else:
+                fresh.append(ProofEdit(new, edit.proof))
+                continue
+            stale.append(StaleProof(name, path, f"{reason} at {onto[:12]}"))
+    return fresh, stale
+
+
+@dataclass(frozen=True, slots=True)
+class FreshBranch:
+    """A branch of the clone with one commit of proofs on a remote branch's head, to push."""
+
+    clone: Path
+    branch: str  # ours, leanagent/proofs-...
+    commit: str
+    onto: str  # the remote's branch
+    base: str  # its head: the parent of `commit`
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "clone": str(self.clone),
+            "branch": self.branch,
+            "commit": self.commit,
+            "onto": self.onto,
+            "base": self.base,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FreshWriteBack:
+    """The proofs of a URL repository, put onto the newest commit of its branch."""
+
+    diff: str  # applies to `base` ("" when every proof is stale)
+    base: str
+    branch: FreshBranch | None  # None when every proof is stale
+    stale: tuple[StaleProof, ...]
+
+
+def write_back_fresh(spec: RepoSpec, edits: Sequence[ProofEdit], *, checked: str, cache_dir: Path) -> FreshWriteBack:
+    """Fetch the branch of the URL repository ``spec`` (:func:`lean_env.repos.fetch_head`),
+    keep the edits (checked at ``checked``) whose sorry is still at its head, and make their
+    diff and a branch with one commit listing the theorems, in the clone, on that head."""
+    from lean_env.repos import fetch_head
+
+    head = fetch_head(spec, cache_dir=cache_dir)
+    fresh, stale = rebase_edits(head.clone, edits, checked=checked, onto=head.commit)
+    if not fresh:
+        return FreshWriteBack("", head.commit, None, tuple(stale))
+    names = sorted({e.theorem.full_name for e in fresh})
+    message = (
+        f"leanagent: proofs of {len(names)} theorem{'s' * (len(names) != 1)}\n\n"
+        + "".join(f"- {name}\n" for name in names)
+        + f"\nEach proof passed Lean's check of its whole file, axioms audited, at {checked[:12]}.\n"
+    )
+    done = commit_to_branch(head.clone, fresh, message=message, base=head.commit)
+    log.info(
+        "proofs of %s on branch %s of %s, onto %s at %s",
+        spec.location,
+        done.branch,
+        head.clone,
+        head.branch,
+        head.commit[:12],
+    )
+    branch = FreshBranch(head.clone, done.branch, done.commit, head.branch, head.commit)
+    return FreshWriteBack(render_diff(head.clone, fresh, base=head.commit), head.commit, branch, tuple(stale))
+
+
+def _by_path(edits: Iterable[ProofEdit]) -> dict[str, list[ProofEdit]]:
+    by_path: dict[str, list[ProofEdit]] = defaultdict(list)
+    for edit in edits:
+        by_path[edit.theorem.path].append(edit)
+    return by_path
+
+
 class _Git:
     """Runs git in one repository with a timeout; failures raise with git's stderr."""
 
     def __init__(self, repo_dir: Path) -> None:
         self._repo_dir = repo_dir
+        self._prefix: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        """Where the repository directory is inside its git work tree (``sub/`` or "")."""
+        if self._prefix is None:
+            self._prefix = self.out("rev-parse", "--show-prefix")
+        return self._prefix
+
+    def blob(self, commit: str, path: str) -> str | None:
+        """The text of ``path`` (relative to the repository directory) at ``commit``; None
+        when the commit has no such file."""
+        done = self.run("cat-file", "blob", f"{commit}:{self.prefix}{path}", check=False)
+        return done.stdout.decode("utf-8") if done.returncode == 0 else None
 
     def run(
         self,

@@ -33,8 +33,17 @@ any of them) adds that warning at the theorem's name. A tactic whose first word 
 ``unknown_tactics`` is Lean's parse error ``unknown tactic``; any other prefix that is not
 scripted is an error too (:data:`UNSCRIPTED`). Tactics are compared with whitespace folded, ``skip`` dropped and
 ``--`` comments ignored. A proof containing ``sorry`` outside comments gets Lean's
-``declaration uses 'sorry'`` warning at the theorem's name. Theorems the script does not
-name are accepted silently.
+``declaration uses 'sorry'`` warning at the theorem's name (a ``def`` or ``abbrev`` whose
+body has one, too). Theorems the script does not name are accepted silently.
+
+``#print axioms NAME`` (a line of its own) prints what real Lean prints: an info message
+without a position header (``lean FILE`` prints info messages bare), ``'NAME' depends on
+axioms: [...]`` or ``'NAME' does not depend on any axioms``. A theorem depends on the
+``"axioms"`` its script entry lists, plus ``sorryAx`` when its proof uses ``sorry`` or its
+statement or proof names a declaration of the file whose body does (a placeholder). With
+``"info_headers": true`` in the script the message gets a ``FILE:LINE:0: info:`` header. An
+unknown NAME is an error at the command, and so is the command in a file that starts with
+``module`` (Lean's module system refuses it there). Nothing after ``#exit`` is read.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
 """
@@ -56,6 +65,16 @@ LAKE_VERSION = "Lake version 5.0.0-fake (Lean version 4.20.0)"
 _DECL_RE = re.compile(
     r"^(?P<indent>[ \t]*)(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
     r"(?P<kw>theorem|lemma)\s+(?P<name>[^\s:({\[]+)"
+)
+_DEF_RE = re.compile(
+    r"^(?P<indent>[ \t]*)(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
+    r"(?P<kw>def|abbrev)\s+(?P<name>[^\s:({\[]+)"
+)
+_EXIT_RE = re.compile(r"^#exit\b", re.M)
+_PRINT_AXIOMS_RE = re.compile(r"^#print\s+axioms\s+(\S+)[ \t]*$", re.M)
+_MODULE_ERROR = (
+    "cannot use `#print axioms` in a `module`; consider temporarily removing the `module` header "
+    "or placing the command in a separate file"
 )
 _NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
 _END_RE = re.compile(r"^\s*end\s+(\S+)")
@@ -93,8 +112,9 @@ def line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1)
 
 
-def find_theorems(text: str) -> list[dict]:
-    """Each theorem's full name, name offset and proof (text after ``:=``, with offset)."""
+def find_theorems(text: str, decl_re: re.Pattern[str] = _DECL_RE) -> list[dict]:
+    """Each theorem's (or, with ``decl_re``, other declaration's) full name, name offset and
+    proof (text after ``:=``, with offset)."""
     lines = text.split("\n")
     starts = [0]
     for line in lines:
@@ -108,7 +128,7 @@ def find_theorems(text: str) -> list[dict]:
         if (m := _END_RE.match(line)) and namespaces and namespaces[-1] == m[1]:
             namespaces.pop()
             continue
-        m = _DECL_RE.match(line)
+        m = decl_re.match(line)
         if not m:
             continue
         indent = len(m["indent"])
@@ -125,6 +145,7 @@ def find_theorems(text: str) -> list[dict]:
             {
                 "name": ".".join([*namespaces, m["name"]]),
                 "name_offset": decl_start + m.start("name"),
+                "statement": text[decl_start : decl_start + assign],
                 "proof_offset": proof_offset,
                 "proof": text[proof_offset:decl_end].rstrip(),
             }
@@ -177,12 +198,51 @@ def outcome_for(entry: dict, proof: str, proof_offset: int, unknown: frozenset[s
     return steps.get(key, {"error": UNSCRIPTED}), by_offset, last
 
 
+def uncommented(proof: str) -> str:
+    """Lean ignores line comments; blank them (same length, so offsets stay right)."""
+    return _LINE_COMMENT_RE.sub(lambda m: " " * len(m.group()), proof)
+
+
+def axioms_of(thm: dict, placeholders: set[str], entry: dict) -> list[str]:
+    """The axioms a theorem depends on: its script's, and ``sorryAx`` for a placeholder in it."""
+    words = set(re.findall(r"[\w.'?!]+", thm["statement"] + " " + thm["proof"]))
+    uses_placeholder = any(name in words or name.rsplit(".", 1)[-1] in words for name in placeholders)
+    sorry = uses_placeholder or bool(_SORRY_RE.search(thm["proof"]))
+    return sorted(set(entry.get("axioms", [])) | ({"sorryAx"} if sorry else set()))
+
+
+def print_axioms(text: str, script: dict) -> list[tuple[int, int, str, str]]:
+    """What each ``#print axioms NAME`` line of ``text`` prints."""
+    theorems = {t["name"]: t for t in find_theorems(text)}
+    declarations = list(theorems.values()) + find_theorems(text, _DEF_RE)
+    placeholders = {d["name"] for d in declarations if _SORRY_RE.search(uncommented(d["proof"]))}
+    out = []
+    for m in _PRINT_AXIOMS_RE.finditer(text):
+        line, col = line_col(text, m.start())
+        name = m[1].removeprefix("_root_.")
+        if text.lstrip().startswith("module"):
+            out.append((line, col, "error", _MODULE_ERROR))
+        elif name not in theorems:
+            out.append((line, col, "error", f"unknown constant '{name}'"))
+        else:
+            thm = {**theorems[name], "proof": uncommented(theorems[name]["proof"])}
+            axioms = axioms_of(thm, placeholders - {name}, script.get("theorems", {}).get(name, {}))
+            said = f"depends on axioms: [{', '.join(axioms)}]" if axioms else "does not depend on any axioms"
+            out.append((line, col, "info", f"'{name}' {said}"))
+    for d in find_theorems(text, _DEF_RE):
+        if _SORRY_RE.search(uncommented(d["proof"])):
+            out.append((*line_col(text, d["name_offset"]), "warning", "declaration uses 'sorry'"))
+    return out
+
+
 def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     out = [(e["line"], e["column"], "error", e["message"]) for e in script.get("errors", [])]
+    if end := _EXIT_RE.search(text):  # Lean reads nothing after `#exit`
+        text = text[: end.start()]
+    out += print_axioms(text, script)
     theorems = script.get("theorems", {})
     for thm in find_theorems(text):
-        # Lean ignores line comments; blank them (same length, so offsets stay right).
-        thm["proof"] = _LINE_COMMENT_RE.sub(lambda m: " " * len(m.group()), thm["proof"])
+        thm["proof"] = uncommented(thm["proof"])
         if _SORRY_RE.search(thm["proof"]):
             line, col = line_col(text, thm["name_offset"])
             out.append((line, col, "warning", "declaration uses 'sorry'"))
@@ -237,7 +297,9 @@ def main(argv: list[str]) -> int:
         return 1
     found = diagnostics(text, script)
     for line, col, severity, message in found:
-        sys.stdout.write(f"{file}:{line}:{col}: {severity}: {message}\n")
+        # Real `lean FILE` prints info messages without their position.
+        bare = severity == "info" and not script.get("info_headers")
+        sys.stdout.write(f"{message}\n" if bare else f"{file}:{line}:{col}: {severity}: {message}\n")
     return 1 if any(severity == "error" for _, _, severity, _ in found) else 0
 
 
