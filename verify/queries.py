@@ -348,9 +348,10 @@ def _not_shortest(checks: Sequence[LengthCheck], found: str) -> str:
 
 
 def _interrupted_claim(checks: Sequence[LengthCheck], at: int, nothing: str) -> str:
-    decided = [f"{c.length} {c.verdict.value}" for c in checks]
-    done = f"lengths decided: {', '.join(decided)}" if decided else "no length was decided"
-    return f"unknown: interrupted at length {at}; {done}; {nothing} at the decided lengths"
+    if not checks:
+        return f"unknown: interrupted at length {at}, before any length was decided"
+    decided = ", ".join(f"{c.length} {c.verdict.value}" for c in checks)
+    return f"unknown: interrupted at length {at}; lengths decided: {decided}; {nothing} at the decided lengths"
 
 
 # --- trSAT ---------------------------------------------------------------------------------------
