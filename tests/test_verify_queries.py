@@ -391,9 +391,10 @@ def test_symmetry_breaking_is_sound(attention: Attention, readout: ReadoutPositi
         for i, s in zip(free, sorted(w[i] for i in free)):
             sorted_word[i] = s
         assert ref.run(spec, w).scores == ref.run(spec, sorted_word).scores
-    reachable = set(_labels(spec, _words(spec.word_alphabet, 4)))
+    # the solver's part at length 3 (two or three sorted positions) keeps the test fast
+    reachable = set(_labels(spec, _words(spec.word_alphabet, 3)))
     for label in range(3):
-        assert trsat(spec, max_len=4, exact_len=True, label=label, options=SMT_ONLY).verdict is (
+        assert trsat(spec, max_len=3, exact_len=True, label=label, options=SMT_ONLY).verdict is (
             Verdict.SAT if label in reachable else Verdict.UNSAT
         )
     assert permutable_positions(random_spec(rng, SynthConfig(attention=attention, mask=Mask.CAUSAL)), 4) is None

@@ -180,13 +180,13 @@ SLOW = "time.sleep(30)"
 def test_the_portfolio_race(tmp_path: Path, members, verdict: Verdict, winner: str | None) -> None:
     backends = tuple(_fake(tmp_path, name, body) for name, body in members)
     start = time.perf_counter()
-    outcome = solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=2.0)
+    outcome = solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=1.0)
     elapsed = time.perf_counter() - start
     assert outcome.verdict is verdict
     if winner is None:
-        assert outcome.solver == "fakes" and 2.0 <= elapsed < 3.0
+        assert outcome.solver == "fakes" and 1.0 <= elapsed < 2.0
     else:
-        assert outcome.solver.endswith(winner) and elapsed < 2.0
+        assert outcome.solver.endswith(winner) and elapsed < 1.0
     # every fake binary, the stalled ones included, is dead once solve returns
     for name, _ in members:
         pidfile = tmp_path / f"{name}.pid"

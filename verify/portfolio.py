@@ -168,7 +168,8 @@ def solve(portfolio: Portfolio, problem: Problem, *, timeout: float | None) -> S
     running: list[_Running] = []
     errors: list[str] = []
     try:
-        running = [_start(ctx, backend, problem, timeout) for backend in portfolio.members]
+        for backend in portfolio.members:  # one by one: an interrupt meanwhile still kills those started
+            running.append(_start(ctx, backend, problem, timeout))
         pending = list(running)
         while pending:
             remaining = None if deadline is None else deadline - time.perf_counter()
