@@ -1,6 +1,6 @@
 """How the trSAT encoding scales, and how it compares with brute-force enumeration.
 
-    python bench/verify_scaling.py [--quick] [--json OUT] [--timeout S]
+    python bench/verify_scaling.py [--quick] [--json OUT] [--timeout S] [--sections a,b,...]
 
 Sections (each row is one trSAT question "is there a word of length exactly n with
 output label L?" on a random encoder, seeded; seconds are the whole answer: the interpreter
@@ -8,7 +8,8 @@ pre-pass over candidate words, encoding and solving, over every length the query
 
 * ``length``   one layer, d = 4, vocab 2, every attention kind (and unique hardmax with a
   periodic positional encoding, whose exact lengths do not reduce), n = 4..64, by the default
-  query and with the pre-pass off (``smt s``);
+  query and with the pre-pass off (``smt s``: z3; ``portfolio s``: z3, cvc5 and bitwuzla
+  racing);
 * ``enum``     the same question against enumeration through the batched (numpy)
   interpreter at vocab^n >= 10^6, by the default query (``by``: how it was answered) and
   with the pre-pass off (``smt s``: solver only). Enumeration runs growing batches (256
@@ -23,11 +24,20 @@ pre-pass over candidate words, encoding and solving, over every length the query
   1..40, which the bound of 37 turns into "no word of any length");
 * ``shape``    layers, heads and activation width at a fixed length (unique hardmax with
   periodic positions);
-* ``solver``   z3, cvc5, bitwuzla (those installed) on the length-64 UNSAT questions outside
-  the complete class, solver only;
-* ``ablation`` tabulation and interval pruning switched off, solver only.
+* ``solver``   z3, cvc5, bitwuzla (those installed) and the portfolio on the length-64 UNSAT
+  questions outside the complete class, solver only;
+* ``ablation`` tabulation and interval pruning switched off, solver only;
+* ``larger``   what users of such a tool try: random encoders of 2 layers x 2 heads, d = 4, 8,
+  16 (head dim d/2, FFN d, 8 bits), every attention kind without mask or positions (where the
+  reductions apply) and table softmax with a causal mask and a positional table (where none
+  does, as in trained models), exact lengths 4..32, the label a
+  sample of 4096 words does not show (so mostly UNSAT, the hard case), by default and solver
+  only (z3, portfolio), each solver's lengths stopped at its first timeout; and the trained
+  example models at 8 bits (majority: 1 layer, d = 4; dyck: 2 layers, d = 16, causal mask,
+  positional table), ``equiv`` with the exact model of the language, seconds per length.
 
-UNKNOWN means the per-call timeout hit; it is reported, never counted as an answer.
+UNKNOWN means the per-call timeout hit; it is reported, never counted as an answer. Every
+solver call runs in child processes (verify.portfolio), so its time limit holds.
 """
 
 from __future__ import annotations
@@ -47,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.output import table  # noqa: E402
 from verify import interpreter as ref  # noqa: E402
 from verify.encoding import EncodingOptions  # noqa: E402
-from verify.queries import QueryOptions, trsat  # noqa: E402
-from verify.spec import Accept, Attention, EncoderSpec, PositionalKind  # noqa: E402
+from verify.queries import LengthCheck, QueryOptions, equiv, trsat  # noqa: E402
+from verify.spec import Accept, Attention, EncoderSpec, Mask, PositionalKind  # noqa: E402
 from verify.synth import SynthConfig, random_spec  # noqa: E402
 
 # Unique hardmax with a periodic positional encoding: exact lengths do not reduce to short
@@ -69,7 +79,8 @@ class Row:
     verdict: str
     by: str  # how the last length was answered: smt | sample | enumerate
     seconds: float  # pre-pass + encode + solve, over every length solved
-    smt_s: float | None = None  # the same question with the pre-pass off
+    smt_s: float | None = None  # the same question with the pre-pass off (z3)
+    portfolio_s: float | None = None  # the same, z3, cvc5 and bitwuzla racing
     enum_s: float | None = None
     speedup: float | None = None  # enum_s / seconds
 
@@ -122,16 +133,20 @@ def _enumerate(
     return out
 
 
+def _smt_only(options: QueryOptions, solver: str = "z3") -> QueryOptions:
+    return QueryOptions(solver=solver, timeout=options.timeout, presearch=0)
+
+
 def length_rows(lengths: list[int], cases: list[tuple[str, dict[str, object]]], options: QueryOptions) -> list[Row]:
     rows = []
-    smt_only = QueryOptions(timeout=options.timeout, presearch=0)
     for name, config in cases:
         spec = _spec(0, **config)
         for n in lengths:
             for label in (0, 1):
                 row = _solve("length", f"{name} L1 H1 d4", spec, n, label, options)
-                smt = _solve("length", name, spec, n, label, smt_only)
-                rows.append(replace(row, smt_s=smt.seconds))
+                smt = _solve("length", name, spec, n, label, _smt_only(options))
+                race = _solve("length", name, spec, n, label, _smt_only(options, "portfolio"))
+                rows.append(replace(row, smt_s=smt.seconds, portfolio_s=race.seconds))
                 print(rows[-1], file=sys.stderr)
     return rows
 
@@ -140,16 +155,16 @@ def enum_rows(
     cases: list[tuple[str, int, int, dict[str, object]]], options: QueryOptions, budget: int | None
 ) -> list[Row]:
     rows = []
-    smt_only = QueryOptions(timeout=options.timeout, presearch=0)
     for name, vocab, n, config in cases:
         # four classes: some are reached by few or no words, where enumeration cannot stop early
         spec = _spec(1, vocab_size=vocab, accept=Accept.ARGMAX, classes=4, **config)
         enumerated = _enumerate(spec, n, range(4), budget_words=budget)
         for label in range(4):
             row = _solve("enum", f"{name} V{vocab}", spec, n, label, options)
-            smt = _solve("enum", name, spec, n, label, smt_only)
+            smt = _solve("enum", name, spec, n, label, _smt_only(options))
+            race = _solve("enum", name, spec, n, label, _smt_only(options, "portfolio"))
             found, enum_s, extrapolated = enumerated[label]
-            for r in (row, smt):
+            for r in (row, smt, race):
                 if r.verdict != "unknown" and not extrapolated:
                     assert found == (r.verdict == "sat"), f"enumeration disagrees with the query on {r}"
             note = "~" if extrapolated else ""
@@ -163,6 +178,7 @@ def enum_rows(
                     row.by,
                     row.seconds,
                     smt.seconds,
+                    race.seconds,
                     round(enum_s, 4),
                     round(enum_s / max(row.seconds, 1e-3), 1),
                 )
@@ -226,7 +242,7 @@ def _outside_complete_class() -> list[tuple[str, dict[str, object]]]:
 
 def solver_rows(n: int, timeout: float) -> list[Row]:
     rows = []
-    names = ["z3"] + [s for s in ("cvc5", "bitwuzla") if importlib.util.find_spec(s)]
+    names = ["z3"] + [s for s in ("cvc5", "bitwuzla") if importlib.util.find_spec(s)] + ["portfolio"]
     for kind, config in _outside_complete_class():
         spec = _spec(0, **config)  # the encoders of the length section
         for name in names:
@@ -256,12 +272,107 @@ def ablation_rows(n: int, timeout: float) -> list[Row]:
     return rows
 
 
+def _per_length(checks: tuple[LengthCheck, ...]) -> str:
+    return ", ".join(f"{c.length}: {c.verdict.value} {c.seconds:.2f}s" for c in checks)
+
+
+def larger_rows(dims: list[int], lengths: list[int], timeout: float) -> list[Row]:
+    """2 layers x 2 heads at growing width and length; each solver stops at its first timeout."""
+    rows = []
+    options = QueryOptions(timeout=timeout)
+    # Without mask and positions the reductions apply (sorted words, signature words); a
+    # causal mask with a positional table, as trained models have, leaves the solver alone.
+    cases = [(kind.value, {"attention": kind}) for kind in Attention] + [
+        (
+            "softmax_table causal table",
+            {"attention": Attention.SOFTMAX_TABLE, "mask": Mask.CAUSAL, "positional": PositionalKind.TABLE},
+        )
+    ]
+    for name, config in cases:
+        for d in dims:
+            shape = {"layers": 2, "heads": 2, "d_model": d, "head_dim": max(1, d // 2), "ffn_dim": d}
+            spec = _spec(5, positional_rows=max(lengths), **shape, **config)  # type: ignore[arg-type]
+            stopped: set[str] = set()
+            for n in lengths:
+                ids = np.random.default_rng(n).integers(0, 2, size=(4096, n))
+                seen = set(ref.run_batch(spec, np.array([spec.token_id(s) for s in spec.word_alphabet])[ids]).labels)
+                label = next((lab for lab in (1, 0) if lab not in seen), 1)
+                row = _solve("larger", f"{name} L2 H2 d{d}", spec, n, label, options)
+                notes, times = [], {}
+                for solver in ("z3", "portfolio"):
+                    if solver in stopped:
+                        notes.append(f"{solver}: not run")
+                        continue
+                    smt = _solve("larger", "", spec, n, label, _smt_only(options, solver))
+                    times[solver] = smt.seconds
+                    notes.append(f"{solver}: {smt.verdict}")
+                    if smt.verdict == "unknown":
+                        stopped.add(solver)  # longer lengths only get harder
+                rows.append(
+                    replace(
+                        row,
+                        config=f"{row.config} ({', '.join(notes)})",
+                        smt_s=times.get("z3"),
+                        portfolio_s=times.get("portfolio"),
+                    )
+                )
+                print(rows[-1], file=sys.stderr)
+    return rows
+
+
+def trained_rows(tasks: dict[str, int], timeout: float) -> list[Row]:
+    """The trained examples at 8 bits: equiv with the exact model, lengths 1..N (up to the first
+    distinguishing length), per length: by default and with the solver alone."""
+    from verify.exact_models import exact_model
+    from verify.quantize import QuantConfig, quantize
+    from verify.tasks import get_task, sample_dataset
+    from verify.training import recipe, train
+
+    rows = []
+    for name, max_len in tasks.items():
+        task = get_task(name)
+        chosen = recipe(task)
+        trained = train(task, chosen.model, chosen.train)
+        calibration = sample_dataset(task, size=500, max_len=chosen.train.max_len, seed=1).words
+        spec = quantize(trained.model, calibration, QuantConfig(width=8, weight_width=8))
+        reference = exact_model(name)
+        assert reference is not None
+        m = chosen.model
+        shape = f"L{m.layers} H{m.heads} d{m.d_model} {m.attention.value} {m.mask.value} {m.positional.value}"
+        runs = {
+            "default": QueryOptions(timeout=timeout),
+            "z3 only": QueryOptions(timeout=timeout, presearch=0),
+            "portfolio only": QueryOptions(solver="portfolio", timeout=timeout, presearch=0),
+        }
+        for run, options in runs.items():
+            result = equiv(spec, reference, max_len=max_len, options=options)
+            last = result.checks[-1]
+            rows.append(
+                Row(
+                    "trained",
+                    f"{name} w8 {shape}, {run} ({_per_length(result.checks)})",
+                    last.length,
+                    -1,
+                    result.verdict.value,
+                    last.method.value,
+                    round(sum(c.seconds for c in result.checks), 3),
+                )
+            )
+            print(rows[-1], file=sys.stderr)
+    return rows
+
+
+SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a subset that runs in about a minute")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per solver call (default 60, quick 20)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"which of {', '.join(SECTIONS)} (default: all)")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
     timeout = args.timeout or (20.0 if args.quick else 60.0)
     options = QueryOptions(timeout=timeout)
     kinds = list(Attention)
@@ -274,21 +385,44 @@ def main() -> int:
         rows += enum_rows([("unique_hardmax", 2, 20, {"attention": unique})], options, budget=1 << 17)
         rows += ablation_rows(8, timeout)[:3]
     else:
-        length_cases = [(kind.value, {"attention": kind}) for kind in kinds] + [("unique_hardmax periodic", periodic)]
-        rows = length_rows([4, 8, 16, 32, 64], length_cases, options)
-        cases = [(kind.value, 2, 20, {"attention": kind}) for kind in kinds]
-        cases += [
-            ("unique_hardmax", 4, 10, {"attention": unique}),
-            ("unique_hardmax periodic", 4, 10, periodic),
-            ("average_hardmax", 4, 10, {"attention": average}),
-            ("softmax_table", 4, 10, {"attention": softmax}),
-        ]
-        rows += enum_rows(cases, options, budget=None)
-        rows += long_rows([20, 40, 64], options)
-        rows += shape_rows(16, options)
-        rows += solver_rows(64, timeout)
-        rows += ablation_rows(12, timeout)
-    headers = ("section", "config", "n", "label", "verdict", "by", "seconds", "smt s", "enum s", "speedup")
+        rows = []
+        if "length" in sections:
+            length_cases = [(k.value, {"attention": k}) for k in kinds] + [("unique_hardmax periodic", periodic)]
+            rows += length_rows([4, 8, 16, 32, 64], length_cases, options)
+        if "enum" in sections:
+            cases = [(kind.value, 2, 20, {"attention": kind}) for kind in kinds]
+            cases += [
+                ("unique_hardmax", 4, 10, {"attention": unique}),
+                ("unique_hardmax periodic", 4, 10, periodic),
+                ("average_hardmax", 4, 10, {"attention": average}),
+                ("softmax_table", 4, 10, {"attention": softmax}),
+            ]
+            rows += enum_rows(cases, options, budget=None)
+        if "long" in sections:
+            rows += long_rows([20, 40, 64], options)
+        if "shape" in sections:
+            rows += shape_rows(16, options)
+        if "solver" in sections:
+            rows += solver_rows(64, timeout)
+        if "ablation" in sections:
+            rows += ablation_rows(12, timeout)
+        if "larger" in sections:
+            rows += larger_rows([4, 8, 16], [4, 8, 16, 32], min(timeout, 30.0))
+        if "trained" in sections:
+            rows += trained_rows({"majority": 32, "dyck": 8}, timeout)
+    headers = (
+        "section",
+        "config",
+        "n",
+        "label",
+        "verdict",
+        "by",
+        "seconds",
+        "smt s",
+        "portfolio s",
+        "enum s",
+        "speedup",
+    )
     print(table(headers, [[("-" if v is None else v) for v in asdict(r).values()] for r in rows]))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")

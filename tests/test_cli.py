@@ -37,7 +37,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
         pytest.param(("generator",), {"train"}, id="generator"),
         pytest.param(("check",), set(), id="check"),
         pytest.param(("env",), {"doctor"}, id="env"),
-        pytest.param(("verify",), {"trsat", "robust", "equiv", "export-smt", "train-example"}, id="verify"),
+        pytest.param(("verify",), {"trsat", "robust", "equiv", "export-smt", "eval", "train-example"}, id="verify"),
     ],
 )
 def test_the_parser_has_exactly_these_commands(command, expected):

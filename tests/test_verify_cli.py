@@ -125,20 +125,40 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
             id="equiv-missing-model",
         ),
         pytest.param(
-            ["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len must be at least 1", id="equiv-zero-length"
+            ["equiv", "{model}", "{model}", "--max-len", "0"], "--max-len: must be at least 1", id="equiv-zero-length"
         ),
         pytest.param(
-            ["export-smt", "{model}", "--length", "0"], "--length must be at least 1", id="export-zero-length"
+            ["export-smt", "{model}", "--length", "0"], "--length: must be at least 1", id="export-zero-length"
         ),
         pytest.param(
             ["export-smt", "{model}", "--length", "2", "--out", "{tmp}/no/dir/q.smt2"],
             "cannot write",
             id="export-unwritable",
         ),
+        pytest.param(["trsat", "{tmp}/latin1.json", "--max-len", "2"], "is not UTF-8 text", id="not-utf8"),
+        pytest.param(["trsat", "{tmp}/deep.json", "--max-len", "2"], "nests JSON arrays", id="deep-json"),
+        pytest.param(["trsat", "{tmp}/typo.json", "--max-len", "2"], "unknown key 'resdual'", id="misspelled-key"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "nan"], "--timeout: must be", id="nan"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "inf"], "--timeout: must be", id="inf"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--timeout", "0"], "--timeout: must be", id="zero"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--class", "x"], "--class: invalid int", id="class-x"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--class", "7"], "class 7 is not an output", id="class-7"),
+        pytest.param(["eval", "{model}", "abz"], "not in the model's alphabet", id="eval-bad-word"),
+        pytest.param(["eval", "{model}", ""], "empty", id="eval-empty-word"),
+        pytest.param(
+            ["equiv", "{model}", "{model}", "--max-len", "2", "--solver", "smtlib:"], "needs a command", id="s"
+        ),
     ],
 )
 def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, argv: list[str], message: str) -> None:
     data = json.loads(model.read_text())
+    (tmp_path / "latin1.json").write_bytes(
+        json.dumps({**data, "vocab": ["\xe4", "b", "c"]}, ensure_ascii=False).encode("latin-1")
+    )
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    data["layers"][0]["resdual"] = False
+    (tmp_path / "typo.json").write_text(json.dumps(data))
+    del data["layers"][0]["resdual"]
     data["width"] = 99
     (tmp_path / "bad.json").write_text(json.dumps(data))
     save_spec(
@@ -154,7 +174,9 @@ def test_bad_input_is_exit_2_with_one_line(capsys, model: Path, tmp_path: Path, 
     code, out, err = _run(capsys, *[a.format(**paths) for a in argv])
     assert code == cli.EXIT_USAGE
     assert message in err and "Traceback" not in err
-    assert [line for line in err.splitlines() if line.startswith("leanagent: error:")] and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("leanagent: error:") and out == ""
+    code, out, _ = _run(capsys, *[a.format(**paths) for a in argv], "--json")
+    assert code == cli.EXIT_USAGE and json.loads(out)["exit"] == cli.EXIT_USAGE and message in json.loads(out)["error"]
 
 
 def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path) -> None:
@@ -170,12 +192,10 @@ def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path)
 
 def test_a_solver_that_is_not_installed_is_exit_2(capsys, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cvc5 missing (as on a machine without the package): one line, exit 2, before any work."""
-    monkeypatch.setattr("verify.solvers.available_pysmt_solvers", lambda: ("z3",))
+    monkeypatch.setattr("verify.solvers.installed", lambda name: name == "z3")
     code, out, err = _run(capsys, "trsat", str(model), "--max-len", "2", "--solver", "cvc5")
     assert code == cli.EXIT_USAGE and out == ""
-    assert err.strip().splitlines() == [
-        "leanagent: error: solver cvc5 is not installed for pysmt here (pip install cvc5)"
-    ]
+    assert err.strip().splitlines() == ["leanagent: error: solver cvc5 is not installed (pip install cvc5)"]
 
 
 def test_human_tables_say_how_each_length_was_answered(capsys, model: Path) -> None:
@@ -183,3 +203,33 @@ def test_human_tables_say_how_each_length_was_answered(capsys, model: Path) -> N
     assert code == 0 and "by" in out and ("enumerate" in out or "smt" in out)
     code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "2", "--class", "0", "--presearch", "0", "--json")
     assert code == 0 and {c["method"] for c in json.loads(out)["checks"]} == {"smt"}
+
+
+def test_eval_runs_one_word_through_the_interpreter(capsys, model: Path) -> None:
+    expected = ref.run(load_spec(model), "abca")
+    code, out, _ = _run(capsys, "eval", str(model), "a b c a", "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "word": ["a", "b", "c", "a"],
+        "scores": list(expected.scores),
+        "label": expected.label,
+        "accepted": expected.accepted,
+    }
+    code, out, _ = _run(capsys, "eval", str(model), "abca")
+    assert code == 0 and out.startswith(f"word 'a b c a': scores {list(expected.scores)}, label {expected.label}")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["trsat", "{model}", "--max-len", "3", "--class", "0"], id="trsat"),
+        pytest.param(["equiv", "{model}", "{model}", "--max-len", "3"], id="equiv"),
+        pytest.param(["robust", "{model}", "--word", "abc", "--distance", "1"], id="robust"),
+    ],
+)
+def test_progress_is_one_line_per_length_on_stderr(capsys, model: Path, argv: list[str]) -> None:
+    code, out, err = _run(capsys, *[a.format(model=model) for a in argv], "--json")
+    lengths = [c["length"] for c in json.loads(out).get("checks", [json.loads(out).get("check")])]
+    assert code == 0
+    assert [line.split(":")[1].strip() for line in err.strip().splitlines()] == [f"length {n}" for n in lengths]
+    assert all(line.startswith("verify: length ") for line in err.strip().splitlines())

@@ -1,11 +1,16 @@
-"""Every SMT backend on one table of cases; fake SMT-LIB binaries for unknown, garbage, lies and hangs."""
+"""Every SMT backend on one table of cases, in child processes; the portfolio race and the
+deadline on fake solvers (fast, slow, unknown, broken); fake SMT-LIB binaries for garbage,
+lies and hangs."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import shutil
+import signal
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +19,11 @@ from pysmt.environment import Environment
 from pysmt.typing import BVType
 
 import verify.interpreter as ref
-from verify.errors import SolverError, VerifyInputError, WitnessMismatchError
+from verify.errors import Interrupted, SolverError, VerifyInputError, WitnessMismatchError
+from verify.portfolio import Portfolio, make_portfolio, solve
 from verify.queries import QueryOptions, Verdict, trsat
-from verify.solvers import CommandBackend, make_backend, smtlib_script
-from verify.spec import Attention
+from verify.solvers import CommandBackend, Problem, installed, make_backend
+from verify.spec import Attention, save_spec
 from verify.synth import SynthConfig, random_spec
 
 
@@ -27,27 +33,29 @@ def _backend_param(name: str, available: bool, why: str):
 
 BACKENDS = [
     _backend_param("z3", True, ""),
-    _backend_param("cvc5", importlib.util.find_spec("cvc5") is not None, "cvc5 is not installed"),
-    _backend_param("bitwuzla", importlib.util.find_spec("bitwuzla") is not None, "bitwuzla is not installed"),
+    _backend_param("cvc5", installed("cvc5"), "cvc5 is not installed"),
+    _backend_param("bitwuzla", installed("bitwuzla"), "bitwuzla is not installed"),
     _backend_param("smtlib:z3", shutil.which("z3") is not None, "no z3 binary on PATH"),
+    _backend_param("portfolio", True, ""),
 ]
 
 
-def _formula(env: Environment, case: str):
-    """Small QF_BV formulas with known answers; returns (assertions, variables)."""
-    m = env.formula_manager
+def _formula(case: str) -> Problem:
+    """Small QF_BV formulas with known answers."""
+    m = Environment().formula_manager
     x, y = m.Symbol("x", BVType(8)), m.Symbol("y", BVType(8))
     if case == "sat-product":
-        return [
+        assertions = [
             m.Equals(m.BVMul(x, y), m.BV(35, 8)),
             m.BVUGT(x, m.BV(1, 8)),
             m.BVULT(x, m.BV(7, 8)),
             m.BVUGT(y, m.BV(1, 8)),
             m.BVULT(y, m.BV(8, 8)),
-        ], [x, y]
+        ]
+        return Problem.of(assertions, [x, y])
     if case == "unsat-order":
-        return [m.BVSLT(x, y), m.BVSLT(y, x)], [x, y]
-    return [m.Equals(m.BVAShr(x, m.BV(2, 8)), m.SBV(-1, 8)), m.BVSGT(x, m.SBV(-3, 8))], [x]
+        return Problem.of([m.BVSLT(x, y), m.BVSLT(y, x)], [x, y])
+    return Problem.of([m.Equals(m.BVAShr(x, m.BV(2, 8)), m.SBV(-1, 8)), m.BVSGT(x, m.SBV(-3, 8))], [x])
 
 
 @pytest.mark.parametrize("backend_name", BACKENDS)
@@ -60,10 +68,9 @@ def _formula(env: Environment, case: str):
     ],
 )
 def test_backends_answer_the_shared_table(backend_name: str, case: str, verdict: Verdict, check) -> None:
-    env = Environment()
-    assertions, variables = _formula(env, case)
-    outcome = make_backend(backend_name).check(env, assertions, variables, timeout=30)
+    outcome = solve(make_portfolio(backend_name), _formula(case), timeout=30)
     assert outcome.verdict is verdict
+    assert outcome.solver in ("z3", "cvc5", "bitwuzla", "smtlib:z3")
     if check is not None:
         assert check(outcome.model), outcome.model
 
@@ -82,32 +89,115 @@ def test_backends_agree_on_trsat_and_witnesses_replay(backend_name: str) -> None
             options=QueryOptions(solver=backend_name, timeout=60, presearch=0),
         )
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        assert result.solver == backend_name and result.checks[0].solver is not None
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
 
 
-def test_z3_timeout_is_unknown_not_unsat() -> None:
-    env = Environment()
-    m = env.formula_manager
+def _hard() -> Problem:
+    """Factoring a 63-bit semiprime: far more than a second for every solver."""
+    m = Environment().formula_manager
     x, y = m.Symbol("x", BVType(64)), m.Symbol("y", BVType(64))
-    # factoring a 63-bit semiprime takes far more than a millisecond
     product = 3037000493 * 3037000453
-    hard = [
-        m.Equals(m.BVMul(x, y), m.BV(product, 64)),
-        m.BVUGT(x, m.BV(1, 64)),
-        m.BVUGT(y, m.BV(1, 64)),
-        m.BVULT(x, m.BV(1 << 32, 64)),
-        m.BVULT(y, m.BV(1 << 32, 64)),
-    ]
-    outcome = make_backend("z3").check(env, hard, [x, y], timeout=0.001)
-    assert outcome.verdict is Verdict.UNKNOWN
+    return Problem.of(
+        [
+            m.Equals(m.BVMul(x, y), m.BV(product, 64)),
+            m.BVUGT(x, m.BV(1, 64)),
+            m.BVUGT(y, m.BV(1, 64)),
+            m.BVULT(x, m.BV(1 << 32, 64)),
+            m.BVULT(y, m.BV(1 << 32, 64)),
+        ],
+        [x, y],
+    )
 
 
-def _fake_solver(tmp_path: Path, body: str) -> str:
-    script = tmp_path / "fake-solver"
-    script.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n")
+@pytest.mark.parametrize("backend_name", ["z3", "portfolio"])
+def test_a_timeout_is_unknown_within_the_deadline(backend_name: str) -> None:
+    start = time.perf_counter()
+    outcome = solve(make_portfolio(backend_name), _hard(), timeout=0.5)
+    assert outcome.verdict is Verdict.UNKNOWN and time.perf_counter() - start < 1.5
+
+
+# --- fake solvers: SMT-LIB binaries that answer, stall or break as told ---------------------------
+
+
+def _fake(tmp_path: Path, name: str, body: str) -> CommandBackend:
+    """A fake solver binary; ``body`` may read ``n`` (the word length of the script) and
+    ``pidfile`` (it writes its pid there first)."""
+    script = tmp_path / name
+    pidfile = tmp_path / f"{name}.pid"
+    script.write_text(
+        f"#!{sys.executable} -S\nimport os, sys, time\n"
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "n = open(sys.argv[1]).read().count('(declare-fun w_')\n"
+        f"{body}\n"
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return f"smtlib:{script}"
+    return CommandBackend((str(script),))
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited within a second (SIGKILL is delivered asynchronously; a zombie
+    waiting for its reaper counts: it runs nothing)."""
+    deadline = time.perf_counter() + 1.0
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.perf_counter() > deadline:
+            return False
+        time.sleep(0.01)
+
+
+FAST_SAT = "print('sat'); print('((x #x05) (y #x07))')"
+FAST_UNSAT = "print('unsat')"
+SLOW = "time.sleep(30)"
+
+
+@pytest.mark.parametrize(
+    "members, verdict, winner",
+    [
+        pytest.param([("slow", SLOW), ("fast", FAST_UNSAT)], Verdict.UNSAT, "fast", id="first-definitive-wins"),
+        pytest.param([("fast", FAST_SAT), ("slow", SLOW)], Verdict.SAT, "fast", id="sat-wins-and-names-its-solver"),
+        pytest.param(
+            [("unknown", "print('unknown')"), ("late", "time.sleep(0.3); print('unsat')")],
+            Verdict.UNSAT,
+            "late",
+            id="unknown-waits-for-the-others",
+        ),
+        pytest.param(
+            [("broken", "sys.exit(3)"), ("late", "time.sleep(0.3); print('unsat')")],
+            Verdict.UNSAT,
+            "late",
+            id="a-broken-member-loses-to-an-answer",
+        ),
+        pytest.param([("slow", SLOW), ("slower", SLOW)], Verdict.UNKNOWN, None, id="deadline-kills-all"),
+    ],
+)
+def test_the_portfolio_race(tmp_path: Path, members, verdict: Verdict, winner: str | None) -> None:
+    backends = tuple(_fake(tmp_path, name, body) for name, body in members)
+    start = time.perf_counter()
+    outcome = solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=1.0)
+    elapsed = time.perf_counter() - start
+    assert outcome.verdict is verdict
+    if winner is None:
+        assert outcome.solver == "fakes" and 1.0 <= elapsed < 2.0
+    else:
+        assert outcome.solver.endswith(winner) and elapsed < 1.0
+    # every fake binary, the stalled ones included, is dead once solve returns
+    for name, _ in members:
+        pidfile = tmp_path / f"{name}.pid"
+        if pidfile.exists():
+            assert _gone(int(pidfile.read_text())), name
+
+
+def test_every_member_failing_is_a_solver_error(tmp_path: Path) -> None:
+    backends = (_fake(tmp_path, "garbage", "print('segmentation fault')"), _fake(tmp_path, "exit", "sys.exit(1)"))
+    with pytest.raises(SolverError, match="no sat/unsat/unknown answer"):
+        solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=10)
 
 
 @pytest.fixture
@@ -115,27 +205,35 @@ def spec():
     return random_spec(np.random.default_rng(0), SynthConfig())
 
 
+def _command(backend: CommandBackend) -> str:
+    return "smtlib:" + " ".join(backend.command)
+
+
 def test_fake_unknown_makes_an_unknown_answer(tmp_path: Path, spec) -> None:
-    result = trsat(
-        spec, max_len=2, options=QueryOptions(solver=_fake_solver(tmp_path, "print('unknown')"), presearch=0)
-    )
-    assert result.verdict is Verdict.UNKNOWN
+    fake = _command(_fake(tmp_path, "unknown", "print('unknown')"))
+    result = trsat(spec, max_len=2, options=QueryOptions(solver=fake, presearch=0))
+    assert result.verdict is Verdict.UNKNOWN and result.undecided == (1, 2)
     assert result.witness is None and "unknown" in result.claim and "no word" not in result.claim
 
 
-def test_fake_hang_is_killed_and_unknown(tmp_path: Path, spec, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("verify.solvers._KILL_GRACE_SECONDS", 0.2)
-    result = trsat(
-        spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, "time.sleep(60)"), timeout=0.3, presearch=0)
-    )
-    assert result.verdict is Verdict.UNKNOWN
-    assert result.checks[0].solve_seconds < 10
+def test_a_witness_after_undecided_lengths_is_not_called_shortest(tmp_path: Path, spec) -> None:
+    """Length 1 stays unknown (the fake stalls past the deadline), length 2 is SAT: the claim
+    must name length 1 as undecided, since a shorter witness may exist."""
+    word = next(w for w in ("aa", "ab", "ac", "ba", "bb", "bc", "ca", "cb", "cc") if ref.run(spec, w).accepted)
+    codes = " ".join(f"(w_{i} #b{spec.word_alphabet.index(s):02b})" for i, s in enumerate(word))
+    fake = _command(_fake(tmp_path, "mixed", f"if n == 1: time.sleep(30)\nprint('sat'); print('({codes})')"))
+    start = time.perf_counter()
+    result = trsat(spec, max_len=2, options=QueryOptions(solver=fake, presearch=0, timeout=0.5))
+    assert time.perf_counter() - start < 2.5
+    assert result.verdict is Verdict.SAT and result.witness.word == tuple(word)
+    assert [c.verdict for c in result.checks] == [Verdict.UNKNOWN, Verdict.SAT] and result.undecided == (1,)
+    assert "length(s) [1] stayed undecided, so a shorter witness may exist" in result.claim
 
 
 def test_fake_lying_sat_is_a_witness_mismatch(tmp_path: Path, spec) -> None:
     # claims every word is a witness; word 'a' (code 0) is not accepted by this model
     assert not ref.run(spec, "a").accepted
-    liar = _fake_solver(tmp_path, "print('sat'); print('((w_0 #b00))')")
+    liar = _command(_fake(tmp_path, "liar", "print('sat'); print('((w_0 #b00))')"))
     with pytest.raises(WitnessMismatchError):
         trsat(spec, max_len=1, exact_len=True, options=QueryOptions(solver=liar, presearch=0))
 
@@ -148,21 +246,122 @@ def test_fake_lying_sat_is_a_witness_mismatch(tmp_path: Path, spec) -> None:
     ],
 )
 def test_fake_broken_solver_is_a_solver_error(tmp_path: Path, spec, body: str, message: str) -> None:
+    broken = _command(_fake(tmp_path, "broken", body))
     with pytest.raises(SolverError, match=message):
-        trsat(spec, max_len=1, options=QueryOptions(solver=_fake_solver(tmp_path, body), presearch=0))
+        trsat(spec, max_len=1, options=QueryOptions(solver=broken, presearch=0))
 
 
-def test_missing_binary_and_unknown_names(spec) -> None:
+def test_missing_binary_and_unknown_names(tmp_path: Path) -> None:
+    gone = tmp_path / "solver"
+    gone.write_text("#!/bin/sh\n")
+    gone.chmod(0o755)
+    backend = make_backend(f"smtlib:{gone}")
+    gone.unlink()  # found at validation, missing when run
     with pytest.raises(SolverError, match="cannot run solver"):
-        trsat(spec, max_len=1, options=QueryOptions(solver="smtlib:/no/such/solver", presearch=0))
-    for name in ("yices", "smtlib:", "Z3"):
+        solve(Portfolio("gone", (backend,)), _formula("sat-shift"), timeout=10)
+    for name in ("yices", "smtlib:", "Z3", "smtlib:/no/such/solver"):
         with pytest.raises(VerifyInputError, match="solver"):
-            make_backend(name)
+            make_portfolio(name)
 
 
-def test_smtlib_script_declares_and_reads_back_the_variables() -> None:
-    env = Environment()
-    assertions, variables = _formula(env, "sat-product")
-    script = smtlib_script(assertions, variables)
+def test_the_script_declares_and_reads_back_the_variables() -> None:
+    script = _formula("sat-product").script()
     assert "(declare-fun x () (_ BitVec 8))" in script and "(get-value (x y))" in script
+    assert script.rstrip().endswith("(check-sat)\n(get-value (x y))\n(exit)".rstrip())
     assert isinstance(make_backend("smtlib:z3 -smt2"), CommandBackend)
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------------
+
+
+def test_an_interrupt_kills_the_solvers_at_once(tmp_path: Path) -> None:
+    """A KeyboardInterrupt out of the wait (here raised by a SIGALRM handler, as Ctrl-C's is
+    by SIGINT's) kills every member before it propagates."""
+    backends = (_fake(tmp_path, "slow", SLOW), _fake(tmp_path, "slower", SLOW))
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    start = time.perf_counter()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.perf_counter() - start < 1.5
+    for name in ("slow", "slower"):
+        assert _gone(int((tmp_path / f"{name}.pid").read_text())), name
+
+
+def test_an_interrupted_query_keeps_what_it_decided(tmp_path: Path, spec) -> None:
+    """Ctrl-C after two lengths: Interrupted (a KeyboardInterrupt) carries the partial result."""
+
+    def progress(check) -> None:
+        if check.length == 2:
+            raise KeyboardInterrupt
+
+    unsat = _command(_fake(tmp_path, "unsat", FAST_UNSAT))
+    with pytest.raises(Interrupted) as info:
+        trsat(spec, max_len=4, label=0, options=QueryOptions(solver=unsat, presearch=0), progress=progress)
+    assert isinstance(info.value, KeyboardInterrupt)
+    partial = info.value.partial
+    assert not partial.complete and partial.verdict is Verdict.UNKNOWN
+    assert [c.length for c in partial.checks] == [1, 2] and all(c.verdict is Verdict.UNSAT for c in partial.checks)
+    assert partial.claim.startswith("unknown: interrupted at length 2; lengths decided: 1 unsat, 2 unsat")
+
+
+def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(tmp_path: Path, spec) -> None:
+    """SIGINT to ``leanagent verify trsat`` while a (fake, stalled) solver works on length 3,
+    after lengths 1 and 2 were answered: exit 130 within a couple of seconds, one line on
+    stderr, the decided lengths in the JSON, the solver dead."""
+    model = save_spec(spec, tmp_path / "m.json")
+    fake = _command(_fake(tmp_path, "stall", "if n >= 3: time.sleep(60)\nprint('unsat')"))
+    argv = [sys.executable, "-m", "agent.cli", "verify", "trsat", str(model), "--max-len", "4"]
+    argv += ["--class", "0", "--presearch", "0", "--solver", fake, "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+        for line in proc.stderr:  # progress: one line per answered length
+            lines.append(line)
+            if line.startswith("verify: length 2:"):
+                break
+        time.sleep(0.3)  # length 3 is with the solver now
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and time.perf_counter() - sent < 2.0
+    assert [line.split(":")[1] for line in lines] == [" length 1", " length 2"]
+    assert "Traceback" not in err and err.strip().splitlines() == [
+        "leanagent: interrupted at length 3; lengths decided: 1 unsat, 2 unsat; no witness at the decided lengths"
+    ]
+    data = json.loads(out)
+    assert data["complete"] is False and data["exit"] == 130 and data["error"] == "interrupted"
+    assert [(c["length"], c["verdict"]) for c in data["checks"]] == [(1, "unsat"), (2, "unsat")]
+    assert _gone(int((tmp_path / "stall.pid").read_text()))
+
+
+def test_a_killed_parent_leaves_no_solver_running(tmp_path: Path) -> None:
+    """SIGKILL (no handler runs) to a process waiting for a stalled solver: the forkserver,
+    the solver process and the solver binary die with it."""
+    fake = _fake(tmp_path, "orphan", SLOW)
+    script = (
+        "from verify.portfolio import Portfolio, solve\n"
+        "from verify.solvers import CommandBackend, Problem\n"
+        f"solve(Portfolio('x', (CommandBackend({fake.command!r}),)), Problem('', ()), timeout=None)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    pidfile = tmp_path / "orphan.pid"
+    try:
+        deadline = time.perf_counter() + 20
+        while not pidfile.exists() and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert _gone(int(pidfile.read_text()))

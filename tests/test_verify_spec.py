@@ -108,6 +108,49 @@ def test_malformed_spec_names_the_field(mutate, field: str) -> None:
     assert isinstance(info.value, VerifyInputError)
 
 
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        pytest.param(
+            _set("layers.0.resdual", False),
+            "field layers[0]: unknown key 'resdual' (did you mean 'residual'?)",
+            id="typo",
+        ),
+        pytest.param(_set("widht", 8), "field (top level): unknown key 'widht' (did you mean 'width'?)", id="top-typo"),
+        pytest.param(_set("layers.0.heads.0.wv_requant", {}), "field layers[0].heads[0]: unknown key", id="head-key"),
+        pytest.param(_set("layers.0.o_requant", {"mult": 2}), "field layers[0].o_requant: unknown key", id="rq-key"),
+        pytest.param(_set("readout.bias_", [0]), "field readout: unknown key 'bias_'", id="readout-key"),
+        pytest.param(_set("positional", {"kind": "none", "period": 2}), "field positional: unknown key", id="pos-key"),
+        pytest.param(_set("embedding.0.0", True), "field embedding: entries must be integers, got true", id="bool"),
+        pytest.param(_set("embedding.0.0", 1.0), "field embedding: entries must be integers, got 1.0", id="float"),
+        pytest.param(_set("embedding.0.0", 2**70), "entry 1180591620717411303424 is beyond the 64-bit", id="int64"),
+        pytest.param(_set("embedding.0", [1, 2]), "field embedding: not a rectangular array", id="ragged"),
+        pytest.param(_set("embedding", [1, 2]), "field embedding: expected a 2-dimensional array", id="flat"),
+        pytest.param(_set("readout.cls_token", 3), "field readout.cls_token: must be a symbol", id="cls-not-str"),
+        pytest.param(_set("layers.0.heads.0", [1]), "field layers[0].heads[0]: must be a JSON object", id="head-list"),
+    ],
+)
+def test_the_format_is_strict(mutate, message: str) -> None:
+    """Unknown keys, booleans or floats as weights and numbers beyond int64 are refused, never
+    read as something else."""
+    data = _spec_dict()
+    mutate(data)
+    with pytest.raises(SpecError) as info:
+        spec_from_dict(data)
+    assert message in str(info.value)
+
+
+def test_npz_arrays_need_an_integer_dtype(tmp_path: Path) -> None:
+    data = _spec_dict()
+    embedding = np.array(data["embedding"])
+    data.update(npz="w.npz", embedding="emb")
+    for dtype in (bool, np.float64):
+        np.savez(tmp_path / "w.npz", emb=embedding.astype(dtype))
+        (tmp_path / "m.json").write_text(json.dumps(data))
+        with pytest.raises(SpecError, match=f"field embedding: entries must be integers, got dtype {np.dtype(dtype)}"):
+            load_spec(tmp_path / "m.json")
+
+
 def test_softmax_table_needs_a_positive_first_entry() -> None:
     data = _spec_dict(attention=Attention.SOFTMAX_TABLE)
     data["layers"][0]["exp_table"] = [0, 1]
@@ -121,11 +164,17 @@ def test_softmax_table_needs_a_positive_first_entry() -> None:
         pytest.param("{not json", "not valid JSON", id="bad-json"),
         pytest.param("[]", "top level must be a JSON object", id="not-an-object"),
         pytest.param('{"vocab": ["a"]}', "field layers: is missing", id="missing-field"),
+        pytest.param(b"\xff\xfe{}", r"is not UTF-8 text \(byte 0: invalid start byte\)", id="not-utf8"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "nests JSON arrays or objects too deeply", id="deep"),
+        pytest.param('{"width": ' + "9" * 5000 + "}", "is not valid JSON", id="huge-number"),
     ],
 )
-def test_unreadable_files_give_one_clear_error(tmp_path: Path, content: str, message: str) -> None:
+def test_unreadable_files_give_one_clear_error(tmp_path: Path, content: str | bytes, message: str) -> None:
     path = tmp_path / "m.json"
-    path.write_text(content)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
     with pytest.raises(SpecError, match=message):
         load_spec(path)
 

@@ -390,15 +390,24 @@ def test_cli_human_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     [
         pytest.param(["contains-ab", "--verify-len", "17"], "positional", id="longer-than-the-table"),
         pytest.param(["majority", "--verify-len", "2", "--solver", "nope"], "unknown solver", id="unknown-solver"),
-        pytest.param(["majority", "--timeout", "0"], "--timeout", id="zero-timeout"),
+        pytest.param(
+            ["majority", "--timeout", "0"], "argument --timeout: must be a positive number", id="zero-timeout"
+        ),
+        pytest.param(["majority", "--timeout", "nan"], "argument --timeout: must be a positive number", id="nan"),
+        pytest.param(["majority", "--presearch", "-1"], "argument --presearch: must be at least 0", id="presearch"),
     ],
 )
 def test_cli_rejects_a_verification_that_cannot_run_before_training(
-    tmp_path: Path, argv: list[str], message: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    with pytest.raises(VerifyInputError, match=message):
-        _cli(["train-example", *argv, "--out", str(tmp_path / "m.json")], tmp_path)
-    assert not (tmp_path / "m.json").exists()
+    """Through the real command line: one line, exit 2, no model written (no training)."""
+    from agent import cli
+
+    out = tmp_path / "m.json"
+    code = cli.main(["--data-dir", str(tmp_path), "verify", "train-example", *argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_USAGE and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_cli_task_choices_match_the_tasks() -> None:

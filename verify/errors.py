@@ -11,6 +11,11 @@
      └── WitnessMismatchError (AssertionError)  a SAT witness the interpreter does not
                                            confirm: an internal error, never a silent answer
 
+    KeyboardInterrupt
+     └── Interrupted                       Ctrl-C during a query, carrying what was decided so
+                                           far; not a VerifyError, so that ``except Exception``
+                                           cannot swallow it
+
 An ``unknown`` from the solver (timeout, incompleteness) is a result value, not an error,
 and is never turned into "unsat".
 """
@@ -36,3 +41,15 @@ class WitnessMismatchError(VerifyError, AssertionError):
 
 class SolverUnavailableError(SolverError, VerifyInputError):
     """The chosen solver is not installed (or its binary is not on PATH): fixable by the user."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a query, after its solver processes were killed.
+
+    ``partial`` is the query's result so far (``complete`` False, verdict UNKNOWN, the lengths
+    decided before the interrupt in its checks), or None when nothing was decided.
+    """
+
+    def __init__(self, partial: object | None) -> None:
+        super().__init__("interrupted")
+        self.partial = partial

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -26,17 +27,21 @@ from pysmt.fnode import FNode
 from verify import interpreter as ref
 from verify.completeness import LengthBound, joint_bound, length_bound, padding_position
 from verify.encoding import EncodedRun, EncodingOptions, encode
-from verify.errors import VerifyInputError, WitnessMismatchError
+from verify.errors import Interrupted, VerifyInputError, WitnessMismatchError
 from verify.interpreter import EncoderOutput
+from verify.portfolio import Portfolio, make_portfolio, solve
 from verify.presearch import Hit, PresearchResult, run_all, search_ball, search_product
 from verify.signatures import signature_words
-from verify.solvers import SmtBackend, Verdict, make_backend, smtlib_script
+from verify.solvers import Problem, Verdict
 from verify.spec import Accept, EncoderSpec
 from verify.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CheckMethod",
     "EquivResult",
+    "Interrupted",
     "LengthCheck",
     "QueryOptions",
     "RobustResult",
@@ -56,8 +61,11 @@ __all__ = [
 class QueryOptions:
     """How a query is solved."""
 
-    solver: str = "z3"  # z3 | cvc5 | bitwuzla | smtlib:CMD
-    timeout: float | None = None  # seconds per solver call (one per length); None = no limit
+    # z3 | cvc5 | bitwuzla | smtlib:CMD, or portfolio: z3, cvc5 and bitwuzla race on each length
+    solver: str = "z3"
+    # Wall-clock seconds of each length's solver stage (the child processes are killed past
+    # it and the length is UNKNOWN); None = no limit. The pre-pass and the encoding come before.
+    timeout: float | None = None
     encoding: EncodingOptions = EncodingOptions()
     # Candidate words per length run through the interpreter before the solver
     # (:mod:`verify.presearch`): all of them when there are at most this many, else a random
@@ -87,6 +95,7 @@ class LengthCheck:
     solve_seconds: float
     method: CheckMethod = CheckMethod.SMT
     presearch_seconds: float = 0.0
+    solver: str | None = None  # the solver that answered (a portfolio's winner); None: the pre-pass
 
     @property
     def seconds(self) -> float:
@@ -115,6 +124,10 @@ class TrsatResult:
     all_lengths: bool  # an UNSAT verdict covers every length (the search reached the bound)
     claim: str  # the answer in one sentence, never claiming more than was checked
     solver: str
+    # Lengths the solver gave up on: a SAT witness is then not known to be a shortest one.
+    undecided: tuple[int, ...] = ()
+    # False: interrupted (Ctrl-C); ``checks`` are the lengths decided before, the verdict is UNKNOWN.
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +156,8 @@ class EquivResult:
     all_lengths: bool
     claim: str
     solver: str
+    undecided: tuple[int, ...] = ()  # as for TrsatResult: a distinguishing word may not be a shortest one
+    complete: bool = True  # as for TrsatResult
 
 
 Progress = Callable[[LengthCheck], None]
@@ -186,15 +201,26 @@ def _build(
 
 def _solve(
     query: _Query,
-    backend: SmtBackend,
+    solvers: Portfolio,
     words: WordSpace,
     n: int,
     options: QueryOptions,
     pre: PresearchResult | None = None,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
-    outcome = backend.check(query.env, query.assertions, query.variables, timeout=options.timeout)
+    """The solver stage of one length: the formula as text, raced in child processes under the deadline."""
+    log.info("length %d: solving with %s (timeout %s)", n, solvers.name, options.timeout)
+    start = time.perf_counter()
+    problem = Problem.of(query.assertions, query.variables)
+    remaining = None if options.timeout is None else options.timeout - (time.perf_counter() - start)
+    outcome = solve(solvers, problem, timeout=remaining)
     check = LengthCheck(
-        n, outcome.verdict, query.encode_seconds, outcome.seconds, CheckMethod.SMT, pre.seconds if pre else 0.0
+        n,
+        outcome.verdict,
+        query.encode_seconds,
+        time.perf_counter() - start,
+        CheckMethod.SMT,
+        pre.seconds if pre else 0.0,
+        outcome.solver,
     )
     word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
     return check, word
@@ -217,7 +243,7 @@ def _answer_length(
     domains: Sequence[tuple[str, ...]],
     hit: Hit,
     build: Callable[[], _Query],
-    backend: SmtBackend,
+    solvers: Portfolio,
     options: QueryOptions,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
     """One length: the interpreter pre-pass, then, if it did not decide, the solver.
@@ -238,7 +264,7 @@ def _answer_length(
         decided = _presearched(words, n, pre)
         if decided is not None:
             return decided
-    return _solve(build(), backend, words, n, options, pre)
+    return _solve(build(), solvers, words, n, options, pre)
 
 
 def _canonical(
@@ -302,6 +328,32 @@ def _bound_for(spec: EncoderSpec, words: WordSpace) -> LengthBound:
     return length_bound(spec, alphabet_size=len(words.allowed), fixes_affixes=bool(c.prefix or c.suffix))
 
 
+def _undecided(checks: Sequence[LengthCheck]) -> tuple[int, ...]:
+    return tuple(c.length for c in checks if c.verdict is Verdict.UNKNOWN)
+
+
+def _overall(checks: Sequence[LengthCheck]) -> Verdict:
+    verdicts = {c.verdict for c in checks}
+    if Verdict.SAT in verdicts:
+        return Verdict.SAT
+    return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.UNSAT
+
+
+def _not_shortest(checks: Sequence[LengthCheck], found: str) -> str:
+    """The caveat of a witness found after lengths the solver gave up on (empty if none)."""
+    undecided = _undecided(checks)
+    if not undecided:
+        return ""
+    return f"; length(s) {list(undecided)} stayed undecided, so a shorter {found} may exist"
+
+
+def _interrupted_claim(checks: Sequence[LengthCheck], at: int, nothing: str) -> str:
+    if not checks:
+        return f"unknown: interrupted at length {at}, before any length was decided"
+    decided = ", ".join(f"{c.length} {c.verdict.value}" for c in checks)
+    return f"unknown: interrupted at length {at}; lengths decided: {decided}; {nothing} at the decided lengths"
+
+
 # --- trSAT ---------------------------------------------------------------------------------------
 
 
@@ -327,12 +379,16 @@ def trsat(
     """Search for a word of length ``max_len`` (or 1..max_len, shortest first) with the target output.
 
     The target is acceptance, or output label ``label`` when given. Stops at the first SAT
-    length; an UNKNOWN length makes the overall answer UNKNOWN unless a later length is SAT.
+    length; an UNKNOWN length makes the overall answer UNKNOWN unless a later length is SAT
+    (whose claim then names the undecided lengths: the witness may not be a shortest one).
     For the complete class (:mod:`verify.completeness`) only lengths up to its bound are
     solved; a witness for an exact length beyond it is (without positions) a shorter one padded by
     :func:`~verify.completeness.padding_position`, and replayed at the asked length.
+
+    Ctrl-C raises :class:`~verify.errors.Interrupted` (a ``KeyboardInterrupt``) whose
+    ``partial`` is the result so far (``complete`` False), the solver processes killed.
     """
-    backend = make_backend(options.solver)
+    solvers = make_portfolio(options.solver)
     words = WordSpace(spec, constraints or WordConstraints())
     target = _target_label(spec, label)
     target_text = "accept" if label is None else f"class {label}"
@@ -346,55 +402,69 @@ def trsat(
 
     checks: list[LengthCheck] = []
     witness = None
-    for n in searched:
-        domains = words.domains(n)
-        if domains is None:
-            check, word = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
-        else:
 
-            def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
-                return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
-
-            check, word = _answer_length([spec], words, n, domains, hit, build, backend, options)
-        if word is not None:
-            if exact_len and len(word) < max_len:
-                pad = padding_position(spec)
-                assert pad is not None, "only the class without positions shortens an exact length"
-                word = word + (word[pad],) * (max_len - len(word))
-            witness = _replay_target(spec, word, target, words, len(word))
-        checks.append(check)
-        if progress:
-            progress(check)
-        if witness is not None:
-            break
-    verdict = _overall(checks)
-    all_lengths = (
-        verdict is Verdict.UNSAT and bound.bound is not None and searched[0] == 1 and searched[-1] >= bound.bound
-    )
-    if verdict is Verdict.SAT:
-        assert witness is not None
-        claim = (
-            f"the word {' '.join(witness.word)!r} (length {len(witness.word)}) makes the encoder output {target_text}"
+    def result(interrupted_at: int | None = None) -> TrsatResult:
+        complete = interrupted_at is None
+        verdict = _overall(checks) if complete else Verdict.UNKNOWN
+        all_lengths = (
+            verdict is Verdict.UNSAT and bound.bound is not None and searched[0] == 1 and searched[-1] >= bound.bound
         )
-    elif verdict is Verdict.UNSAT:
-        claim = f"no word {_range_text(max_len, exact_len)} makes the encoder output {target_text}"
-        if all_lengths:
-            claim = f"no word of any length makes the encoder output {target_text} ({bound.reason})"
+        if interrupted_at is not None:
+            claim = _interrupted_claim(checks, interrupted_at, "no witness")
+        elif verdict is Verdict.SAT:
+            assert witness is not None
+            shown = f"{' '.join(witness.word)!r} (length {len(witness.word)})"
+            claim = f"the word {shown} makes the encoder output {target_text}{_not_shortest(checks, 'witness')}"
+        elif verdict is Verdict.UNSAT:
+            claim = f"no word {_range_text(max_len, exact_len)} makes the encoder output {target_text}"
+            if all_lengths:
+                claim = f"no word of any length makes the encoder output {target_text} ({bound.reason})"
+            else:
+                claim += f"; unknown beyond {max_len}" if not exact_len else ""
         else:
-            claim += f"; unknown beyond {max_len}" if not exact_len else ""
-    else:
-        unknown = [c.length for c in checks if c.verdict is Verdict.UNKNOWN]
-        claim = f"unknown: the solver gave up at length(s) {unknown}; no witness at the other lengths"
-    return TrsatResult(
-        verdict, witness, target_text, max_len, exact_len, tuple(checks), bound, all_lengths, claim, backend.name
-    )
+            undecided = list(_undecided(checks))
+            claim = f"unknown: the solver gave up at length(s) {undecided}; no witness at the other lengths"
+        return TrsatResult(
+            verdict,
+            witness,
+            target_text,
+            max_len,
+            exact_len,
+            tuple(checks),
+            bound,
+            all_lengths,
+            claim,
+            solvers.name,
+            _undecided(checks),
+            complete,
+        )
 
+    n = searched[0]
+    try:
+        for n in searched:
+            domains = words.domains(n)
+            if domains is None:
+                check, word = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
+            else:
 
-def _overall(checks: Sequence[LengthCheck]) -> Verdict:
-    verdicts = {c.verdict for c in checks}
-    if Verdict.SAT in verdicts:
-        return Verdict.SAT
-    return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.UNSAT
+                def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
+                    return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
+
+                check, word = _answer_length([spec], words, n, domains, hit, build, solvers, options)
+            if word is not None:
+                if exact_len and len(word) < max_len:
+                    pad = padding_position(spec)
+                    assert pad is not None, "only the class without positions shortens an exact length"
+                    word = word + (word[pad],) * (max_len - len(word))
+                witness = _replay_target(spec, word, target, words, len(word))
+            checks.append(check)
+            if progress:
+                progress(check)
+            if witness is not None:
+                break
+    except KeyboardInterrupt as e:
+        raise Interrupted(result(interrupted_at=n)) from e
+    return result()
 
 
 def _replay(
@@ -430,11 +500,12 @@ def robust(
 ) -> RobustResult:
     """Is the label of ``word`` kept by every word within Hamming distance ``distance``?
 
-    Substitutes range over ``constraints.alphabet``; prefix/suffix fix positions.
+    Substitutes range over ``constraints.alphabet``; prefix/suffix fix positions. Ctrl-C
+    raises :class:`~verify.errors.Interrupted` with no partial result (one length, undecided).
     """
     if distance < 0:
         raise VerifyInputError(f"--distance must be >= 0, got {distance}")
-    backend = make_backend(options.solver)
+    solvers = make_portfolio(options.solver)
     word = tuple(word)
     original = ref.run(spec, word)
     words = WordSpace(spec, constraints or WordConstraints())
@@ -458,16 +529,19 @@ def robust(
         return ref.run_batch(spec, words.ids(spec, codes)).labels != original.label
 
     decided, pre = None, None
-    if options.presearch > 0:
-        centre = [words.alphabet.index(s) for s in word]
-        pre = search_ball(centre, words.code_domains(domains), distance, hit, budget=options.presearch, seed=n)
-        decided = _presearched(words, n, pre)
-    if decided is not None:
-        check, found = decided
-    else:
-        # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
-        query = _build([spec], words, n, domains, goal, options, symmetric=False)
-        check, found = _solve(query, backend, words, n, options, pre)
+    try:
+        if options.presearch > 0:
+            centre = [words.alphabet.index(s) for s in word]
+            pre = search_ball(centre, words.code_domains(domains), distance, hit, budget=options.presearch, seed=n)
+            decided = _presearched(words, n, pre)
+        if decided is not None:
+            check, found = decided
+        else:
+            # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
+            query = _build([spec], words, n, domains, goal, options, symmetric=False)
+            check, found = _solve(query, solvers, words, n, options, pre)
+    except KeyboardInterrupt as e:
+        raise Interrupted(None) from e
     counterexample = None
     if found is not None:
         out = _replay(spec, found, words, n, domains)
@@ -486,7 +560,7 @@ def robust(
         claim = f"robust: every word within Hamming distance {distance} keeps label {original.label}"
     else:
         claim = "unknown: the solver gave up"
-    return RobustResult(check.verdict, word, distance, original, counterexample, check, claim, backend.name)
+    return RobustResult(check.verdict, word, distance, original, counterexample, check, claim, solvers.name)
 
 
 # --- equivalence --------------------------------------------------------------------------------------
@@ -501,12 +575,14 @@ def equiv(
     options: QueryOptions = QueryOptions(),
     progress: Progress | None = None,
 ) -> EquivResult:
-    """Do the two encoders output the same label on every word of length 1..max_len?"""
+    """Do the two encoders output the same label on every word of length 1..max_len?
+
+    UNKNOWN lengths and Ctrl-C as for :func:`trsat`."""
     if set(first.word_alphabet) != set(second.word_alphabet):
         raise VerifyInputError(
             f"the encoders have different word alphabets: {list(first.word_alphabet)} vs {list(second.word_alphabet)}"
         )
-    backend = make_backend(options.solver)
+    solvers = make_portfolio(options.solver)
     words = WordSpace(first, constraints or WordConstraints())
     lengths = _lengths(max_len, False)
     _check_length(first, max_len)
@@ -527,42 +603,68 @@ def equiv(
 
     checks: list[LengthCheck] = []
     counterexample = None
-    for n in _within_bound(lengths, bound):
-        domains = words.domains(n)
-        if domains is None:
-            check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
+
+    def result(interrupted_at: int | None = None) -> EquivResult:
+        complete = interrupted_at is None
+        verdict = _overall(checks) if complete else Verdict.UNKNOWN
+        all_lengths = verdict is Verdict.UNSAT and bound.bound is not None and max_len >= bound.bound
+        if interrupted_at is not None:
+            claim = _interrupted_claim(checks, interrupted_at, "no difference")
+        elif verdict is Verdict.SAT:
+            assert counterexample is not None
+            w, (a, b) = counterexample[0].word, (c.output for c in counterexample)
+            claim = (
+                f"not equivalent: on {' '.join(w)!r} the first outputs label {a.label}, the second {b.label}"
+                f"{_not_shortest(checks, 'distinguishing word')}"
+            )
+        elif verdict is Verdict.UNSAT:
+            claim = (
+                f"equivalent on words of every length ({bound.reason})"
+                if all_lengths
+                else f"equivalent on every word of length <= {max_len}; unknown beyond {max_len}"
+            )
         else:
-
-            def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
-                return _build([first, second], words, n, domains, goal, options)
-
-            check, found = _answer_length([first, second], words, n, domains, hit, build, backend, options)
-            if found is not None:
-                a, b = _replay(first, found, words, n), _replay(second, found, words, n)
-                if a.label == b.label:
-                    raise WitnessMismatchError(f"distinguishing word {found!r} replays to the same label {a.label}")
-                counterexample = (Witness(found, a), Witness(found, b))
-        checks.append(check)
-        if progress:
-            progress(check)
-        if counterexample is not None:
-            break
-    verdict = _overall(checks)
-    all_lengths = verdict is Verdict.UNSAT and bound.bound is not None and max_len >= bound.bound
-    if verdict is Verdict.SAT:
-        assert counterexample is not None
-        w, (a, b) = counterexample[0].word, (c.output for c in counterexample)
-        claim = f"not equivalent: on {' '.join(w)!r} the first outputs label {a.label}, the second {b.label}"
-    elif verdict is Verdict.UNSAT:
-        claim = (
-            f"equivalent on words of every length ({bound.reason})"
-            if all_lengths
-            else f"equivalent on every word of length <= {max_len}; unknown beyond {max_len}"
+            undecided = list(_undecided(checks))
+            claim = f"unknown: the solver gave up at length(s) {undecided}; no difference at the other lengths"
+        return EquivResult(
+            verdict,
+            counterexample,
+            max_len,
+            tuple(checks),
+            bound,
+            all_lengths,
+            claim,
+            solvers.name,
+            _undecided(checks),
+            complete,
         )
-    else:
-        unknown = [c.length for c in checks if c.verdict is Verdict.UNKNOWN]
-        claim = f"unknown: the solver gave up at length(s) {unknown}; no difference at the other lengths"
-    return EquivResult(verdict, counterexample, max_len, tuple(checks), bound, all_lengths, claim, backend.name)
+
+    searched = _within_bound(lengths, bound)
+    n = searched[0]
+    try:
+        for n in searched:
+            domains = words.domains(n)
+            if domains is None:
+                check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
+            else:
+
+                def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
+                    return _build([first, second], words, n, domains, goal, options)
+
+                check, found = _answer_length([first, second], words, n, domains, hit, build, solvers, options)
+                if found is not None:
+                    a, b = _replay(first, found, words, n), _replay(second, found, words, n)
+                    if a.label == b.label:
+                        raise WitnessMismatchError(f"distinguishing word {found!r} replays to the same label {a.label}")
+                    counterexample = (Witness(found, a), Witness(found, b))
+            checks.append(check)
+            if progress:
+                progress(check)
+            if counterexample is not None:
+                break
+    except KeyboardInterrupt as e:
+        raise Interrupted(result(interrupted_at=n)) from e
+    return result()
 
 
 # --- SMT-LIB export ---------------------------------------------------------------------------------
@@ -594,4 +696,4 @@ def export_smt(
     legend = ", ".join(f"{i}={s}" for i, s in enumerate(words.alphabet))
     output = "accept" if label is None else f"class {label}"
     header = f"; trSAT: a word of length {length} with output {output}\n; codes: {legend}\n"
-    return header + smtlib_script(query.assertions, query.variables)
+    return header + Problem.of(query.assertions, query.variables).script()

@@ -49,10 +49,16 @@ positional tables fit ``width`` bits; biases are accumulator-scale integers that
 ``width + weight_width + 8`` bits. A requantization is ``y = round(x * multiplier /
 2**shift)`` with ``1 <= multiplier < 2**31`` and ``0 <= shift <= 62``. Malformed specs raise
 :class:`SpecError` naming the offending field, e.g. ``layers[0].heads[1].wk``.
+
+The format is strict, because a mistake it let through would be verified as something else:
+a key it does not know (``"resdual": false``) is an error, not ignored (the residual would
+silently stay on); array entries are JSON integers (``true``, ``1.0`` and ``1.5`` are refused;
+``.npz`` arrays need an integer dtype) within int64.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 from collections.abc import Mapping, Sequence
@@ -71,6 +77,20 @@ MAX_SHIFT = 62
 MAX_EXP_TABLE = 4096
 # Biases are added to accumulators, which are wider than activations by about this margin.
 BIAS_EXTRA_BITS = 8
+_INT64 = np.iinfo(np.int64)
+
+# The keys each object of the file may have: anything else is refused (a misspelled key must
+# not fall back on a default).
+_KEYS = {
+    "": ("format", "npz", "vocab", "d_model", "width", "weight_width", "rounding", "overflow", "embedding")
+    + ("positional", "layers", "readout"),
+    "positional": ("kind", "table"),
+    "layer": ("attention", "mask", "residual", "exp_table", "score_shift", "heads", "wo", "o_requant", "ffn"),
+    "head": ("wq", "wk", "wv", "q_requant", "k_requant", "v_requant"),
+    "requant": ("multiplier", "shift"),
+    "ffn": ("w1", "b1", "w2", "b2", "requant1", "requant2"),
+    "readout": ("position", "cls_token", "weight", "bias", "accept", "accept_class"),
+}
 
 
 class SpecError(VerifyInputError):
@@ -238,18 +258,37 @@ def _fail(field: str, why: str) -> SpecError:
     return SpecError(f"model spec field {field}: {why}")
 
 
+def _json_entries(value: Any, field: str, ndim: int) -> None:
+    """Check a JSON array before numpy sees it: numpy would read ``true`` as 1 and a number
+    beyond int64 as an object, and say neither."""
+    level = [value]
+    for _ in range(ndim):
+        if not all(isinstance(row, list) for row in level):
+            raise _fail(field, f"expected a {ndim}-dimensional array of integers (nested lists)")
+        level = [x for row in level for x in row]
+    for x in level:
+        if type(x) is not int:  # bool is a subclass of int, but true is not a weight
+            raise _fail(field, f"entries must be integers, got {json.dumps(x)}")
+        if not _INT64.min <= x <= _INT64.max:
+            raise _fail(field, f"entry {x} is beyond the 64-bit integer range [{_INT64.min}, {_INT64.max}]")
+
+
 def _array(value: Any, field: str, ndim: int) -> np.ndarray:
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError) as e:
-        raise _fail(field, f"not a rectangular array of integers ({e})") from e
+    """An array of the file (nested JSON lists, or a named ``.npz`` array) as read-only int64."""
+    if isinstance(value, np.ndarray):
+        arr = value
+        if arr.size and not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != bool):
+            raise _fail(field, f"entries must be integers, got dtype {arr.dtype}")
+        if arr.size and np.issubdtype(arr.dtype, np.unsignedinteger) and int(arr.max()) > _INT64.max:
+            raise _fail(field, f"entry {int(arr.max())} is beyond the 64-bit integer range")
+    else:
+        _json_entries(value, field, ndim)
+        try:
+            arr = np.array(value, dtype=np.int64)
+        except ValueError as e:
+            raise _fail(field, "not a rectangular array: rows of different lengths") from e
     if arr.ndim != ndim:
         raise _fail(field, f"expected a {ndim}-dimensional array, got shape {arr.shape}")
-    if arr.size and not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool):
-        if np.issubdtype(arr.dtype, np.floating) and np.all(np.floor(arr) == arr):
-            arr = arr.astype(np.int64)
-        else:
-            raise _fail(field, f"entries must be integers, got dtype {arr.dtype}")
     out = arr.astype(np.int64)
     out.setflags(write=False)
     return out
@@ -323,7 +362,7 @@ def validate(spec: EncoderSpec) -> EncoderSpec:
         if layer.attention is Attention.SOFTMAX_TABLE:
             table = layer.exp_table
             if not 1 <= len(table) <= MAX_EXP_TABLE or not all(
-                isinstance(t, int) and 0 <= t <= MAX_MULTIPLIER for t in table
+                type(t) is int and 0 <= t <= MAX_MULTIPLIER for t in table
             ):
                 raise _fail(f"{at}.exp_table", f"needs 1..{MAX_EXP_TABLE} integers in [0, {MAX_MULTIPLIER}]")
             if table[0] < 1:
@@ -384,6 +423,20 @@ class _Reader:
     def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
         self._arrays = arrays
 
+    def object(self, obj: Any, kind: str, field: str) -> Mapping[str, Any]:
+        """``obj`` as a JSON object of ``kind`` (a key of ``_KEYS``), refusing keys it may not have."""
+        if not isinstance(obj, Mapping):
+            if not field:
+                raise SpecError("model spec: the top level must be a JSON object")
+            raise _fail(field, "must be a JSON object")
+        allowed = _KEYS[kind]
+        for key in obj:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (allowed: {', '.join(allowed)})"
+                raise _fail(field or "(top level)", f"unknown key {key!r}{hint}")
+        return obj
+
     def get(self, obj: Any, key: str, field: str, default: Any = ...) -> Any:
         if not isinstance(obj, Mapping):
             raise _fail(field.rsplit(".", 1)[0] or field, "must be a JSON object")
@@ -411,6 +464,7 @@ class _Reader:
         value = self.get(obj, key, field, None)
         if value is None:
             return Requant()
+        self.object(value, "requant", field)
         return Requant(
             self.integer(value, "multiplier", f"{field}.multiplier", 1),
             self.integer(value, "shift", f"{field}.shift", 0),
@@ -420,15 +474,14 @@ class _Reader:
 def spec_from_dict(data: Mapping[str, Any], *, arrays: Mapping[str, np.ndarray] | None = None) -> EncoderSpec:
     """Build and validate a spec from the JSON object of the file format (arrays inline or named)."""
     r = _Reader(arrays or {})
-    if not isinstance(data, Mapping):
-        raise SpecError("model spec: the top level must be a JSON object")
+    r.object(data, "", "")
     fmt = data.get("format", FORMAT)
     if fmt != FORMAT:
         raise _fail("format", f"expected {FORMAT!r}, got {fmt!r}")
     vocab = r.get(data, "vocab", "vocab")
     if not isinstance(vocab, list):
         raise _fail("vocab", "must be a list of strings")
-    pos_obj = r.get(data, "positional", "positional", {"kind": "none"})
+    pos_obj = r.object(r.get(data, "positional", "positional", {"kind": "none"}), "positional", "positional")
     pos_kind = _enum(PositionalKind, r.get(pos_obj, "kind", "positional.kind"), "positional.kind")
     positional = Positional(
         pos_kind, None if pos_kind is PositionalKind.NONE else r.array(pos_obj, "table", "positional.table", 2)
@@ -439,23 +492,28 @@ def spec_from_dict(data: Mapping[str, Any], *, arrays: Mapping[str, np.ndarray] 
     layers = []
     for li, lo in enumerate(layers_obj):
         at = f"layers[{li}]"
+        r.object(lo, "layer", at)
         heads_obj = r.get(lo, "heads", f"{at}.heads")
         if not isinstance(heads_obj, list):
             raise _fail(f"{at}.heads", "must be a list")
-        heads = tuple(
-            Head(
-                wq=r.array(ho, "wq", f"{at}.heads[{hi}].wq", 2),
-                wk=r.array(ho, "wk", f"{at}.heads[{hi}].wk", 2),
-                wv=r.array(ho, "wv", f"{at}.heads[{hi}].wv", 2),
-                q_requant=r.requant(ho, "q_requant", f"{at}.heads[{hi}].q_requant"),
-                k_requant=r.requant(ho, "k_requant", f"{at}.heads[{hi}].k_requant"),
-                v_requant=r.requant(ho, "v_requant", f"{at}.heads[{hi}].v_requant"),
+        heads = []
+        for hi, ho in enumerate(heads_obj):
+            hat = f"{at}.heads[{hi}]"
+            r.object(ho, "head", hat)
+            heads.append(
+                Head(
+                    wq=r.array(ho, "wq", f"{hat}.wq", 2),
+                    wk=r.array(ho, "wk", f"{hat}.wk", 2),
+                    wv=r.array(ho, "wv", f"{hat}.wv", 2),
+                    q_requant=r.requant(ho, "q_requant", f"{hat}.q_requant"),
+                    k_requant=r.requant(ho, "k_requant", f"{hat}.k_requant"),
+                    v_requant=r.requant(ho, "v_requant", f"{hat}.v_requant"),
+                )
             )
-            for hi, ho in enumerate(heads_obj)
-        )
         ffn_obj = r.get(lo, "ffn", f"{at}.ffn", None)
         ffn = None
         if ffn_obj is not None:
+            r.object(ffn_obj, "ffn", f"{at}.ffn")
             ffn = FeedForward(
                 w1=r.array(ffn_obj, "w1", f"{at}.ffn.w1", 2),
                 b1=r.array(ffn_obj, "b1", f"{at}.ffn.b1", 1),
@@ -472,7 +530,7 @@ def spec_from_dict(data: Mapping[str, Any], *, arrays: Mapping[str, np.ndarray] 
             raise _fail(f"{at}.residual", f"must be true or false, got {residual!r}")
         layers.append(
             Layer(
-                heads=heads,
+                heads=tuple(heads),
                 wo=r.array(lo, "wo", f"{at}.wo", 2),
                 attention=_enum(Attention, r.get(lo, "attention", f"{at}.attention"), f"{at}.attention"),
                 mask=_enum(Mask, r.get(lo, "mask", f"{at}.mask", "none"), f"{at}.mask"),
@@ -483,14 +541,17 @@ def spec_from_dict(data: Mapping[str, Any], *, arrays: Mapping[str, np.ndarray] 
                 score_shift=r.integer(lo, "score_shift", f"{at}.score_shift", 0),
             )
         )
-    ro = r.get(data, "readout", "readout")
+    ro = r.object(r.get(data, "readout", "readout"), "readout", "readout")
+    cls_token = r.get(ro, "cls_token", "readout.cls_token", None)
+    if cls_token is not None and not isinstance(cls_token, str):
+        raise _fail("readout.cls_token", f"must be a symbol (a string) or null, got {cls_token!r}")
     readout = Readout(
         weight=r.array(ro, "weight", "readout.weight", 2),
         bias=r.array(ro, "bias", "readout.bias", 1),
         position=_enum(ReadoutPosition, r.get(ro, "position", "readout.position", "last"), "readout.position"),
         accept=_enum(Accept, r.get(ro, "accept", "readout.accept", "positive"), "readout.accept"),
         accept_class=r.integer(ro, "accept_class", "readout.accept_class", 0),
-        cls_token=r.get(ro, "cls_token", "readout.cls_token", None),
+        cls_token=cls_token,
     )
     spec = EncoderSpec(
         vocab=tuple(vocab),
@@ -576,10 +637,16 @@ def load_spec(path: Path | str) -> EncoderSpec:
     """Read and validate a spec file; every fault is a :class:`SpecError` with the path."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SpecError(f"cannot read model file {path}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
+    except UnicodeDecodeError as e:
+        raise SpecError(f"model file {path} is not UTF-8 text (byte {e.start}: {e.reason})") from e
+    try:
+        data = json.loads(text)
+    except RecursionError as e:
+        raise SpecError(f"model file {path} nests JSON arrays or objects too deeply to read") from e
+    except ValueError as e:  # JSONDecodeError, and integers with more digits than Python converts
         raise SpecError(f"model file {path} is not valid JSON: {e}") from e
     arrays: dict[str, np.ndarray] = {}
     if isinstance(data, Mapping) and data.get("npz") is not None:

@@ -26,7 +26,10 @@ from pathlib import Path
 from verify import interpreter
 from verify.errors import VerifyInputError
 from verify.exact_models import exact_max_length, exact_model
+from verify.portfolio import make_portfolio
 from verify.quantize import GapRow, QuantConfig, measure_gap, quantize
+from verify.queries import Progress, QueryOptions, equiv, trsat
+from verify.solvers import Verdict
 from verify.spec import Attention, EncoderSpec, save_spec
 from verify.tasks import FormalLanguage, all_words, sample_dataset, sample_words
 from verify.training import Recipe, TrainResult, recipe, train
@@ -56,8 +59,7 @@ class ExampleOptions:
     sample_size: int = 1000
     # Verify words up to this length with SMT; 0 = no verification.
     verify_len: int = 0
-    solver: str = "z3"
-    timeout: float | None = None  # seconds per solver call
+    query: QueryOptions = QueryOptions()  # how the verification is solved
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +103,11 @@ def run_train_example(
     options: ExampleOptions = ExampleOptions(),
     *,
     progress: Callable[[int, float], None] | None = None,
+    on_length: Progress | None = None,
 ) -> ExampleReport:
-    """Train, quantize, save the spec to ``out``, measure the gap and optionally verify."""
+    """Train, quantize, save the spec to ``out``, measure the gap and optionally verify.
+
+    ``progress`` sees each training step and its loss, ``on_length`` each verified length."""
     chosen = recipe(task, attention=options.attention)
     train_config = replace(chosen.train, seed=options.seed)
     if options.steps is not None:
@@ -123,7 +128,7 @@ def run_train_example(
             task, size=options.sample_size, min_len=exhaustive_len + 1, max_len=max_len, seed=options.seed + 2
         )
         rows.append(measure_gap(trained.model, spec, f"sampled len {exhaustive_len + 1}..{max_len}", longer))
-    verification = _verify(task, spec, options) if options.verify_len > 0 else None
+    verification = _verify(task, spec, options, on_length) if options.verify_len > 0 else None
     return ExampleReport(
         task=task,
         recipe=chosen,
@@ -140,9 +145,7 @@ def _check_verify_options(chosen: Recipe, options: ExampleOptions) -> None:
     """Reject a verification that cannot run before spending the training time on it."""
     if options.verify_len <= 0:
         return
-    from verify.solvers import make_backend
-
-    make_backend(options.solver)
+    make_portfolio(options.query.solver)
     limit = chosen.model.max_word_length
     if limit is not None and options.verify_len > limit:
         raise VerifyInputError(
@@ -150,20 +153,18 @@ def _check_verify_options(chosen: Recipe, options: ExampleOptions) -> None:
         )
 
 
-def _verify(task: FormalLanguage, spec: EncoderSpec, options: ExampleOptions) -> VerificationOutcome:
-    # Imported here: pysmt and the solvers load only when a verification is asked for.
-    from verify.queries import QueryOptions, equiv, trsat
-    from verify.solvers import Verdict
-
+def _verify(
+    task: FormalLanguage, spec: EncoderSpec, options: ExampleOptions, on_length: Progress | None
+) -> VerificationOutcome:
     n = options.verify_len
-    query_options = QueryOptions(solver=options.solver, timeout=options.timeout)
+    query_options = options.query
     reference = exact_model(task.name)
     limit = exact_max_length(task.name)
     started = time.perf_counter()
     summary = "unknown: the solver gave up before settling every length"
     if reference is not None and (limit is None or n <= limit):
         query = VerifyQuery.EQUIV_EXACT
-        result = equiv(spec, reference, max_len=n, options=query_options)
+        result = equiv(spec, reference, max_len=n, options=query_options, progress=on_length)
         verdict, claim, solver = result.verdict, result.claim, result.solver
         word = None if result.counterexample is None else "".join(result.counterexample[0].word)
         if verdict is Verdict.UNSAT:
@@ -172,7 +173,7 @@ def _verify(task: FormalLanguage, spec: EncoderSpec, options: ExampleOptions) ->
             summary = f"the quantized model misclassifies {word!r} (a shortest such word)"
     else:
         query = VerifyQuery.TRSAT
-        found = trsat(spec, max_len=n, options=query_options)
+        found = trsat(spec, max_len=n, options=query_options, progress=on_length)
         verdict, claim, solver = found.verdict, found.claim, found.solver
         word = None if found.witness is None else "".join(found.witness.word)
         if verdict is Verdict.UNSAT:

@@ -17,7 +17,7 @@ from pysmt.environment import Environment
 from pysmt.fnode import FNode
 from pysmt.typing import BVType
 
-from verify.completeness import padding_position, permutable_positions
+from verify.completeness import class_period, padding_position, permutable_positions
 from verify.encoding import PositionInput
 from verify.errors import VerifyInputError, WitnessMismatchError
 from verify.spec import EncoderSpec, ReadoutPosition
@@ -118,11 +118,23 @@ class Reduction:
       are in code order.
     * ``first_occurrence``: after the first repeated symbol, every symbol is the one at
       ``pad`` (:func:`~verify.completeness.padding_position`).
+    * ``least_repeat`` (unique hardmax, no mask, periodic positions of period ``period``):
+      a position whose class ``(symbol, i mod period)`` occurred before holds the least
+      symbol of the classes of its residue seen before it (except the last position when
+      ``keep_last``). Sound: by :mod:`verify.completeness` every output is a function of
+      the classes in first-occurrence order (and the last position's class for a ``last``
+      readout); replacing a repeated class by another one already seen at the same
+      residue changes neither that order nor, for any later position, the set of classes
+      seen before it (so the least symbol stays the same and the rewriting, left to right,
+      is well defined). Unlike ``first_occurrence`` it keeps every first occurrence in
+      place, because with ``period > 1`` a word need not pad to its own length.
     """
 
-    kind: str  # "sorted" | "first_occurrence"
+    kind: str  # "sorted" | "first_occurrence" | "least_repeat"
     positions: tuple[int, ...] = ()  # sorted: the permutable positions
     pad: int = 0  # first_occurrence: the position whose symbol pads (0 or -1)
+    period: int = 1  # least_repeat: the classes' period
+    keep_last: bool = False  # least_repeat: the last position is read out, so it stays as it is
 
 
 def reduction(specs: Sequence[EncoderSpec], domains: Sequence[tuple[str, ...]]) -> Reduction | None:
@@ -137,10 +149,16 @@ def reduction(specs: Sequence[EncoderSpec], domains: Sequence[tuple[str, ...]]) 
         positions = tuple(ranges[0])  # type: ignore[arg-type]
         if len({domains[i] for i in positions}) <= 1:
             return Reduction("sorted", positions=positions)
-    pads = {padding_position(s) for s in specs}
-    if len(pads) != 1 or None in pads or len(set(domains)) != 1:
+    if len(set(domains)) != 1:
         return None
-    return Reduction("first_occurrence", pad=pads.pop())  # type: ignore[arg-type]
+    pads = {padding_position(s) for s in specs}
+    if len(pads) == 1 and None not in pads:
+        return Reduction("first_occurrence", pad=pads.pop())  # type: ignore[arg-type]
+    period = class_period(specs)
+    if period is None:
+        return None
+    keep_last = any(s.readout.position is ReadoutPosition.LAST for s in specs)
+    return Reduction("least_repeat", period=period, keep_last=keep_last)
 
 
 def symmetry_breaking(env: Environment, found: Reduction | None, variables: Sequence[FNode]) -> list[FNode]:
@@ -151,11 +169,29 @@ def symmetry_breaking(env: Environment, found: Reduction | None, variables: Sequ
     if found.kind == "sorted":
         positions = found.positions
         return [m.BVULE(variables[i], variables[j]) for i, j in zip(positions, positions[1:], strict=False)]
+    if found.kind == "least_repeat":
+        return _least_repeat(env, found, variables)
     pad = variables[found.pad]
     constraints = []
     for i in range(1, len(variables)):
         repeated = m.Or([m.Equals(variables[i], variables[j]) for j in range(i)])
         constraints.append(m.Implies(repeated, m.And([m.Equals(v, pad) for v in variables[i:]])))
+    return constraints
+
+
+def _least_repeat(env: Environment, found: Reduction, variables: Sequence[FNode]) -> list[FNode]:
+    """``w_i`` equal to an earlier ``w_j`` of its residue implies ``w_i`` = the least of them."""
+    m = env.formula_manager
+    n = len(variables)
+    constraints = []
+    least: dict[int, FNode] = {}  # residue -> the least symbol at that residue so far
+    for i, v in enumerate(variables):
+        r = i % found.period
+        if r in least and not (found.keep_last and i == n - 1):
+            earlier = variables[r : i : found.period]
+            repeated = m.Or([m.Equals(v, u) for u in earlier])
+            constraints.append(m.Implies(repeated, m.Equals(v, least[r])))
+        least[r] = v if r not in least else m.Ite(m.BVULT(v, least[r]), v, least[r])
     return constraints
 
 

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.commands.verify.options import interrupted, progress_lines, query_options, solver_options
 from agent.output import emit, table
 from agent.settings import Settings
 
@@ -69,8 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="verify the quantized model on words of length <= N with SMT (default: 0, skip)",
     )
-    p.add_argument("--solver", default="z3", help="z3 | cvc5 | bitwuzla | smtlib:CMD (default: z3)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per solver call (default: none)")
+    solver_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run_train_example_command)
 
@@ -80,7 +80,7 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
     import torch
     from tqdm import tqdm
 
-    from verify.errors import VerifyInputError
+    from verify.errors import Interrupted, VerifyInputError
     from verify.quantize import QuantConfig
     from verify.spec import Attention
     from verify.tasks import get_task
@@ -90,8 +90,7 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
         value = getattr(args, name)
         if value is not None and value < (1 if name in ("steps", "exhaustive_len") else 0):
             raise VerifyInputError(f"--{name.replace('_', '-')} must be positive, got {value}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise VerifyInputError(f"--timeout must be positive, got {args.timeout}")
+    query = query_options(args)
     task = get_task(args.task)
     quant = QuantConfig(width=args.width, weight_width=args.weight_width or args.width)
     out = args.out or settings.data_dir / "verify" / f"{task.name}-w{args.width}.json"
@@ -107,8 +106,7 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
         exhaustive_len=args.exhaustive_len,
         sample_size=args.sample_size,
         verify_len=args.verify_len,
-        solver=args.solver,
-        timeout=args.timeout,
+        query=query,
     )
     torch.set_num_threads(1)
     with tqdm(desc=f"training {task.name}", unit="step", leave=False, disable=None) as bar:
@@ -119,9 +117,11 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
                 bar.set_postfix(loss=f"{loss:.3f}")
 
         try:
-            report = run_train_example(task, out, options, progress=progress)
+            report = run_train_example(task, out, options, progress=progress, on_length=progress_lines())
         except OSError as e:
             raise VerifyInputError(f"cannot write the model spec to {out}: {e.strerror or e}") from e
+        except Interrupted as e:  # during the verification: the spec is written, the query's partial result shown
+            return interrupted(e, as_json=args.json)
     emit(_payload(report), _human(report), as_json=args.json)
     return 0
 
