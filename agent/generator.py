@@ -1,18 +1,17 @@
 """Tactic generation with a Hugging Face language model, conditioned on retrieved premises.
 
-The input follows ReProver's idea, not its exact bytes: the retrieved premises, each
-wrapped as ``<a>premise</a>``, then the goal (ReProver's own generator marks only each
-premise's name and separates premises by blank lines; a pretrained ReProver generator may do
-better with that form). The model's output is one tactic. Encoder-decoder models (ReProver's ByT5
-generator ``kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small``, or any T5) read the
-input and write the tactic; decoder-only models (GPT-2 and the like) continue the input
-after a separator. Beam search returns ``n`` tactics with their log-probabilities (the sum
-over the tactic's tokens, no length normalisation, so that search can add them along a
-path).
-
-Premises come first and the goal last, and the input is cut from the *left* when too long,
-so the goal always fits and the least relevant premises (retrieved last... i.e. placed
-first, see :func:`prompt`) are the ones dropped.
+The input is ReProver's, byte for byte (:func:`retrieval.formats.augmented_state`): the
+retrieved premises, each with its name marked ``<a>...</a>`` and followed by a blank line,
+best one last, within a byte budget of ``max_input_tokens`` (ReProver's ``max_inp_seq_len``,
+which for its byte-level ByT5 is the same count), then the goal. Encoder-decoder models
+(ReProver's ByT5 generators, or any T5) read it as ReProver's tokenizer call does, cut on the
+right past ``max_input_tokens`` (only a goal longer than that is cut: the premises were
+chosen to fit), and write the tactic; decoder-only models (GPT-2 and the like) continue it
+after a separator, cut on the left so that the separator stays. Beam search returns ``n``
+tactics with their log-probabilities (the sum over the tactic's tokens, no length
+normalisation, so that search can add them along a path). A generator taught on marked
+premises writes marks too (ReProver's was taught on tactics whose premises were marked):
+they are removed before a tactic leaves here for Lean, as ReProver removes them.
 """
 
 from __future__ import annotations
@@ -30,16 +29,11 @@ from transformers import (
 )
 
 from agent.search import Candidate
+from retrieval.formats import PremiseCode, augmented_state, remove_marks
 from retrieval.pretrained import ModelLoadError, load_pretrained, save_pretrained
 
 # Between the input and the tactic, for decoder-only models.
 SEPARATOR = "\n<tactic>"
-
-
-def prompt(state: str, premises: Sequence[str]) -> str:
-    """The model input: premises from least to most relevant, then the goal (so cutting
-    from the left drops the least relevant first)."""
-    return "".join(f"<a>{p}</a>" for p in reversed(premises)) + state
 
 
 class HFTacticGenerator:
@@ -60,7 +54,9 @@ class HFTacticGenerator:
         self.decoder_only = not model.config.is_encoder_decoder
         if self.decoder_only and tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        self.tokenizer.truncation_side = "left"
+        # ReProver's tokenizer call cuts on the right; a decoder-only model's input must keep
+        # its separator, the end, and is cut on the left.
+        self.tokenizer.truncation_side = "left" if self.decoder_only else "right"
         # A decoder-only model's tactic ends at the end of its line: every token holding a
         # newline ends a beam, so a beam's score is its tactic's (newline included) and beams
         # differ in the tactic, not in text after it.
@@ -91,9 +87,16 @@ class HFTacticGenerator:
     def save(self, directory: Path) -> None:
         save_pretrained(self.model, self.tokenizer, directory)
 
-    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
-        """Up to ``n`` tactics by beam search, best first, with their log-probabilities."""
-        text = prompt(state, premises) + (SEPARATOR if self.decoder_only else "")
+    def input_text(self, state: str, premises: Sequence[PremiseCode]) -> str:
+        """The text the model reads for ``state`` with ``premises`` (``(full_name, code)``, best
+        first): ReProver's augmented state, and the separator for a decoder-only model."""
+        text = augmented_state(state, premises, self.max_input_tokens)
+        return text + SEPARATOR if self.decoder_only else text
+
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
+        """Up to ``n`` tactics by beam search, best first, with their log-probabilities; marks
+        removed (they are no Lean)."""
+        text = self.input_text(state, premises)
         # A decoder-only model continues the text: no end-of-sequence token may close it.
         inputs = self.tokenizer(
             text,
@@ -127,4 +130,6 @@ class HFTacticGenerator:
         tactics = self.tokenizer.batch_decode(sequences, skip_special_tokens=True)
         if self.decoder_only:  # a tactic ends at the end of its line
             tactics = [t.split("\n", 1)[0] for t in tactics]
-        return [Candidate(t.strip(), float(s)) for t, s in zip(tactics, out.sequences_scores, strict=True)]
+        return [
+            Candidate(remove_marks(t).strip(), float(s)) for t, s in zip(tactics, out.sequences_scores, strict=True)
+        ]

@@ -28,6 +28,7 @@ from lean_env.lean.runner import LeanRunner
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem
+from retrieval.formats import PremisesFor
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class PremiseSource(Protocol):
     """The retriever seam: the premises to condition the generator on, for the goals of one
     theorem of one repository (only premises accessible from the theorem)."""
 
-    def premises_for(self, location: str, theorem: Theorem) -> Callable[[str], Sequence[str]]:
-        """goal text -> premise texts, best first."""
+    def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
+        """goal text -> ``(full_name, code)`` of premises, best first."""
         ...
 
 
@@ -104,7 +105,7 @@ def prove_theorem(
     backend: ProofBackend,
     generator: TacticGenerator,
     runner: LeanRunner,
-    premises: Callable[[str], Sequence[str]] | None = None,
+    premises: PremisesFor | None = None,
     search: SearchConfig = SearchConfig(),
     check_timeout: float = 600.0,
 ) -> ProofAttempt:

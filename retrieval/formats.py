@@ -16,7 +16,12 @@ proof search all build their inputs here.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+# A premise as the generator is given it: (full name, code).
+PremiseCode = tuple[str, str]
+# Goal text -> the premises retrieved for it, best first.
+PremisesFor = Callable[[str], Sequence[PremiseCode]]
 
 MARK_START = "<a>"
 MARK_END = "</a>"
