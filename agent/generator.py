@@ -29,25 +29,33 @@ from transformers import (
 )
 
 from agent.search import Candidate
+from retrieval.devices import Placement, placement
 from retrieval.formats import PremiseCode, augmented_state, remove_marks
 from retrieval.pretrained import ModelLoadError, load_pretrained, save_pretrained
 
 # Between the input and the tactic, for decoder-only models.
 SEPARATOR = "\n<tactic>"
+# ReProver's evaluation (prover/evaluate.py): 2048 input tokens (bytes for ByT5; it trained
+# on 2300), 512 for the tactic.
+MAX_INPUT_TOKENS = 2048
+MAX_TACTIC_TOKENS = 512
 
 
 class HFTacticGenerator:
-    """A :class:`~agent.search.TacticGenerator` backed by a ``transformers`` model."""
+    """A :class:`~agent.search.TacticGenerator` backed by a ``transformers`` model, run where
+    ``placement`` says (default: the CPU, in float32)."""
 
     def __init__(
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        max_input_tokens: int = 1024,
-        max_tactic_tokens: int = 128,
+        max_input_tokens: int = MAX_INPUT_TOKENS,
+        max_tactic_tokens: int = MAX_TACTIC_TOKENS,
+        placement: Placement | None = None,
     ) -> None:
-        self.model = model.eval()
+        self.placement = placement or Placement.cpu()
+        self.model = model.to(self.placement.device).eval()
         self.tokenizer = tokenizer
         self.max_input_tokens = max_input_tokens
         self.max_tactic_tokens = max_tactic_tokens
@@ -65,8 +73,10 @@ class HFTacticGenerator:
             self._stop_ids += [i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])]
 
     @classmethod
-    def load(cls, name_or_path: str | Path, **options: int) -> HFTacticGenerator:
-        """The generator at a local directory or Hugging Face name."""
+    def load(cls, name_or_path: str | Path, *, device: str = "auto", **options: int) -> HFTacticGenerator:
+        """The generator at a local directory or Hugging Face name, on ``device`` (see
+        :func:`retrieval.devices.placement`); ``options`` are the token budgets."""
+        where = placement(device)
         loaded = load_pretrained(
             name_or_path,
             "tactic generator",
@@ -74,15 +84,15 @@ class HFTacticGenerator:
         )
         if loaded.max_positions:  # absolute positions: input and output share them in a decoder-only model
             limit = loaded.max_positions - (
-                0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", 128)
+                0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", MAX_TACTIC_TOKENS)
             )
             if limit < 16:
                 raise ModelLoadError(
                     f"the tactic generator {str(name_or_path)!r} has only {loaded.max_positions} positions: "
                     "too few for a goal and a tactic"
                 )
-            options["max_input_tokens"] = min(options.get("max_input_tokens", 1024), limit)
-        return cls(loaded.model, loaded.tokenizer, **options)
+            options["max_input_tokens"] = min(options.get("max_input_tokens", MAX_INPUT_TOKENS), limit)
+        return cls(loaded.model, loaded.tokenizer, placement=where, **options)
 
     def save(self, directory: Path) -> None:
         save_pretrained(self.model, self.tokenizer, directory)
@@ -104,8 +114,8 @@ class HFTacticGenerator:
             max_length=self.max_input_tokens,
             return_tensors="pt",
             add_special_tokens=not self.decoder_only,
-        )
-        with torch.inference_mode():
+        ).to(self.placement.device)
+        with torch.inference_mode(), self.placement.autocast():
             # A configuration of our own, so that no default of the model's (repetition
             # penalties, forced tokens, minimum lengths) alters the scores.
             config = GenerationConfig(

@@ -152,16 +152,19 @@ def evaluate_generator(
 
 
 def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) -> torch.Tensor:
-    """Mean cross-entropy of the tactics' tokens given their inputs (teacher forcing)."""
-    tokenizer, model = generator.tokenizer, generator.model
+    """Mean cross-entropy of the tactics' tokens given their inputs (teacher forcing), on the
+    generator's device and in its precision (bfloat16 autocast on a recent GPU, as ReProver
+    trains)."""
+    tokenizer, model, where = generator.tokenizer, generator.model, generator.placement
     prompts = [generator.input_text(e.state, e.premises) for e in batch]
     if not generator.decoder_only:
         inputs = tokenizer(
             prompts, truncation=True, max_length=generator.max_input_tokens, padding=True, return_tensors="pt"
-        )
+        ).to(where.device)
         targets = [_tactic_ids(generator, e.tactic) for e in batch]
-        labels = _padded(targets, -100)
-        return model(**inputs, labels=labels).loss
+        labels = _padded(targets, -100).to(where.device)
+        with where.autocast():
+            return model(**inputs, labels=labels).loss
     # Decoder-only: the input (cut from the left, as generate() does) then the tactic's line;
     # only the tactic's tokens are learned.
     rows, label_rows = [], []
@@ -170,9 +173,11 @@ def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) ->
         tactic = _tactic_ids(generator, example.tactic)
         rows.append(context + tactic)
         label_rows.append([-100] * len(context) + tactic)
-    input_ids = _padded(rows, tokenizer.pad_token_id)
-    attention = _padded([[1] * len(r) for r in rows], 0)
-    return model(input_ids=input_ids, attention_mask=attention, labels=_padded(label_rows, -100)).loss
+    input_ids = _padded(rows, tokenizer.pad_token_id).to(where.device)
+    attention = _padded([[1] * len(r) for r in rows], 0).to(where.device)
+    labels = _padded(label_rows, -100).to(where.device)
+    with where.autocast():
+        return model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
 
 
 def _tactic_ids(generator: HFTacticGenerator, tactic: str) -> list[int]:

@@ -50,6 +50,9 @@ class RetrieverTraining:
     config: TrainConfig = TrainConfig()
     # Share of each repository's theorems held out for the recall matrix.
     test_fraction: float = 0.2
+    # Where the encoder trains and embeds (retrieval.devices.placement); not part of the
+    # identity, as for proving.
+    device: str = "auto"
 
     def identity(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.config), "model": model_key(self.model), "test_fraction": self.test_fraction}
@@ -196,7 +199,7 @@ class LifelongJob:
         )
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
-        encoder = TextEncoder.load(training.model)
+        encoder = TextEncoder.load(training.model, device=training.device)
         newest = {t.spec.location: t.commit for t in ordered}
 
         def after_step(row: ProgressRow) -> None:

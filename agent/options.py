@@ -70,6 +70,28 @@ def fraction(text: str) -> float:
     return _number(text, lambda v: 0 < v < 1, "between 0 and 1")
 
 
+def device(text: str) -> str:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether this machine has it is checked when
+    a model is placed, after parsing: that needs torch)."""
+    from retrieval.devices import DeviceError, check_device
+
+    try:
+        return check_device(text)
+    except DeviceError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--device ")) from None
+
+
+def device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device",
+        type=device,
+        default="auto",
+        metavar="auto|cpu|cuda[:N]",
+        help="where the models run: auto (the first CUDA device when torch sees one, else the CPU; default), "
+        "cpu, cuda or cuda:N; bfloat16 on GPUs of compute capability 8 and up, float32 elsewhere",
+    )
+
+
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -210,6 +232,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         require_ray()
     return ProvingConfig(
         generator=args.generator,
+        device=args.device,
         backend=ProofBackendChoice(args.proof_backend),
         search=SearchConfig(
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit

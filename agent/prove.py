@@ -41,6 +41,10 @@ class ProvingConfig:
 
     # The tactic generator: a local directory or a Hugging Face name.
     generator: str
+    # Where the generator and the retriever run (retrieval.devices.placement). Not part of
+    # the identity: a run resumed on another machine goes on (bfloat16 on a GPU may rank a
+    # few beams differently from float32, as any other GPU would).
+    device: str = "auto"
     # The proof environment that runs tactics.
     backend: ProofBackendChoice = ProofBackendChoice.AUTO
     # Candidates per expansion and the budgets of one theorem's search.
@@ -171,7 +175,7 @@ class TheoremProver:
         from agent.generator import HFTacticGenerator
 
         return cls(
-            HFTacticGenerator.load(config.generator),
+            HFTacticGenerator.load(config.generator, device=config.device),
             open_backend=config.backend_opener(data_dir),
             search=config.search,
             check_timeout=config.check_timeout,

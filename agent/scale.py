@@ -27,8 +27,6 @@ from retrieval.model_files import save_model
 if TYPE_CHECKING:
     from retrieval.encoder import TextEncoder
 
-    pass
-
 log = logging.getLogger(__name__)
 
 
@@ -65,16 +63,17 @@ class ProverRecipe:
         from agent.generator import HFTacticGenerator
         from retrieval.encoder import TextEncoder
 
-        HFTacticGenerator.load(self.config.generator)
+        HFTacticGenerator.load(self.config.generator, device=self.config.device)
         if self.retriever:
-            TextEncoder.load(self.retriever)
+            TextEncoder.load(self.retriever, device=self.config.device)
 
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
         from retrieval.encoder import TextEncoder
 
         premises = None
         if self.retriever:
-            premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.config.premises)
+            encoder = TextEncoder.load(self.retriever, device=self.config.device)
+            premises = premise_source(self.corpus, encoder, k=self.config.premises)
         return TheoremProver.load(self.config, data_dir=self.data_dir), premises
 
 

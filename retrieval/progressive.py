@@ -249,7 +249,8 @@ def _resume(
 def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's parts and its parsed meta, or one CheckpointError saying what the file is."""
     try:
-        state = torch.load(checkpoint, weights_only=True)
+        # On the CPU whatever device wrote it: the encoder and trainer move what they load.
+        state = torch.load(checkpoint, weights_only=True, map_location="cpu")
     except OSError as error:
         raise CheckpointError(f"cannot read the learner {checkpoint}: {error.strerror or error}") from error
     except Exception as error:  # refused pickled classes, or a damaged file (zip reader, unpickler, anywhere)

@@ -139,10 +139,11 @@ class ProgressiveTrainer:
         logits = queries @ keys.T / self.config.temperature  # (B, B)
         # Another example's premise that this example also used is not a negative.
         used = torch.tensor(
-            [[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)]
+            [[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)],
+            device=logits.device,
         )
         logits = logits.masked_fill(used, float("-inf"))
-        return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+        return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch), device=logits.device))
 
     def penalty(self) -> torch.Tensor:
         """The EWC penalty for the current weights: ``lambda / 2`` times :meth:`fisher_distance`."""
@@ -151,7 +152,7 @@ class ProgressiveTrainer:
     def fisher_distance(self) -> torch.Tensor:
         """``sum F (theta - theta*)^2``: how far the weights moved where earlier repositories
         need them (0 before the first consolidation; differentiable)."""
-        total = torch.zeros(())
+        total = torch.zeros((), device=self.encoder.placement.device)
         for name, param in self.encoder.model.named_parameters():
             if name in self._fisher:
                 total = total + (self._fisher[name] * (param - self._anchor[name]) ** 2).sum()
@@ -246,8 +247,10 @@ class ProgressiveTrainer:
         random_state = (rng["version"], tuple(rng["internal"]), rng["gauss_next"])
         reservoir = [_kept_from_json(kept) for kept in meta["reservoir"]]
         seen = meta["seen"]
-        self._optimizer.load_state_dict(tensors["optimizer"])
-        self._fisher, self._anchor = dict(tensors["fisher"]), dict(tensors["anchor"])
+        self._optimizer.load_state_dict(tensors["optimizer"])  # moves its state to the weights' device
+        device = self.encoder.placement.device
+        self._fisher = {name: value.to(device) for name, value in tensors["fisher"].items()}
+        self._anchor = {name: value.to(device) for name, value in tensors["anchor"].items()}
         self._reservoir, self._seen = reservoir, seen
         self._rng.setstate(random_state)
         torch.set_rng_state(tensors["torch_rng"])

@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from agent.options import json_option, positive_int, positive_number, split_options
+from agent.options import device_option, json_option, positive_int, positive_number, split_options
 from agent.output import emit, table
 from agent.settings import Settings
 from agent.workspace import ordered_traces
@@ -64,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="held-out examples generated for exact match (default: 200; the loss uses them all)",
     )
+    device_option(train)
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -86,7 +87,9 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
 
     out = args.out or settings.data_dir / "generator"
     traces = ordered_traces(settings)
-    premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
+    premises = None
+    if args.retriever:
+        premises = premise_source(traces, TextEncoder.load(args.retriever, device=args.device), k=args.premises)
     examples = tactic_examples(traces, premises=premises)
     if not examples:
         raise UserInputError(
@@ -94,7 +97,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
         )
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
-    generator = HFTacticGenerator.load(args.model)
+    generator = HFTacticGenerator.load(args.model, device=args.device)
     config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
     with tqdm(
         total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent.options import add_prove_options, json_option, proving_config
+from agent.options import add_prove_options, device_option, json_option, proving_config
 from agent.output import emit
 from agent.settings import Settings
 
@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument(
         "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
     )
+    device_option(prove)
     json_option(prove)
     prove.set_defaults(handler=_prove)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from agent.options import (
     add_prove_options,
     add_train_options,
+    device_option,
     json_option,
     proving_config,
     tracer_option,
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    device_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
 
@@ -55,7 +57,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     options = LifelongOptions(
         repos=args.repos,
         tracer=TracerChoice(args.backend),
-        training=None if args.no_train else RetrieverTraining(args.model, train_config(args), args.test_fraction),
+        training=None
+        if args.no_train
+        else RetrieverTraining(args.model, train_config(args), args.test_fraction, device=args.device),
         proving=proving_config(args) if args.generator else None,
     )
     result = LifelongJob(settings, options).run()
