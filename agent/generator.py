@@ -30,15 +30,17 @@ from transformers import (
 
 from agent.search import Candidate
 from retrieval.devices import Placement, placement
-from retrieval.formats import PremiseCode, augmented_state, remove_marks
+from retrieval.formats import (
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PremiseCode,
+    augmented_state,
+    remove_marks,
+)
 from retrieval.pretrained import ModelLoadError, load_pretrained, save_pretrained
 
 # Between the input and the tactic, for decoder-only models.
 SEPARATOR = "\n<tactic>"
-# ReProver's evaluation (prover/evaluate.py): 2048 input tokens (bytes for ByT5; it trained
-# on 2300), 512 for the tactic.
-MAX_INPUT_TOKENS = 2048
-MAX_TACTIC_TOKENS = 512
 
 
 class HFTacticGenerator:
@@ -50,8 +52,8 @@ class HFTacticGenerator:
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        max_input_tokens: int = MAX_INPUT_TOKENS,
-        max_tactic_tokens: int = MAX_TACTIC_TOKENS,
+        max_input_tokens: int = GENERATOR_INPUT_LENGTH,
+        max_tactic_tokens: int = GENERATOR_OUTPUT_LENGTH,
         placement: Placement | None = None,
     ) -> None:
         self.placement = placement or Placement.cpu()
@@ -84,14 +86,14 @@ class HFTacticGenerator:
         )
         if loaded.max_positions:  # absolute positions: input and output share them in a decoder-only model
             limit = loaded.max_positions - (
-                0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", MAX_TACTIC_TOKENS)
+                0 if loaded.config.is_encoder_decoder else options.get("max_tactic_tokens", GENERATOR_OUTPUT_LENGTH)
             )
             if limit < 16:
                 raise ModelLoadError(
                     f"the tactic generator {str(name_or_path)!r} has only {loaded.max_positions} positions: "
                     "too few for a goal and a tactic"
                 )
-            options["max_input_tokens"] = min(options.get("max_input_tokens", MAX_INPUT_TOKENS), limit)
+            options["max_input_tokens"] = min(options.get("max_input_tokens", GENERATOR_INPUT_LENGTH), limit)
         return cls(loaded.model, loaded.tokenizer, placement=where, **options)
 
     def save(self, directory: Path) -> None:

@@ -10,6 +10,14 @@ from typing import TYPE_CHECKING
 
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.trace.choice import TracerChoice
+from retrieval.formats import (
+    CANDIDATES_PER_EXPANSION,
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PREMISES_PER_GOAL,
+    RETRIEVER_LENGTH,
+    RETRIEVER_TRAIN_LENGTH,
+)
 
 if TYPE_CHECKING:
     from agent.prove import ProvingConfig
@@ -92,6 +100,35 @@ def device_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def retriever_length_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retriever-len",
+        type=positive_int,
+        default=RETRIEVER_LENGTH,
+        metavar="N",
+        help=f"tokens of a goal or premise the retriever embeds (default: {RETRIEVER_LENGTH}, ReProver's; bytes "
+        "for ByT5; at most the model's positions; 256 is CPU-friendly)",
+    )
+
+
+def generator_length_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-len",
+        type=at_least(16),
+        default=GENERATOR_INPUT_LENGTH,
+        metavar="N",
+        help=f"tokens of the generator's input, also the premises' budget in UTF-8 bytes (default: "
+        f"{GENERATOR_INPUT_LENGTH}, ReProver's; 1024 is CPU-friendly)",
+    )
+    parser.add_argument(
+        "--tactic-len",
+        type=positive_int,
+        default=GENERATOR_OUTPUT_LENGTH,
+        metavar="N",
+        help=f"tokens of a generated tactic (default: {GENERATOR_OUTPUT_LENGTH}, ReProver's; 128 is CPU-friendly)",
+    )
+
+
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -141,6 +178,14 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lr", type=positive_number, default=2e-5, help="AdamW learning rate (default: 2e-5)")
     parser.add_argument(
+        "--train-len",
+        type=positive_int,
+        default=RETRIEVER_TRAIN_LENGTH,
+        metavar="N",
+        help=f"tokens of a goal or premise in training (default: {RETRIEVER_TRAIN_LENGTH}, ReProver's; "
+        "256 is CPU-friendly)",
+    )
+    parser.add_argument(
         "--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)"
     )
     split_options(parser)
@@ -155,12 +200,24 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.lr,
+        max_length=args.train_len,
         ewc_lambda=args.ewc_lambda,
         seed=args.seed,
     )
 
 
 # ---- proving ---------------------------------------------------------------------------
+
+
+def premises_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--premises",
+        type=positive_int,
+        default=PREMISES_PER_GOAL,
+        metavar="K",
+        help=f"premises per goal from the retriever, of which those that fit the input are shown (default: "
+        f"{PREMISES_PER_GOAL}, ReProver's; 10 is CPU-friendly)",
+    )
 
 
 def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, generator_required: bool) -> None:
@@ -173,13 +230,7 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, gen
         help="tactic generator: a local directory or a Hugging Face name "
         "(e.g. kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small; needs the network once)",
     )
-    parser.add_argument(
-        "--premises",
-        type=positive_int,
-        default=10,
-        metavar="K",
-        help="premises per goal from the retriever (default: 10)",
-    )
+    premises_option(parser)
     parser.add_argument(
         backend_flag,
         dest="proof_backend",
@@ -188,8 +239,13 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str, gen
         help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)",
     )
     parser.add_argument(
-        "--candidates", type=positive_int, default=8, help="tactics asked per expanded goal (default: 8)"
+        "--candidates",
+        type=positive_int,
+        default=CANDIDATES_PER_EXPANSION,
+        help=f"tactics asked per expanded goal, the beams of beam search (default: {CANDIDATES_PER_EXPANSION}, "
+        "LeanDojo's evaluation; 8 is CPU-friendly: docs/search.md)",
     )
+    generator_length_options(parser)
     parser.add_argument(
         "--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)"
     )
@@ -238,6 +294,8 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit
         ),
         premises=args.premises,
+        input_len=args.input_len,
+        tactic_len=args.tactic_len,
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
         workers=args.workers,

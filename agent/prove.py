@@ -28,7 +28,12 @@ from lean_env.lean.runner import LeanRunner
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem
-from retrieval.formats import PremisesFor
+from retrieval.formats import (
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PREMISES_PER_GOAL,
+    PremisesFor,
+)
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
@@ -49,8 +54,12 @@ class ProvingConfig:
     backend: ProofBackendChoice = ProofBackendChoice.AUTO
     # Candidates per expansion and the budgets of one theorem's search.
     search: SearchConfig = SearchConfig()
-    # Premises per goal from the retriever (when there is one).
-    premises: int = 10
+    # Premises per goal from the retriever (when there is one); ReProver's 100, of which those
+    # that fit the generator's input are shown.
+    premises: int = PREMISES_PER_GOAL
+    # Tokens of the generator's input (also the premises' budget in bytes) and of a tactic.
+    input_len: int = GENERATOR_INPUT_LENGTH
+    tactic_len: int = GENERATOR_OUTPUT_LENGTH
     # Seconds one tactic may run in the proof environment.
     tactic_timeout: float = 60.0
     # Seconds for the final check's Lean run over the whole file.
@@ -65,6 +74,8 @@ class ProvingConfig:
             "generator": model_key(self.generator),
             "backend": str(self.backend),
             "premises": self.premises,
+            "input_len": self.input_len,
+            "tactic_len": self.tactic_len,
             "candidates": self.search.num_candidates,
             "max_expansions": self.search.max_expansions,
             "time_limit": self.search.time_limit,
@@ -175,7 +186,12 @@ class TheoremProver:
         from agent.generator import HFTacticGenerator
 
         return cls(
-            HFTacticGenerator.load(config.generator, device=config.device),
+            HFTacticGenerator.load(
+                config.generator,
+                device=config.device,
+                max_input_tokens=config.input_len,
+                max_tactic_tokens=config.tactic_len,
+            ),
             open_backend=config.backend_opener(data_dir),
             search=config.search,
             check_timeout=config.check_timeout,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agent.prove import PremiseSource, ProofAttempt, ProvingConfig, TheoremProver, premise_source
 from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.records import RepoTrace, Theorem
+from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
@@ -55,26 +56,26 @@ class ProverRecipe:
     config: ProvingConfig
     data_dir: Path  # the proof environments' caches (REPL builds, LeanDojo traces)
     retriever: str | None = None  # premise encoder, name or directory
+    retriever_len: int = RETRIEVER_LENGTH  # tokens of a goal or premise it embeds
     corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
 
     def check(self) -> None:
         """Load the models once here, so that a bad name or directory is the user's error
         before any worker starts (a worker would die of it)."""
         from agent.generator import HFTacticGenerator
-        from retrieval.encoder import TextEncoder
 
         HFTacticGenerator.load(self.config.generator, device=self.config.device)
         if self.retriever:
-            TextEncoder.load(self.retriever, device=self.config.device)
+            self._encoder()
 
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
+        premises = premise_source(self.corpus, self._encoder(), k=self.config.premises) if self.retriever else None
+        return TheoremProver.load(self.config, data_dir=self.data_dir), premises
+
+    def _encoder(self) -> TextEncoder:
         from retrieval.encoder import TextEncoder
 
-        premises = None
-        if self.retriever:
-            encoder = TextEncoder.load(self.retriever, device=self.config.device)
-            premises = premise_source(self.corpus, encoder, k=self.config.premises)
-        return TheoremProver.load(self.config, data_dir=self.data_dir), premises
+        return TextEncoder.load(self.retriever, max_length=self.retriever_len, device=self.config.device)
 
 
 def prove_here(
@@ -116,7 +117,10 @@ class ProofRunner:
                 self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
             )
         save_model(encoder, snapshot)
-        return ProofRunner(dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus), None, None)
+        recipe = dataclasses.replace(
+            self.recipe, retriever=str(snapshot), retriever_len=encoder.max_length, corpus=corpus
+        )
+        return ProofRunner(recipe, None, None)
 
     def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
         if self._prover is not None:

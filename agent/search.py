@@ -36,7 +36,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
-from retrieval.formats import PremiseCode, PremisesFor
+from retrieval.formats import CANDIDATES_PER_EXPANSION, PremiseCode, PremisesFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class SearchStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    num_candidates: int = 8  # tactics asked of the generator per expansion
+    num_candidates: int = CANDIDATES_PER_EXPANSION  # tactics asked of the generator per expansion
     max_expansions: int = 100
     time_limit: float = 600.0  # seconds of wall time for the whole search
     max_depth: int = 50  # the longest proof searched, in tactics

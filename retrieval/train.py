@@ -36,6 +36,7 @@ import torch
 from lean_env.records import Position
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import TextEncoder
+from retrieval.formats import RETRIEVER_TRAIN_LENGTH
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,9 @@ class TrainConfig:
     epochs: int = 1
     batch_size: int = 16
     learning_rate: float = 2e-5
+    # Tokens of a goal or premise embedded in training (ReProver's retriever trained on 1024;
+    # it embeds 2048 when proving, the encoder's own max_length).
+    max_length: int = RETRIEVER_TRAIN_LENGTH
     temperature: float = 0.05
     ewc_lambda: float = 1e10  # weight of the EWC penalty (MiniLM's Fisher values are tiny)
     ewc_decay: float = 1.0  # online EWC: how much of the older Fisher information is kept
@@ -134,8 +138,9 @@ class ProgressiveTrainer:
     def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
         """The InfoNCE loss of one batch (differentiable)."""
         chosen = [e.positives[self._rng.randrange(len(e.positives))] for e in batch]
-        queries = self.encoder.embed([e.context for e in batch])  # (B, d)
-        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen])  # (B, d)
+        length = self.config.max_length
+        queries = self.encoder.embed([e.context for e in batch], max_length=length)  # (B, d)
+        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen], max_length=length)  # (B, d)
         logits = queries @ keys.T / self.config.temperature  # (B, B)
         # Another example's premise that this example also used is not a negative.
         used = torch.tensor(

@@ -12,7 +12,7 @@ from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
 
 from agent.generator import SEPARATOR, HFTacticGenerator
 from agent.generator_training import TacticExample, tactic_loss
-from agent.search import SearchStatus, best_first_search
+from agent.search import SearchConfig, SearchStatus, best_first_search
 from retrieval.formats import augmented_state
 from retrieval.pretrained import ModelLoadError
 
@@ -103,7 +103,7 @@ def test_unloadable_generators_are_user_errors(tmp_path: Path) -> None:
 def test_search_with_a_taught_generator_finds_the_proof(taught: HFTacticGenerator) -> None:
     (first_goal, first), (second_goal, second) = PAIRS
     session = WorldSession(first_goal, {first_goal: {first: second_goal}, second_goal: {second: DONE}})
-    result = best_first_search(session, taught)
+    result = best_first_search(session, taught, SearchConfig(num_candidates=8))
     assert result.status is SearchStatus.PROVED and result.proof == (first, second)
 
 

@@ -4,6 +4,7 @@ earlier repositories needed, replay keeps a fair reservoir, and the lifelong loo
 from __future__ import annotations
 
 import dataclasses
+import enum
 import fractions
 import json
 import logging
@@ -281,6 +282,7 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
         "epochs": 1,
         "batch_size": 8,
         "learning_rate": 1e-3,
+        "max_length": 1024,
         "temperature": 0.05,
         "ewc_lambda": 1e10,
         "ewc_decay": 1.0,
@@ -290,6 +292,7 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
         "ks": [1, 10],
         "test_fraction": 0.5,
         "model": "tiny",
+        "embed_length": 64,
     }
     assert [(row["repo"], row["commit"]) for row in meta["rows"]] == [("/r/a", "c0"), ("/r/b", "c0")]
     assert len(meta["trainer"]["reservoir"]) == 4 and meta["trainer"]["seen"] > 4
@@ -298,7 +301,13 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
 
 
 def _changed(value: object) -> object:
-    return next(c for c in Consolidation if c != value) if isinstance(value, Consolidation) else value + 1  # type: ignore[operator]
+    if isinstance(value, enum.Enum):
+        return next(c for c in type(value) if c != value)
+    return value + 1  # type: ignore[operator]
+
+
+def _id(config: TrainConfig, *, embed_length: int = 512, place: str = "") -> str:
+    return learner_id(config, test_fraction=0.2, model_id="m", embed_length=embed_length, place=place)
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(TrainConfig)])
@@ -307,14 +316,19 @@ def test_every_training_option_is_part_of_the_learner(name: str) -> None:
     is left out of it would let a learner of other options be picked up."""
     base = TrainConfig()
     other = dataclasses.replace(base, **{name: _changed(getattr(base, name))})
-    assert learner_id(other, test_fraction=0.2, model_id="m") != learner_id(base, test_fraction=0.2, model_id="m")
+    assert _id(other) != _id(base)
+
+
+def test_the_embedding_length_is_part_of_the_learner() -> None:
+    """The scores of its rows were measured at that length."""
+    assert _id(TrainConfig(), embed_length=256) != _id(TrainConfig(), embed_length=2048)
 
 
 def test_the_learner_id_is_stable() -> None:
     """The id names the learner's file across versions of leanagent: a change here orphans
-    every user's learner (change it only with the key, and say so)."""
-    assert learner_id(TrainConfig(), test_fraction=0.2, model_id="m", place="sqlite:///x.db") == "ec21ff48be02"
-    assert learner_id(TrainConfig(), test_fraction=0.2, model_id="m", place="sqlite:///y.db") != "ec21ff48be02"
+    every user's learner (change it only with the key, and say so: docs/retrieval.md)."""
+    assert _id(TrainConfig(), place="sqlite:///x.db") == "473a8d15cd59"
+    assert _id(TrainConfig(), place="sqlite:///y.db") != "473a8d15cd59"
 
 
 def _old_learner(path, traces: list[RepoTrace]) -> None:

@@ -15,7 +15,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from agent.options import device_option, json_option, positive_int, positive_number, split_options
+from agent.options import (
+    device_option,
+    generator_length_options,
+    json_option,
+    positive_int,
+    positive_number,
+    premises_option,
+    retriever_length_option,
+    split_options,
+)
 from agent.output import emit, table
 from agent.settings import Settings
 from agent.workspace import ordered_traces
@@ -46,13 +55,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME|DIR",
         help="premise encoder whose retrieved premises are shown (default: none)",
     )
-    train.add_argument(
-        "--premises",
-        type=positive_int,
-        default=10,
-        metavar="K",
-        help="premises per goal with --retriever (default: 10)",
-    )
+    premises_option(train)
+    retriever_length_option(train)
+    generator_length_options(train)
     train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
     train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
     train.add_argument("--lr", type=positive_number, default=5e-4, help="AdamW learning rate (default: 5e-4)")
@@ -89,7 +94,8 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     traces = ordered_traces(settings)
     premises = None
     if args.retriever:
-        premises = premise_source(traces, TextEncoder.load(args.retriever, device=args.device), k=args.premises)
+        encoder = TextEncoder.load(args.retriever, max_length=args.retriever_len, device=args.device)
+        premises = premise_source(traces, encoder, k=args.premises)
     examples = tactic_examples(traces, premises=premises)
     if not examples:
         raise UserInputError(
@@ -97,7 +103,9 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
         )
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
-    generator = HFTacticGenerator.load(args.model, device=args.device)
+    generator = HFTacticGenerator.load(
+        args.model, device=args.device, max_input_tokens=args.input_len, max_tactic_tokens=args.tactic_len
+    )
     config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
     with tqdm(
         total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent.options import add_prove_options, device_option, json_option, proving_config
+from agent.options import add_prove_options, device_option, json_option, proving_config, retriever_length_option
 from agent.output import emit
 from agent.settings import Settings
 
@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     prove.add_argument(
         "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
     )
+    retriever_length_option(prove)
     device_option(prove)
     json_option(prove)
     prove.set_defaults(handler=_prove)
@@ -54,6 +55,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         "command": "prove",
         **config.identity(),
         "retriever": model_key(args.retriever) if args.retriever else None,
+        "retriever_len": args.retriever_len if args.retriever else None,
         "theorems": args.theorem,
         "repo": args.repo,
     }
@@ -64,6 +66,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             config,
             settings.data_dir,
             retriever=args.retriever,
+            retriever_len=args.retriever_len,
             corpus=tuple(store.latest_traces()) if args.retriever else (),
         )
         # Models load before the run starts: a bad name is the user's error, not a failed run

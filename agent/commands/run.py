@@ -22,6 +22,7 @@ from agent.options import (
     device_option,
     json_option,
     proving_config,
+    retriever_length_option,
     tracer_option,
     train_config,
 )
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend", generator_required=False)
+    retriever_length_option(run)
     device_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -59,7 +61,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         tracer=TracerChoice(args.backend),
         training=None
         if args.no_train
-        else RetrieverTraining(args.model, train_config(args), args.test_fraction, device=args.device),
+        else RetrieverTraining(
+            args.model, train_config(args), args.test_fraction, embed_length=args.retriever_len, device=args.device
+        ),
         proving=proving_config(args) if args.generator else None,
     )
     result = LifelongJob(settings, options).run()
