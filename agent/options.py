@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
@@ -188,15 +189,58 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)"
     )
+    parser.add_argument(
+        "--loss",
+        choices=("infonce", "mse"),
+        default="infonce",
+        help="infonce (in-batch negatives; default) or mse (ReProver's: cosine similarity against used/unused, "
+        "with in-batch and hard negatives); docs/retrieval.md compares them",
+    )
+    parser.add_argument(
+        "--negatives",
+        type=at_least(0),
+        default=3,
+        metavar="N",
+        help="hard negatives per example of the mse loss (default: 3, ReProver's)",
+    )
+    parser.add_argument(
+        "--in-file-negatives",
+        type=at_least(0),
+        default=1,
+        metavar="N",
+        help="of them from the used premise's file (default: 1, ReProver's)",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("constant", "cosine"),
+        default="constant",
+        help="learning rate in each repository's step: constant (default) or cosine (ReProver's: linear "
+        "warmup, then a cosine to 0)",
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=at_least(0),
+        default=1000,
+        metavar="N",
+        help="batches of linear warmup of the cosine schedule (default: 1000, LeanAgent's)",
+    )
     split_options(parser)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The options of :func:`add_train_options` (checked by their types while parsing)."""
-    from retrieval.train import Consolidation, TrainConfig
+    """The options of :func:`add_train_options` (each checked by its type while parsing; the
+    in-file negatives, a share of the negatives, here)."""
+    from retrieval.train import Consolidation, Loss, Schedule, TrainConfig
 
+    if args.in_file_negatives > args.negatives:
+        raise UserInputError(f"--in-file-negatives {args.in_file_negatives} is more than --negatives {args.negatives}")
     return TrainConfig(
         consolidation=Consolidation(args.consolidation),
+        loss=Loss(args.loss),
+        negatives=args.negatives,
+        in_file_negatives=args.in_file_negatives,
+        schedule=Schedule(args.schedule),
+        warmup_steps=args.warmup_steps,
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.lr,

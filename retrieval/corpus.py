@@ -84,6 +84,11 @@ class PremiseCorpus:
         """The corpus index of the premise ``full_name`` as ``repo`` sees it, if it has one."""
         return self._names.get(repo, {}).get(full_name)
 
+    def file_premises(self, repo: str, path: str) -> np.ndarray:
+        """The corpus indices of the premises declared in ``path`` of ``repo``, in source order."""
+        found = self._by_file.get((repo, path))
+        return found[0] if found else np.zeros(0, dtype=np.int64)
+
     def accessible(self, repo: str, path: str, before: Position) -> np.ndarray:
         """A boolean mask over the corpus: the premises a declaration of ``repo`` at
         ``path``:``before`` may use."""
