@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from lean_env.benchmark.dojo_shapes import premise_from_json
 from lean_env.records import DeclKind
 from lean_env.trace.source import extract_file
 from lean_env.trace.source.corpus_code import premise_code
@@ -82,3 +83,9 @@ def test_source_extraction_gives_corpus_code(source: str, codes: dict[str, str])
 )
 def test_a_premises_code_alone_becomes_corpus_code(code: str, kind: DeclKind, expected: str) -> None:
     assert premise_code(code, kind) == expected
+
+
+def test_benchmark_premises_are_read_in_corpus_form() -> None:
+    entry = {"full_name": "A.t", "code": "theorem t : T := by simp -- x", "start": [1, 1], "end": [1, 30]}
+    premise = premise_from_json({**entry, "kind": "commanddeclaration"}, "A.lean")
+    assert premise is not None and (premise.kind, premise.code) == (DeclKind.THEOREM, "theorem t : T")
