@@ -103,6 +103,8 @@ class TrainConfig:
     # Tokens of a goal or premise embedded in training (ReProver's retriever trained on 1024;
     # it embeds 2048 when proving, the encoder's own max_length).
     max_length: int = RETRIEVER_TRAIN_LENGTH
+    # InfoNCE by default: on bench/retrieval_progressive.py it learned every repository fully
+    # in its step, ReProver's MSE (with its cosine schedule) much less (docs/retrieval.md).
     loss: Loss = Loss.INFONCE
     temperature: float = 0.05  # of the InfoNCE loss
     # Hard negatives per example of the MSE loss, of which in_file_negatives come from the
