@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+from agent.generator import HFTacticGenerator
 from agent.prove import PremiseSource
 from lean_env.records import RepoTrace, TheoremStatus
+from retrieval.formats import PremiseCode, remove_marks
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,8 @@ class TacticExample:
     repo: str  # the repository's location
     theorem: str  # the theorem's full name (the split keeps a theorem's steps together)
     state: str
-    tactic: str
-    premises: tuple[str, ...] = ()
+    tactic: str  # as Lean runs it: no <a> marks
+    premises: tuple[PremiseCode, ...] = ()  # (full_name, code), best first
 
 
 def tactic_examples(traces: Sequence[RepoTrace], *, premises: PremiseSource | None = None) -> list[TacticExample]:
@@ -50,7 +51,10 @@ def tactic_examples(traces: Sequence[RepoTrace], *, premises: PremiseSource | No
             for step in steps:
                 assert step.state_before is not None
                 shown = tuple(retrieve(step.state_before)) if retrieve else ()
-                out.append(TacticExample(repo, theorem.full_name, step.state_before, step.tactic.strip(), shown))
+                # Marked tactics (LeanDojo's annotated ones) are taught without their marks, as
+                # ReProver teaches them: the generator's tactics go to Lean as they are written.
+                tactic = remove_marks(step.tactic).strip()
+                out.append(TacticExample(repo, theorem.full_name, step.state_before, tactic, shown))
     return out
 
 
@@ -148,27 +152,32 @@ def evaluate_generator(
 
 
 def tactic_loss(generator: HFTacticGenerator, batch: Sequence[TacticExample]) -> torch.Tensor:
-    """Mean cross-entropy of the tactics' tokens given their inputs (teacher forcing)."""
-    tokenizer, model = generator.tokenizer, generator.model
-    prompts = [prompt(e.state, e.premises) for e in batch]
+    """Mean cross-entropy of the tactics' tokens given their inputs (teacher forcing), on the
+    generator's device and in its precision (bfloat16 autocast on a recent GPU, as ReProver
+    trains)."""
+    tokenizer, model, where = generator.tokenizer, generator.model, generator.placement
+    prompts = [generator.input_text(e.state, e.premises) for e in batch]
     if not generator.decoder_only:
         inputs = tokenizer(
             prompts, truncation=True, max_length=generator.max_input_tokens, padding=True, return_tensors="pt"
-        )
+        ).to(where.device)
         targets = [_tactic_ids(generator, e.tactic) for e in batch]
-        labels = _padded(targets, -100)
-        return model(**inputs, labels=labels).loss
+        labels = _padded(targets, -100).to(where.device)
+        with where.autocast():
+            return model(**inputs, labels=labels).loss
     # Decoder-only: the input (cut from the left, as generate() does) then the tactic's line;
     # only the tactic's tokens are learned.
     rows, label_rows = [], []
     for text, example in zip(prompts, batch, strict=True):
-        context = tokenizer(text + SEPARATOR, add_special_tokens=False)["input_ids"][-generator.max_input_tokens :]
+        context = tokenizer(text, add_special_tokens=False)["input_ids"][-generator.max_input_tokens :]
         tactic = _tactic_ids(generator, example.tactic)
         rows.append(context + tactic)
         label_rows.append([-100] * len(context) + tactic)
-    input_ids = _padded(rows, tokenizer.pad_token_id)
-    attention = _padded([[1] * len(r) for r in rows], 0)
-    return model(input_ids=input_ids, attention_mask=attention, labels=_padded(label_rows, -100)).loss
+    input_ids = _padded(rows, tokenizer.pad_token_id).to(where.device)
+    attention = _padded([[1] * len(r) for r in rows], 0).to(where.device)
+    labels = _padded(label_rows, -100).to(where.device)
+    with where.autocast():
+        return model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
 
 
 def _tactic_ids(generator: HFTacticGenerator, tactic: str) -> list[int]:

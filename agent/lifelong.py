@@ -33,6 +33,7 @@ from agent.workspace import ingest_repositories, open_store
 from lean_env.errors import LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
 from lean_env.trace.choice import TracerChoice
+from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import model_key, save_model
 from retrieval.train import TrainConfig
 
@@ -52,9 +53,20 @@ class RetrieverTraining:
     config: TrainConfig = TrainConfig()
     # Share of each repository's theorems held out for the recall matrix.
     test_fraction: float = 0.2
+    # Tokens of a goal or premise embedded for the scores and for proving (ReProver's 2048;
+    # training embeds config.max_length).
+    embed_length: int = RETRIEVER_LENGTH
+    # Where the encoder trains and embeds (retrieval.devices.placement); not part of the
+    # identity, as for proving.
+    device: str = "auto"
 
     def identity(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self.config), "model": model_key(self.model), "test_fraction": self.test_fraction}
+        return {
+            **dataclasses.asdict(self.config),
+            "model": model_key(self.model),
+            "test_fraction": self.test_fraction,
+            "embed_length": self.embed_length,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,12 +237,16 @@ class LifelongJob:
         model_id = model_key(training.model)
         # One learner per database, starting model and options, kept across runs: it is the
         # lifelong state (another database or model starts another learner, it never mixes).
+        encoder = TextEncoder.load(training.model, max_length=training.embed_length, device=training.device)
         name = learner_id(
-            training.config, test_fraction=training.test_fraction, model_id=model_id, place=settings.db_url
+            training.config,
+            test_fraction=training.test_fraction,
+            model_id=model_id,
+            embed_length=encoder.max_length,
+            place=settings.db_url,
         )
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
-        encoder = TextEncoder.load(training.model)
         newest = {t.spec.location: t.commit for t in ordered}
 
         def after_step(row: ProgressRow) -> None:

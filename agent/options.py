@@ -8,8 +8,17 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.trace.choice import TracerChoice
+from retrieval.formats import (
+    CANDIDATES_PER_EXPANSION,
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PREMISES_PER_GOAL,
+    RETRIEVER_LENGTH,
+    RETRIEVER_TRAIN_LENGTH,
+)
 
 if TYPE_CHECKING:
     from agent.prove import ProvingConfig
@@ -90,6 +99,57 @@ def skip_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def device(text: str) -> str:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether this machine has it is checked when
+    a model is placed, after parsing: that needs torch)."""
+    from retrieval.devices import DeviceError, check_device
+
+    try:
+        return check_device(text)
+    except DeviceError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--device ")) from None
+
+
+def device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device",
+        type=device,
+        default="auto",
+        metavar="auto|cpu|cuda[:N]",
+        help="where the models run: auto (the first CUDA device when torch sees one, else the CPU; default), "
+        "cpu, cuda or cuda:N; bfloat16 on GPUs of compute capability 8 and up, float32 elsewhere",
+    )
+
+
+def retriever_length_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retriever-len",
+        type=positive_int,
+        default=RETRIEVER_LENGTH,
+        metavar="N",
+        help=f"tokens of a goal or premise the retriever embeds (default: {RETRIEVER_LENGTH}, ReProver's; bytes "
+        "for ByT5; at most the model's positions; 256 is CPU-friendly)",
+    )
+
+
+def generator_length_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-len",
+        type=at_least(16),
+        default=GENERATOR_INPUT_LENGTH,
+        metavar="N",
+        help=f"tokens of the generator's input, also the premises' budget in UTF-8 bytes (default: "
+        f"{GENERATOR_INPUT_LENGTH}, ReProver's; 1024 is CPU-friendly)",
+    )
+    parser.add_argument(
+        "--tactic-len",
+        type=positive_int,
+        default=GENERATOR_OUTPUT_LENGTH,
+        metavar="N",
+        help=f"tokens of a generated tactic (default: {GENERATOR_OUTPUT_LENGTH}, ReProver's; 128 is CPU-friendly)",
+    )
+
+
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -148,26 +208,89 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lr", type=positive_number, default=2e-5, help="AdamW learning rate (default: 2e-5)")
     parser.add_argument(
+        "--train-len",
+        type=positive_int,
+        default=RETRIEVER_TRAIN_LENGTH,
+        metavar="N",
+        help=f"tokens of a goal or premise in training (default: {RETRIEVER_TRAIN_LENGTH}, ReProver's; "
+        "256 is CPU-friendly)",
+    )
+    parser.add_argument(
         "--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)"
+    )
+    parser.add_argument(
+        "--loss",
+        choices=("infonce", "mse"),
+        default="infonce",
+        help="infonce (in-batch negatives; default: it learned the benchmark best) or mse (ReProver's: cosine "
+        "similarity against used/unused, with in-batch and hard negatives); docs/retrieval.md compares them",
+    )
+    parser.add_argument(
+        "--negatives",
+        type=at_least(0),
+        default=3,
+        metavar="N",
+        help="hard negatives per example of the mse loss (default: 3, ReProver's)",
+    )
+    parser.add_argument(
+        "--in-file-negatives",
+        type=at_least(0),
+        default=1,
+        metavar="N",
+        help="of them from the used premise's file (default: 1, ReProver's)",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("constant", "cosine"),
+        default="constant",
+        help="learning rate in each repository's step: constant (default) or cosine (ReProver's: linear "
+        "warmup, then a cosine to 0)",
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=at_least(0),
+        default=1000,
+        metavar="N",
+        help="batches of linear warmup of the cosine schedule (default: 1000, LeanAgent's)",
     )
     split_options(parser)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The options of :func:`add_train_options` (checked by their types while parsing)."""
-    from retrieval.train import Consolidation, TrainConfig
+    """The options of :func:`add_train_options` (each checked by its type while parsing; the
+    in-file negatives, a share of the negatives, here)."""
+    from retrieval.train import Consolidation, Loss, Schedule, TrainConfig
 
+    if args.in_file_negatives > args.negatives:
+        raise UserInputError(f"--in-file-negatives {args.in_file_negatives} is more than --negatives {args.negatives}")
     return TrainConfig(
         consolidation=Consolidation(args.consolidation),
+        loss=Loss(args.loss),
+        negatives=args.negatives,
+        in_file_negatives=args.in_file_negatives,
+        schedule=Schedule(args.schedule),
+        warmup_steps=args.warmup_steps,
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.lr,
+        max_length=args.train_len,
         ewc_lambda=args.ewc_lambda,
         seed=args.seed,
     )
 
 
 # ---- proving ---------------------------------------------------------------------------
+
+
+def premises_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--premises",
+        type=positive_int,
+        default=PREMISES_PER_GOAL,
+        metavar="K",
+        help=f"premises per goal from the retriever, of which those that fit the input are shown (default: "
+        f"{PREMISES_PER_GOAL}, ReProver's; 10 is CPU-friendly)",
+    )
 
 
 def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> None:
@@ -185,13 +308,7 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
         action="store_true",
         help="with --generator: merge the built-in suggester's candidates with the model's (half the probability each)",
     )
-    parser.add_argument(
-        "--premises",
-        type=positive_int,
-        default=10,
-        metavar="K",
-        help="premises per goal from the retriever (default: 10)",
-    )
+    premises_option(parser)
     parser.add_argument(
         backend_flag,
         dest="proof_backend",
@@ -200,8 +317,13 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
         help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)",
     )
     parser.add_argument(
-        "--candidates", type=positive_int, default=8, help="tactics asked per expanded goal (default: 8)"
+        "--candidates",
+        type=positive_int,
+        default=CANDIDATES_PER_EXPANSION,
+        help=f"tactics asked per expanded goal, the beams of beam search (default: {CANDIDATES_PER_EXPANSION}, "
+        "LeanDojo's evaluation; 8 is CPU-friendly: docs/search.md)",
     )
+    generator_length_options(parser)
     parser.add_argument(
         "--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)"
     )
@@ -245,11 +367,14 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
     return ProvingConfig(
         generator=args.generator,
         with_suggester=args.with_suggester,
+        device=args.device,
         backend=ProofBackendChoice(args.proof_backend),
         search=SearchConfig(
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit
         ),
         premises=args.premises,
+        input_len=args.input_len,
+        tactic_len=args.tactic_len,
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
         workers=args.workers,

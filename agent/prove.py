@@ -33,6 +33,12 @@ from lean_env.lean.runner import LeanRunner
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem, TracedTactic
+from retrieval.formats import (
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PREMISES_PER_GOAL,
+    PremisesFor,
+)
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
@@ -52,12 +58,20 @@ class ProvingConfig:
     generator: str | None = None
     # With a generator: also the suggester's candidates, merged with the model's.
     with_suggester: bool = False
+    # Where the generator and the retriever run (retrieval.devices.placement). Not part of
+    # the identity: a run resumed on another machine goes on (bfloat16 on a GPU may rank a
+    # few beams differently from float32, as any other GPU would).
+    device: str = "auto"
     # The proof environment that runs tactics.
     backend: ProofBackendChoice = ProofBackendChoice.AUTO
     # Candidates per expansion and the budgets of one theorem's search.
     search: SearchConfig = SearchConfig()
-    # Premises per goal from the retriever (when there is one).
-    premises: int = 10
+    # Premises per goal from the retriever (when there is one); ReProver's 100, of which those
+    # that fit the generator's input are shown.
+    premises: int = PREMISES_PER_GOAL
+    # Tokens of the generator's input (also the premises' budget in bytes) and of a tactic.
+    input_len: int = GENERATOR_INPUT_LENGTH
+    tactic_len: int = GENERATOR_OUTPUT_LENGTH
     # Seconds one tactic may run in the proof environment.
     tactic_timeout: float = 60.0
     # Seconds for the final check's Lean run over the whole file.
@@ -73,6 +87,8 @@ class ProvingConfig:
             "suggester": self.suggests,
             "backend": str(self.backend),
             "premises": self.premises,
+            "input_len": self.input_len,
+            "tactic_len": self.tactic_len,
             "candidates": self.search.num_candidates,
             "max_expansions": self.search.max_expansions,
             "time_limit": self.search.time_limit,
@@ -95,8 +111,8 @@ class PremiseSource(Protocol):
     """The retriever seam: the premises to condition the generator on, for the goals of one
     theorem of one repository (only premises accessible from the theorem)."""
 
-    def premises_for(self, location: str, theorem: Theorem) -> Callable[[str], Sequence[str]]:
-        """goal text -> premise texts, best first."""
+    def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
+        """goal text -> ``(full_name, code)`` of premises, best first."""
         ...
 
 
@@ -125,7 +141,7 @@ def prove_theorem(
     backend: ProofBackend,
     generator: Episode,
     runner: LeanRunner,
-    premises: Callable[[str], Sequence[str]] | None = None,
+    premises: PremisesFor | None = None,
     search: SearchConfig = SearchConfig(),
     check_timeout: float = 600.0,
 ) -> ProofAttempt:
@@ -219,7 +235,12 @@ class TheoremProver:
         if config.generator:
             from agent.generator import HFTacticGenerator
 
-            model = HFTacticGenerator.load(config.generator)
+            model = HFTacticGenerator.load(
+                config.generator,
+                device=config.device,
+                max_input_tokens=config.input_len,
+                max_tactic_tokens=config.tactic_len,
+            )
         share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
         return cls(
             Blend(suggester, model, share=share),

@@ -27,6 +27,7 @@ from agent.prove import PremiseSource, ProofAttempt, ProvingConfig, TheoremProve
 from agent.suggester import StepMemory, proved_steps
 from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem
+from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
@@ -60,28 +61,28 @@ class ProverRecipe:
     config: ProvingConfig
     data_dir: Path  # the proof environments' caches (REPL builds, LeanDojo traces)
     retriever: str | None = None  # premise encoder, name or directory
+    retriever_len: int = RETRIEVER_LENGTH  # tokens of a goal or premise it embeds
     corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
     memory: StepMemory = StepMemory()  # the suggester's stored steps and premise names
 
     def check(self) -> None:
         """Load the models once here, so that a bad name or directory is the user's error
         before any worker starts (a worker would die of it)."""
-        from retrieval.encoder import TextEncoder
-
         if self.config.generator:
             from agent.generator import HFTacticGenerator
 
-            HFTacticGenerator.load(self.config.generator)
+            HFTacticGenerator.load(self.config.generator, device=self.config.device)
         if self.retriever:
-            TextEncoder.load(self.retriever)
+            self._encoder()
 
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
+        premises = premise_source(self.corpus, self._encoder(), k=self.config.premises) if self.retriever else None
+        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
+
+    def _encoder(self) -> TextEncoder:
         from retrieval.encoder import TextEncoder
 
-        premises = None
-        if self.retriever:
-            premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.config.premises)
-        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
+        return TextEncoder.load(self.retriever, max_length=self.retriever_len, device=self.config.device)
 
 
 def prove_here(
@@ -133,7 +134,9 @@ class ProofRunner:
                 self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
             )
         save_model(encoder, snapshot)
-        recipe = dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus)
+        recipe = dataclasses.replace(
+            self.recipe, retriever=str(snapshot), retriever_len=encoder.max_length, corpus=corpus
+        )
         return ProofRunner(recipe, None, None, self._learned)
 
     def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:

@@ -36,6 +36,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
+from retrieval.formats import CANDIDATES_PER_EXPANSION, PremiseCode, PremisesFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +48,10 @@ class Candidate:
 
 
 class TacticGenerator(Protocol):
-    """Proposes tactics for a goal, best first, optionally given retrieved premises."""
+    """Proposes tactics for a goal, best first, optionally given retrieved premises
+    (``(full_name, code)``, best first); the tactics are ready for Lean (no ``<a>`` marks)."""
 
-    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]: ...
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]: ...
 
 
 class SearchStatus(enum.StrEnum):
@@ -60,7 +62,7 @@ class SearchStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    num_candidates: int = 8  # tactics asked of the generator per expansion
+    num_candidates: int = CANDIDATES_PER_EXPANSION  # tactics asked of the generator per expansion
     max_expansions: int = 100
     time_limit: float = 600.0  # seconds of wall time for the whole search
     max_depth: int = 50  # the longest proof searched, in tactics
@@ -82,9 +84,6 @@ class _Node:
     state: TacticState
     path: tuple[str, ...]
     score: float  # sum of the log-probabilities along the path
-
-
-PremisesFor = Callable[[str], Sequence[str]]  # goal text -> premises to condition on
 
 
 def best_first_search(

@@ -49,6 +49,7 @@ from lean_env.interactive.interface import LeanError, TacticResult, TacticState,
 from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.trace.source.lexer import IDENT_RE
+from retrieval.formats import PremiseCode
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +92,6 @@ _NESTED_RE = re.compile(
     r"<;>|;|·|=>|\|\||\bby\b|^\s*(?:try|first|repeat|all_goals|any_goals|focus|iterate|case|next)\b"
 )
 _HEAD_RE = re.compile(r"^\s*([^\s\[\](){}⟨⟩,;]+)")
-_MARKED_RE = re.compile(r"<a>(.*?)</a>", re.DOTALL)
-_DECLARED_RE = re.compile(
-    r"(?:^|\s)(?:theorem|lemma|def|abbrev|instance|axiom|opaque|structure|inductive|class)\s+(«[^»]*»|[^\s({\[⦃:]+)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,16 +301,6 @@ class PremiseNames:
         found = (self.resolve(m.group()) for m in IDENT_RE.finditer(tactic))
         return tuple(dict.fromkeys(n for n in found if n))
 
-    def of_text(self, text: str) -> str | None:
-        """The premise a retrieved text is about: a ``<a>NAME</a>`` mark, the name its
-        declaration declares, or the text itself when it is a name."""
-        marked = _MARKED_RE.search(text)
-        declared = _DECLARED_RE.search(text)
-        name = marked.group(1) if marked else declared.group(1) if declared else text.strip()
-        if not IDENT_RE.fullmatch(name):
-            return None
-        return self.resolve(name) or name
-
 
 # ---- the suggester ---------------------------------------------------------------------
 
@@ -357,7 +344,7 @@ class TacticSuggester:
     def offered(self, tactic: str) -> bool:
         return tactic not in self._unknown and head_word(tactic) not in self._unknown
 
-    def suggest(self, state: str, *, previous: str | None, premises: Sequence[str], n: int) -> list[Candidate]:
+    def suggest(self, state: str, *, previous: str | None, premises: Sequence[PremiseCode], n: int) -> list[Candidate]:
         """Up to ``n`` candidates for the goal ``state`` (``previous``: the tactic that led
         to it), best first, with log-probabilities."""
         view = goal_view(state)
@@ -370,10 +357,8 @@ class TacticSuggester:
                 pool[renamed] += similarity * similarity
             for name in step.premises:
                 premise_weight[name] = max(premise_weight.get(name, 0.0), similarity)
-        for rank, text in enumerate(premises):
-            name = self._names.of_text(text)
-            if name:
-                premise_weight[name] = max(premise_weight.get(name, 0.0), 1.0 / (1 + rank))
+        for rank, (name, _code) in enumerate(premises):
+            premise_weight[name] = max(premise_weight.get(name, 0.0), 1.0 / (1 + rank))
         best = sorted(premise_weight.items(), key=lambda item: -item[1])[:TEMPLATE_PREMISES]
         for name, weight in best:
             for template, share in TEMPLATES:
@@ -394,7 +379,7 @@ class SuggesterEpisode:
         self._suggester = suggester
         self._previous: dict[str, str] = {}  # normalised goals -> the tactic that reached them first
 
-    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
         previous = self._previous.get(normalize_goals(state))
         return self._suggester.suggest(state, previous=previous, premises=premises, n=n)
 
@@ -433,7 +418,7 @@ class _BlendEpisode:
     def __init__(self, suggester: SuggesterEpisode, model: TacticGenerator, share: float) -> None:
         self._suggester, self._model, self._share = suggester, model, share
 
-    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
         pool: dict[str, float] = {}
         for generator, share in ((self._suggester, self._share), (self._model, 1.0 - self._share)):
             if share <= 0.0:

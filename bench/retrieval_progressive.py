@@ -1,6 +1,6 @@
 """Progressive retriever training against forgetting: none vs EWC vs replay.
 
-    python bench/retrieval_progressive.py [--quick] [--json OUT] [--model NAME|DIR]
+    python bench/retrieval_progressive.py [--quick] [--json OUT] [--model NAME|DIR] [--loss mse] [--schedule cosine]
 
 Synthetic repositories, seeded: repository r has premises ``r_p<i> : <fact about word a_i>``
 and theorems that mention only a *different* word ``b_i`` (``b_i holds``, ``b_i is true``,
@@ -40,7 +40,7 @@ from lean_env.records import (  # noqa: E402
 )
 from retrieval.encoder import TextEncoder  # noqa: E402
 from retrieval.progressive import run_progressive  # noqa: E402
-from retrieval.train import Consolidation, TrainConfig  # noqa: E402
+from retrieval.train import Consolidation, Loss, Schedule, TrainConfig  # noqa: E402
 
 NOUNS = (
     "apple river stone cloud tiger maple ocean piano lemon eagle frost amber candle desert falcon garden harbor "
@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="run only this row (repeatable), e.g. --method replay --method 'ewc λ=1e+10'",
     )
+    parser.add_argument("--loss", choices=[loss.value for loss in Loss], default=Loss.INFONCE.value)
+    parser.add_argument("--schedule", choices=[s.value for s in Schedule], default=Schedule.CONSTANT.value)
+    # 10% of a step's ~50 batches (10 epochs of ~5); the CLI's 1000 is for real repositories.
+    parser.add_argument("--warmup-steps", type=int, default=5)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     repos, premises, epochs = (2, 12, 10) if args.quick else (3, 24, 10)
@@ -119,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             batch_size=16,
             learning_rate=2e-4,
             ewc_lambda=lam,
+            loss=Loss(args.loss),
+            schedule=Schedule(args.schedule),
+            warmup_steps=args.warmup_steps,
             seed=args.seed,
         )
         start = time.perf_counter()
@@ -130,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         payload.append(
             {
                 "method": method,
+                "loss": args.loss,
+                "schedule": args.schedule,
+                "warmup_steps": args.warmup_steps,
                 "final_recall_at_1": dict(zip(names, final, strict=True)),
                 "forgetting_recall_at_1": forgetting,
                 "seconds": seconds,
@@ -138,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(rows[-1], file=sys.stderr)
     print(
-        f"{repos} synthetic repositories x {premises} premises x {len(PHRASES)} phrasings, {epochs} epochs per step; "
-        "recall@1 on held-out theorems after the last step"
+        f"{repos} synthetic repositories x {premises} premises x {len(PHRASES)} phrasings, {epochs} epochs per step, "
+        f"{args.loss} loss, {args.schedule} schedule; recall@1 on held-out theorems after the last step"
     )
     print(table(["method", *names, "forgetting", "seconds"], rows))
     if args.json:

@@ -19,6 +19,7 @@ import networkx as nx
 import numpy as np
 
 from lean_env.records import Position, Premise, RepoTrace, Theorem
+from retrieval import formats
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,19 @@ class RetrievalExample:
 
 
 def premise_text(premise: Premise) -> str:
-    """What a retriever embeds for a premise: its source code when known, else its name."""
-    return premise.code or premise.full_name
+    """What a retriever embeds for a premise: its code with its name marked, as ReProver's
+    retriever was trained to embed it (:func:`retrieval.formats.premise_text`)."""
+    return formats.premise_text(premise.full_name, premise.code)
 
 
 class PremiseCorpus:
-    """Every premise of some repositories, with per-repository name lookup and accessibility."""
+    """Every premise of some repositories, with per-repository name lookup and accessibility.
+
+    Premises without code are left out, as ReProver's corpus leaves them out: there is
+    nothing to embed (their names alone are no text the retriever was trained on), and a
+    proof step's use of one is dropped from its example like that of any premise the corpus
+    does not hold.
+    """
 
     def __init__(self, traces: Sequence[RepoTrace]) -> None:
         premises: list[Premise] = []
@@ -53,6 +61,8 @@ class PremiseCorpus:
             names = self._names.setdefault(repo, {})
             per_file: dict[str, list[int]] = {}
             for premise in trace.premises:
+                if not premise.code:
+                    continue
                 index = len(premises)
                 premises.append(premise)
                 names.setdefault(premise.full_name, index)
@@ -73,6 +83,11 @@ class PremiseCorpus:
     def index_of(self, repo: str, full_name: str) -> int | None:
         """The corpus index of the premise ``full_name`` as ``repo`` sees it, if it has one."""
         return self._names.get(repo, {}).get(full_name)
+
+    def file_premises(self, repo: str, path: str) -> np.ndarray:
+        """The corpus indices of the premises declared in ``path`` of ``repo``, in source order."""
+        found = self._by_file.get((repo, path))
+        return found[0] if found else np.zeros(0, dtype=np.int64)
 
     def accessible(self, repo: str, path: str, before: Position) -> np.ndarray:
         """A boolean mask over the corpus: the premises a declaration of ``repo`` at

@@ -22,6 +22,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from retrieval.devices import Placement, placement
+from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.pretrained import load_pretrained, save_pretrained
 
 Progress = Callable[[int], None]  # called with the number of texts just encoded
@@ -41,18 +43,34 @@ def default_model_path() -> Path:
 
 
 class TextEncoder:
-    """Texts -> unit vectors. ``embed`` keeps gradients (training); ``encode`` does not."""
+    """Texts -> unit vectors. ``embed`` keeps gradients (training); ``encode`` does not.
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, max_length: int = 256) -> None:
-        self.model = model
+    ``max_length`` tokens of a text are embedded (the rest is cut on the right, as ReProver's
+    tokenizer calls cut it); the model runs where ``placement`` says (default: the CPU, in
+    float32)."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_length: int = RETRIEVER_LENGTH,
+        placement: Placement | None = None,
+    ) -> None:
+        self.placement = placement or Placement.cpu()
+        self.model = model.to(self.placement.device)
         self.tokenizer = tokenizer
         self.max_length = max_length
         if tokenizer.pad_token is None:  # e.g. GPT-2's: batches need one, the mask hides it
             tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
-    def load(cls, name_or_path: str | Path | None = None, *, max_length: int = 256) -> TextEncoder:
-        """The encoder at a local directory or Hugging Face name (None: the bundled MiniLM)."""
+    def load(
+        cls, name_or_path: str | Path | None = None, *, max_length: int = RETRIEVER_LENGTH, device: str = "auto"
+    ) -> TextEncoder:
+        """The encoder at a local directory or Hugging Face name (None: the bundled MiniLM),
+        on ``device`` (see :func:`retrieval.devices.placement`)."""
+        where = placement(device)
         source = default_model_path() if name_or_path is None else name_or_path
         # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
         loaded = load_pretrained(
@@ -60,7 +78,8 @@ class TextEncoder:
         )
         # Longer inputs than the model has positions for would crash it: truncate to fit.
         limit = loaded.max_positions
-        return cls(loaded.model, loaded.tokenizer, max_length=min(max_length, limit) if limit else max_length)
+        length = min(max_length, limit) if limit else max_length
+        return cls(loaded.model, loaded.tokenizer, max_length=length, placement=where)
 
     def save(self, directory: Path) -> None:
         """Write the model and tokenizer so that :meth:`load` reads them back."""
@@ -72,28 +91,45 @@ class TextEncoder:
             self.model.config.hidden_size if hasattr(self.model.config, "hidden_size") else self.model.config.d_model
         )
 
-    def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        """(N, d) unit vectors, differentiable: mean over the non-padding tokens."""
-        batch = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        )
-        hidden = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-        ).last_hidden_state  # (N, T, d)
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (N, T, 1)
+    def embed(self, texts: Sequence[str], *, max_length: int | None = None) -> torch.Tensor:
+        """(N, d) float32 unit vectors, differentiable: mean over the non-padding tokens of
+        each text's first ``max_length`` tokens, at most :attr:`max_length` (which fits the
+        model's positions)."""
+        length = min(max_length, self.max_length) if max_length else self.max_length
+        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=length, return_tensors="pt")
+        return self._pooled(batch["input_ids"], batch["attention_mask"])
+
+    def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        device = self.placement.device
+        attention_mask = attention_mask.to(device)
+        with self.placement.autocast():
+            hidden = self.model(input_ids=input_ids.to(device), attention_mask=attention_mask).last_hidden_state
+        hidden = hidden.float()  # (N, T, d): pooled in float32 whatever the forward pass ran in
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (N, T, 1)
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return torch.nn.functional.normalize(pooled, dim=-1)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        """(N, d) float32 unit vectors, without gradients, in batches."""
+        """(N, d) float32 unit vectors, without gradients, in batches of at most ``batch_size``
+        texts and ``placement.batch_tokens`` padded tokens. Texts are tokenized once and
+        batched longest first, so that a batch pads little and the largest batch comes first
+        (memory that does not fit fails at once, not hours in)."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
         was_training = self.model.training
         self.model.eval()
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         try:
             with torch.inference_mode():
-                for start in range(0, len(texts), batch_size):
-                    chunk = texts[start : start + batch_size]
-                    out[start : start + len(chunk)] = self.embed(chunk).float().numpy()
+                start = 0
+                while start < len(order):
+                    size = max(1, min(batch_size, self.placement.batch_tokens // max(len(ids[order[start]]), 1)))
+                    chunk = order[start : start + size]
+                    batch = self.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+                    out[chunk] = self._pooled(batch["input_ids"], batch["attention_mask"]).cpu().numpy()
+                    start += size
                     if progress:
                         progress(len(chunk))
         finally:

@@ -17,6 +17,7 @@ import numpy as np
 from lean_env.records import Position, Theorem
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import Encoder
+from retrieval.formats import PremiseCode, PremisesFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,22 +113,23 @@ def evaluate(
 
 class PremiseRetriever:
     """The premises to give a tactic generator for a goal: the ``k`` accessible premises
-    nearest to it, as the texts the index embedded."""
+    nearest to it, as ``(full_name, code)`` (the generator marks and joins them itself,
+    :func:`retrieval.formats.augmented_state`)."""
 
     def __init__(self, index: PremiseIndex, encoder: Encoder, *, k: int) -> None:
         self.index, self.encoder, self.k = index, encoder, k
 
-    def premises_for(self, location: str, theorem: Theorem) -> Callable[[str], list[str]]:
+    def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
         prover's :class:`~agent.prove.PremiseSource` seam)."""
         return self.for_theorem(location, theorem.path, theorem.start)
 
-    def for_theorem(self, repo: str, path: str, before: Position) -> Callable[[str], list[str]]:
+    def for_theorem(self, repo: str, path: str, before: Position) -> PremisesFor:
         """A goal -> premises function for a declaration of ``repo`` at ``path``:``before``."""
         allowed = self.index.corpus.accessible(repo, path, before)
 
-        def premises(goal: str) -> list[str]:
+        def premises(goal: str) -> list[PremiseCode]:
             (hits,) = self.index.search(self.encoder.encode([goal]), self.k, allowed=[allowed])
-            return [premise_text(self.index.corpus.premises[h.index]) for h in hits]
+            return [(p.full_name, p.code) for p in (self.index.corpus.premises[h.index] for h in hits)]
 
         return premises

@@ -134,7 +134,7 @@ def run_progressive(
     ``on_step`` sees every row, the picked-up ones first.
     """
     trainer = ProgressiveTrainer(encoder, config)
-    key = _learner_key(config, ks, test_fraction, model_id)
+    key = _learner_key(config, ks, test_fraction, model_id, encoder.max_length)
     rows: list[ProgressRow] = _resume(checkpoint, key, encoder, trainer) if checkpoint else []
     picked_up = len(rows)
     for row in rows:
@@ -164,17 +164,26 @@ def run_progressive(
     return ProgressiveReport(tuple(dict.fromkeys(row.repo for row in rows)), tuple(rows), picked_up)
 
 
-def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str) -> dict[str, Any]:
-    """What a checkpoint must match to be picked up: the same options and starting model.
-    Named field by field (JSON-able, lists not tuples), so that the key, and the learner
-    files that hold it, stay as they are when a TrainConfig field is renamed or moved; a
-    new field must be added here (a test checks that every field is)."""
+def _learner_key(
+    config: TrainConfig, ks: Sequence[int], test_fraction: float, model_id: str, embed_length: int
+) -> dict[str, Any]:
+    """What a checkpoint must match to be picked up: the same options and starting model,
+    and the length the corpus is embedded at for the scores. Named field by field (JSON-able,
+    lists not tuples), so that the key, and the learner files that hold it, stay as they are
+    when a TrainConfig field is renamed or moved; a new field must be added here (a test
+    checks that every field is)."""
     return {
         "consolidation": config.consolidation.value,
         "epochs": config.epochs,
         "batch_size": config.batch_size,
         "learning_rate": config.learning_rate,
+        "max_length": config.max_length,
+        "loss": config.loss.value,
         "temperature": config.temperature,
+        "negatives": config.negatives,
+        "in_file_negatives": config.in_file_negatives,
+        "schedule": config.schedule.value,
+        "warmup_steps": config.warmup_steps,
         "ewc_lambda": config.ewc_lambda,
         "ewc_decay": config.ewc_decay,
         "fisher_batches": config.fisher_batches,
@@ -183,15 +192,24 @@ def _learner_key(config: TrainConfig, ks: Sequence[int], test_fraction: float, m
         "ks": list(ks),
         "test_fraction": test_fraction,
         "model": model_id,
+        "embed_length": embed_length,
     }
 
 
 def learner_id(
-    config: TrainConfig, *, test_fraction: float, model_id: str, ks: Sequence[int] = (1, 10), place: str = ""
+    config: TrainConfig,
+    *,
+    test_fraction: float,
+    model_id: str,
+    embed_length: int,
+    ks: Sequence[int] = (1, 10),
+    place: str = "",
 ) -> str:
     """A short name for a learner (a file name): the hash of what :func:`run_progressive`
-    requires of a checkpoint to pick it up, and of ``place`` (e.g. the database it learns from)."""
-    key = json.dumps({"learner": _learner_key(config, ks, test_fraction, model_id), "place": place}, sort_keys=True)
+    requires of a checkpoint to pick it up (``embed_length``: the encoder's ``max_length``),
+    and of ``place`` (e.g. the database it learns from)."""
+    learner = _learner_key(config, ks, test_fraction, model_id, embed_length)
+    key = json.dumps({"learner": learner, "place": place}, sort_keys=True)
     return hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
 
 
@@ -248,7 +266,8 @@ def _resume(
 def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's parts and its parsed meta, or one CheckpointError saying what the file is."""
     try:
-        state = torch.load(checkpoint, weights_only=True)
+        # On the CPU whatever device wrote it: the encoder and trainer move what they load.
+        state = torch.load(checkpoint, weights_only=True, map_location="cpu")
     except OSError as error:
         raise CheckpointError(f"cannot read the learner {checkpoint}: {error.strerror or error}") from error
     except Exception as error:  # refused pickled classes, or a damaged file (zip reader, unpickler, anywhere)

@@ -1,20 +1,32 @@
 """Progressive training of the premise retriever: one training step per new repository,
-with elastic weight consolidation (EWC) or replay against forgetting the earlier ones.
+with replay or elastic weight consolidation (EWC) against forgetting the earlier ones.
 
-Loss: InfoNCE over a batch. Each example contributes its goal ``q`` and one of its used
-premises ``p`` (drawn, seeded); the other premises of the batch are its negatives, except
-those the example also used. ``loss = CE(q . P^T / temperature, own column)``.
+Losses (each example contributes its goal ``q`` and one of its used premises ``p``, drawn,
+seeded; texts are cut to ``max_length`` tokens, ReProver's 1024):
 
-Against forgetting (LeanAgent uses EWC; replay is the common baseline):
+* ``infonce``: the other premises of the batch are its negatives, except those the example
+  also used: ``loss = CE(q . P^T / temperature, own column)``.
+* ``mse`` (ReProver's): each example also draws ``negatives`` hard negatives among the
+  accessible premises, ``in_file_negatives`` of them from the used premise's file; every
+  goal is compared with every premise of the batch, ``loss = MSE(q . P^T, used)`` where
+  ``used`` is 1 for the premises the goal's step used and 0 for the others.
 
+With the ``cosine`` schedule each repository's step warms the learning rate up linearly
+over ``warmup_steps`` batches and then lowers it along a cosine to 0 at its last batch, as
+ReProver's and LeanAgent's trainers do (LeanAgent starts a trainer per repository).
+
+Against forgetting:
+
+* ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
+  examples is mixed into each later batch, one replayed example per new one.
 * ``ewc``: after a repository, a diagonal approximation ``F`` of the Fisher information
   (squared batch-loss gradients on its examples, averaged) is added to a running total
   (``F <- decay * F + F_new``) and the weights are remembered as ``theta*``; later steps add
-  ``lambda / 2 * sum F (theta - theta*)^2``.
-* ``replay``: a reservoir (uniform over every example seen so far, seeded) of earlier
-  examples is mixed into each later batch, one replayed example per new one.
-
-* ``none``: plain fine-tuning (the baseline that forgets).
+  ``lambda / 2 * sum F (theta - theta*)^2``. LeanAgent's code has EWC but ships it off
+  (``use_fisher = False`` in leanagent.py; its README calls it an ablation that "resulted in
+  suboptimal lifelong learning performance"); its main runs train each repository for an
+  epoch from the previous checkpoint, with neither.
+* ``none``: plain fine-tuning (the baseline that forgets; LeanAgent's main setting).
 
 The reservoir keeps each example with the names of its premises, and every step reads them
 against that step's corpus: a repository's newer commit may drop, add or move premises, so
@@ -31,11 +43,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
+from transformers import get_cosine_schedule_with_warmup
 
 from lean_env.records import Position
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import TextEncoder
+from retrieval.formats import RETRIEVER_TRAIN_LENGTH
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +70,26 @@ class Consolidation(enum.StrEnum):
     NONE = "none"
 
 
+class Loss(enum.StrEnum):
+    """What a batch teaches."""
+
+    # Cross-entropy of each goal's similarities to the batch's premises over a temperature:
+    # its own premise against the others (in-batch negatives).
+    INFONCE = "infonce"
+    # ReProver's: the mean squared error between each goal's cosine similarity to every
+    # premise of the batch (in-batch and hard negatives) and 1 for a premise it used, else 0.
+    MSE = "mse"
+
+
+class Schedule(enum.StrEnum):
+    """How the learning rate moves within one repository's step."""
+
+    CONSTANT = "constant"
+    # ReProver's and LeanAgent's (get_cosine_schedule_with_warmup): linear from 0 over
+    # warmup_steps, then a cosine down to 0 at the step's last batch.
+    COSINE = "cosine"
+
+
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     """Hyper-parameters of one progressive training step."""
@@ -65,7 +100,20 @@ class TrainConfig:
     epochs: int = 1
     batch_size: int = 16
     learning_rate: float = 2e-5
-    temperature: float = 0.05
+    # Tokens of a goal or premise embedded in training (ReProver's retriever trained on 1024;
+    # it embeds 2048 when proving, the encoder's own max_length).
+    max_length: int = RETRIEVER_TRAIN_LENGTH
+    # InfoNCE by default: on bench/retrieval_progressive.py it learned every repository fully
+    # in its step, ReProver's MSE (with its cosine schedule) much less (docs/retrieval.md).
+    loss: Loss = Loss.INFONCE
+    temperature: float = 0.05  # of the InfoNCE loss
+    # Hard negatives per example of the MSE loss, of which in_file_negatives come from the
+    # used premise's file (ReProver's num_negatives 3, num_in_file_negatives 1): accessible
+    # premises drawn at random (seeded).
+    negatives: int = 3
+    in_file_negatives: int = 1
+    schedule: Schedule = Schedule.CONSTANT
+    warmup_steps: int = 1000  # of the cosine schedule (LeanAgent's; ReProver's single run takes 2000)
     ewc_lambda: float = 1e10  # weight of the EWC penalty (MiniLM's Fisher values are tiny)
     ewc_decay: float = 1.0  # online EWC: how much of the older Fisher information is kept
     fisher_batches: int = 16  # batches used to estimate the Fisher information
@@ -109,6 +157,7 @@ class ProgressiveTrainer:
         model.train()
         losses, penalties = [], []
         replay = self._replay_against(corpus)
+        schedule = self._schedule(len(examples), len(replay))
         for _ in range(config.epochs):
             order = list(examples)
             self._rng.shuffle(order)
@@ -123,6 +172,8 @@ class ProgressiveTrainer:
                 self._optimizer.zero_grad()
                 (loss + penalty).backward()
                 self._optimizer.step()
+                if schedule:
+                    schedule.step()
                 losses.append(loss.item())
                 penalties.append(penalty.item())
                 if progress:
@@ -131,18 +182,64 @@ class ProgressiveTrainer:
         n = max(len(losses), 1)
         return StepReport(len(examples), len(losses), sum(losses) / n, sum(penalties) / n)
 
+    def _schedule(self, examples: int, replayed: int) -> torch.optim.lr_scheduler.LambdaLR | None:
+        """The cosine schedule of one repository's step, over exactly the batches it will
+        train on (None: a constant rate). Each step starts again from ``learning_rate``, as
+        LeanAgent's fresh trainer per repository does, so a resumed run schedules as an
+        uninterrupted one."""
+        config = self.config
+        if config.schedule is Schedule.CONSTANT:
+            return None
+        sizes = [min(config.batch_size, examples - start) for start in range(0, examples, config.batch_size)]
+        batches = config.epochs * sum(size + min(size, replayed) >= 2 for size in sizes)
+        for group in self._optimizer.param_groups:
+            group["lr"] = group["initial_lr"] = config.learning_rate
+        return get_cosine_schedule_with_warmup(self._optimizer, config.warmup_steps, max(batches, 1))
+
     def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
-        """The InfoNCE loss of one batch (differentiable)."""
+        """The loss of one batch (differentiable): each example's goal against one of its
+        used premises (drawn) and the other examples' (see :class:`Loss`)."""
         chosen = [e.positives[self._rng.randrange(len(e.positives))] for e in batch]
-        queries = self.encoder.embed([e.context for e in batch])  # (B, d)
-        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen])  # (B, d)
+        if self.config.loss is Loss.MSE:
+            return self._mse(corpus, batch, chosen)
+        length = self.config.max_length
+        queries = self.encoder.embed([e.context for e in batch], max_length=length)  # (B, d)
+        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in chosen], max_length=length)  # (B, d)
         logits = queries @ keys.T / self.config.temperature  # (B, B)
         # Another example's premise that this example also used is not a negative.
         used = torch.tensor(
-            [[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)]
+            [[j != i and chosen[j] in e.positives for j in range(len(batch))] for i, e in enumerate(batch)],
+            device=logits.device,
         )
         logits = logits.masked_fill(used, float("-inf"))
-        return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+        return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch), device=logits.device))
+
+    def _mse(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample], chosen: list[int]) -> torch.Tensor:
+        """ReProver's loss: every goal against every premise of the batch (the chosen ones,
+        then each example's hard negatives), labelled 1 where the goal's step used it."""
+        columns = chosen + [i for e, p in zip(batch, chosen, strict=True) for i in self._negatives(corpus, e, p)]
+        length = self.config.max_length
+        queries = self.encoder.embed([e.context for e in batch], max_length=length)  # (B, d)
+        keys = self.encoder.embed([premise_text(corpus.premises[i]) for i in columns], max_length=length)  # (C, d)
+        similarity = queries @ keys.T  # (B, C), cosines: the embeddings are unit vectors
+        label = torch.tensor([[float(c in e.positives) for c in columns] for e in batch], device=similarity.device)
+        return torch.nn.functional.mse_loss(similarity, label)
+
+    def _negatives(self, corpus: PremiseCorpus, example: RetrievalExample, positive: int) -> list[int]:
+        """Hard negatives for ``example`` with its used premise ``positive``, as ReProver
+        draws them: up to ``in_file_negatives`` accessible premises of the positive's file,
+        the rest of ``negatives`` from the other accessible ones (fewer when there are not
+        so many). They may be premises the example also used: the label says so."""
+        config = self.config
+        allowed = corpus.accessible(example.repo, example.path, example.start)
+        same_file = corpus.file_premises(example.repo, corpus.premises[positive].path)
+        in_file = [int(i) for i in same_file[allowed[same_file]] if i != positive]
+        allowed[same_file] = False
+        others = np.flatnonzero(allowed)
+        k = min(len(in_file), config.in_file_negatives, config.negatives)
+        rest = min(len(others), config.negatives - k)
+        picked = [in_file[j] for j in self._rng.sample(range(len(in_file)), k)]
+        return picked + [int(others[j]) for j in self._rng.sample(range(len(others)), rest)]
 
     def penalty(self) -> torch.Tensor:
         """The EWC penalty for the current weights: ``lambda / 2`` times :meth:`fisher_distance`."""
@@ -151,7 +248,7 @@ class ProgressiveTrainer:
     def fisher_distance(self) -> torch.Tensor:
         """``sum F (theta - theta*)^2``: how far the weights moved where earlier repositories
         need them (0 before the first consolidation; differentiable)."""
-        total = torch.zeros(())
+        total = torch.zeros((), device=self.encoder.placement.device)
         for name, param in self.encoder.model.named_parameters():
             if name in self._fisher:
                 total = total + (self._fisher[name] * (param - self._anchor[name]) ** 2).sum()
@@ -246,8 +343,10 @@ class ProgressiveTrainer:
         random_state = (rng["version"], tuple(rng["internal"]), rng["gauss_next"])
         reservoir = [_kept_from_json(kept) for kept in meta["reservoir"]]
         seen = meta["seen"]
-        self._optimizer.load_state_dict(tensors["optimizer"])
-        self._fisher, self._anchor = dict(tensors["fisher"]), dict(tensors["anchor"])
+        self._optimizer.load_state_dict(tensors["optimizer"])  # moves its state to the weights' device
+        device = self.encoder.placement.device
+        self._fisher = {name: value.to(device) for name, value in tensors["fisher"].items()}
+        self._anchor = {name: value.to(device) for name, value in tensors["anchor"].items()}
         self._reservoir, self._seen = reservoir, seen
         self._rng.setstate(random_state)
         torch.set_rng_state(tensors["torch_rng"])

@@ -1,4 +1,4 @@
-"""The Hugging Face tactic generator: prompts, beam search with log-probabilities, both
+"""The Hugging Face tactic generator: ReProver's inputs, beam search with log-probabilities, both
 model families, save/load; tiny models taught a few (goal, tactic) pairs in seconds."""
 
 from __future__ import annotations
@@ -10,19 +10,15 @@ import torch
 from fakes.proof_world import DONE, WorldSession
 from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
 
-from agent.generator import SEPARATOR, HFTacticGenerator, prompt
+from agent.generator import SEPARATOR, HFTacticGenerator
 from agent.generator_training import TacticExample, tactic_loss
-from agent.search import SearchStatus, best_first_search
+from agent.search import SearchConfig, SearchStatus, best_first_search
+from retrieval.formats import augmented_state
 from retrieval.pretrained import ModelLoadError
 
 torch.set_num_threads(1)
 
 PAIRS = [("⊢ p ∧ q → q ∧ p", "intro h"), ("n : Nat\n⊢ n + 0 = n", "simp")]
-
-
-def test_the_prompt_puts_the_most_relevant_premise_next_to_the_goal() -> None:
-    assert prompt("⊢ g", ["best", "second"]) == "<a>second</a><a>best</a>⊢ g"
-    assert prompt("⊢ g", []) == "⊢ g"
 
 
 @pytest.fixture(scope="module", params=[tiny_t5, tiny_gpt2], ids=["t5", "gpt2"])
@@ -51,13 +47,52 @@ def test_a_saved_generator_loads_back(taught: HFTacticGenerator, tmp_path: Path)
     assert again.generate(PAIRS[0][0], n=2)[0].tactic == PAIRS[0][1]
 
 
-def test_long_inputs_are_cut_from_the_left_keeping_the_goal(taught: HFTacticGenerator) -> None:
-    premises = [f"lemma_{i} : a_{i} = b_{i}" for i in range(200)]  # far beyond 256 bytes
-    text = prompt(PAIRS[1][0], premises)
-    inputs = taught.tokenizer(text, truncation=True, max_length=taught.max_input_tokens)
-    kept = taught.tokenizer.decode(inputs["input_ids"], skip_special_tokens=True)
-    assert len(kept) < len(text) and kept.endswith(PAIRS[1][0])
-    assert taught.generate(PAIRS[1][0], premises=premises, n=2)  # runs within the model's positions
+PREMISES = [
+    ("Nat.add_zero_eq", "@[simp] theorem add_zero_eq (n : Nat) : n + 0 = n"),
+    ("Nat.succ_ne_zero'", "theorem succ_ne_zero' (n : Nat) : n.succ ≠ 0"),
+]
+
+
+def test_the_input_is_reprovers_augmented_state(taught: HFTacticGenerator) -> None:
+    goal = PAIRS[1][0]
+    expected = (
+        "theorem <a>Nat.succ_ne_zero'</a> (n : Nat) : n.succ ≠ 0\n\n"
+        "@[simp] theorem <a>Nat.add_zero_eq</a> (n : Nat) : n + 0 = n\n\n"
+        "n : Nat\n⊢ n + 0 = n"
+    )
+    assert taught.input_text(goal, PREMISES) == expected + (SEPARATOR if taught.decoder_only else "")
+
+
+def test_premises_beyond_the_byte_budget_are_left_out_whole(taught: HFTacticGenerator) -> None:
+    goal = PAIRS[1][0]
+    premises = [(f"A.lemma_{i}", f"theorem lemma_{i} : a_{i} = b_{i}") for i in range(200)]  # far beyond 256 bytes
+    text = taught.input_text(goal, premises).removesuffix(SEPARATOR)
+    kept = [p for p in premises if f"<a>{p[0]}</a>" in text]
+    assert 1 < len(kept) < len(premises) and kept == premises[: len(kept)]  # the best ones, whole
+    assert text == augmented_state(goal, kept, 10**6) and len(text.encode()) <= taught.max_input_tokens
+    assert taught.generate(goal, premises=premises, n=2)  # runs within the model's positions
+
+
+def test_a_goal_over_the_budget_is_cut_as_reprover_cuts_it(taught: HFTacticGenerator) -> None:
+    """ReProver's tokenizer call cuts an encoder-decoder's input on the right; a decoder-only
+    model's input keeps its end, the separator it continues after."""
+    goal = "h : " + "x" * 400 + "\n⊢ p"
+    text = taught.input_text(goal, PREMISES)
+    assert text == goal + (SEPARATOR if taught.decoder_only else "")  # no premise fits beside it
+    ids = taught.tokenizer(
+        text, truncation=True, max_length=taught.max_input_tokens, add_special_tokens=not taught.decoder_only
+    )["input_ids"]
+    kept = taught.tokenizer.decode(ids, skip_special_tokens=True)
+    if taught.decoder_only:
+        assert kept.endswith("⊢ p" + SEPARATOR)
+    else:
+        assert goal.startswith(kept) and len(kept) == taught.max_input_tokens - 1  # and </s>
+
+
+def test_marks_the_generator_writes_are_removed() -> None:
+    generator = tiny_t5(0)
+    teach(generator, [("⊢ a = b", "rw [<a>A.eq</a>]")])
+    assert generator.generate("⊢ a = b", n=2)[0].tactic == "rw [A.eq]"
 
 
 def test_unloadable_generators_are_user_errors(tmp_path: Path) -> None:
@@ -68,7 +103,7 @@ def test_unloadable_generators_are_user_errors(tmp_path: Path) -> None:
 def test_search_with_a_taught_generator_finds_the_proof(taught: HFTacticGenerator) -> None:
     (first_goal, first), (second_goal, second) = PAIRS
     session = WorldSession(first_goal, {first_goal: {first: second_goal}, second_goal: {second: DONE}})
-    result = best_first_search(session, taught)
+    result = best_first_search(session, taught, SearchConfig(num_candidates=8))
     assert result.status is SearchStatus.PROVED and result.proof == (first, second)
 
 
@@ -77,11 +112,11 @@ def _logprob(generator: HFTacticGenerator, goal: str, tactic: str) -> float:
     tok, model = generator.tokenizer, generator.model
     with torch.no_grad():
         if generator.decoder_only:
-            context = tok(prompt(goal, ()) + SEPARATOR, add_special_tokens=False)["input_ids"]
+            context = tok(goal + SEPARATOR, add_special_tokens=False)["input_ids"]
             target = tok(tactic + "\n", add_special_tokens=False)["input_ids"]
             logp = torch.log_softmax(model(torch.tensor([context + target])).logits[0], -1)
             return sum(logp[len(context) + i - 1, t].item() for i, t in enumerate(target))
-        inputs = tok(prompt(goal, ()), return_tensors="pt")
+        inputs = tok(goal, return_tensors="pt")
         labels = tok(tactic, return_tensors="pt")["input_ids"]  # ends with </s>
         logp = torch.log_softmax(model(**inputs, labels=labels).logits[0], -1)
         return sum(logp[i, t].item() for i, t in enumerate(labels[0]))

@@ -39,9 +39,9 @@ def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premise
 
     class Premises:
         def premises_for(self, location: str, theorem):
-            def retrieve(goal: str) -> list[str]:
+            def retrieve(goal: str) -> list[tuple[str, str]]:
                 asked.append((theorem.full_name, goal))
-                return [f"premise for {theorem.full_name}"]
+                return [("P.for", f"theorem for : {theorem.full_name}")]
 
             return retrieve
 
@@ -54,7 +54,7 @@ def test_examples_are_the_traced_goals_of_proven_theorems_with_retrieved_premise
         ("DemoArith.add_zero'", "simp [Nat.add_zero, Nat.add_zero]"),
     ]
     assert examples[1].state == "n : Nat\n⊢ double n = n + n" and examples[1].premises == (
-        "premise for DemoArith.double_comm",
+        ("P.for", "theorem for : DemoArith.double_comm"),
     )
     assert asked == [(e.theorem, e.state) for e in examples]
 

@@ -4,9 +4,11 @@ earlier repositories needed, replay keeps a fair reservoir, and the lifelong loo
 from __future__ import annotations
 
 import dataclasses
+import enum
 import fractions
 import json
 import logging
+import math
 import random
 import re
 
@@ -33,7 +35,7 @@ from retrieval.progressive import (
     run_progressive,
     split,
 )
-from retrieval.train import Consolidation, ProgressiveTrainer, StepReport, TrainConfig
+from retrieval.train import Consolidation, Loss, ProgressiveTrainer, Schedule, StepReport, TrainConfig
 
 torch.set_num_threads(1)
 
@@ -86,6 +88,100 @@ def test_a_training_step_learns_the_repository() -> None:
     after = _recall_at_1(encoder, corpus, trace)
     assert report.examples == 12 and report.batches == 30 * 2 and report.mean_penalty == 0.0
     assert before <= 0.5 and after >= 0.8
+
+
+def test_a_training_step_learns_with_reprovers_loss() -> None:
+    trace = _repo("/r/a", WORDS[:6])
+    corpus = PremiseCorpus([trace])
+    encoder = tiny_encoder(0)
+    before = _recall_at_1(encoder, corpus, trace)
+    config = _config(consolidation=Consolidation.NONE, epochs=30, learning_rate=5e-3, loss=Loss.MSE)
+    ProgressiveTrainer(encoder, config).step(corpus, corpus.examples(trace))
+    assert before <= 0.5 and _recall_at_1(encoder, corpus, trace) >= 0.8
+
+
+def _two_files() -> tuple[PremiseCorpus, RepoTrace]:
+    """Premises ``a0..a3`` in Lib/A.lean and ``b0..b3`` in Lib/B.lean, theorems in Lib/Main.lean
+    (importing both) using ``a0``, and one in Lib/B.lean (at line 3) using ``b0``."""
+    premises = [
+        premise(f"{f}{i}", path=f"Lib/{f.upper()}.lean", line=i + 1, end=Position(i + 2, 1), code=f"theorem {f}{i} : T")
+        for f in "ab"
+        for i in range(4)
+    ]
+    theorems = [
+        theorem("main", path="Lib/Main.lean", premises=("a0",), statement="main", proof="by simp", proof_start=None),
+        theorem(
+            "late", path="Lib/B.lean", line=3, premises=("b0",), statement="late", proof="by simp", proof_start=None
+        ),
+    ]
+    files = (LeanFile("Lib/A.lean"), LeanFile("Lib/B.lean"), LeanFile("Lib/Main.lean", ("Lib.A", "Lib.B")))
+    trace = repo_trace("/r", theorems=theorems, premises=premises, files=files, lean_version=None)
+    return PremiseCorpus([trace]), trace
+
+
+@pytest.mark.parametrize(
+    ("theorem_name", "negatives", "in_file", "expected"),
+    [
+        pytest.param("main", 3, 1, (1, 2), id="one-from-the-positives-file-two-from-others"),
+        pytest.param("main", 3, 3, (3, 0), id="all-from-its-file"),
+        pytest.param("main", 8, 1, (1, 4), id="fewer-others-than-asked"),
+        # In B.lean before line 3 only b0 (the positive) and b1 are accessible; A is not imported.
+        pytest.param("late", 3, 2, (1, 0), id="only-accessible-premises"),
+    ],
+)
+def test_hard_negatives_are_drawn_as_reprover_draws_them(theorem_name, negatives, in_file, expected) -> None:
+    corpus, trace = _two_files()
+    (example,) = [e for e in corpus.examples(trace) if e.theorem == theorem_name]
+    (positive,) = example.positives
+    trainer = ProgressiveTrainer(tiny_encoder(0), _config(negatives=negatives, in_file_negatives=in_file))
+    drawn = trainer._negatives(corpus, example, positive)
+    path = corpus.premises[positive].path
+    allowed = corpus.accessible(example.repo, example.path, example.start)
+    assert positive not in drawn and len(set(drawn)) == len(drawn) and all(allowed[i] for i in drawn)
+    assert (
+        sum(corpus.premises[i].path == path for i in drawn),
+        sum(corpus.premises[i].path != path for i in drawn),
+    ) == (expected)
+
+
+def test_the_mse_loss_compares_every_goal_with_every_premise_of_the_batch(monkeypatch) -> None:
+    corpus, trace = _two_files()
+    examples = corpus.examples(trace)
+    encoder = tiny_encoder(0)
+    encoder.model.eval()  # no dropout: the same embeddings twice
+    trainer = ProgressiveTrainer(encoder, _config(loss=Loss.MSE))
+    index = {p.full_name: i for i, p in enumerate(corpus.premises)}
+    # Fixed negatives: b0 (which "late" used) among "main"'s, a1 among "late"'s.
+    negatives = {"main": [index["b0"], index["a2"]], "late": [index["a1"]]}
+    monkeypatch.setattr(trainer, "_negatives", lambda corpus, example, positive: negatives[example.theorem])
+    loss = trainer.loss(corpus, examples)
+    columns = [index["a0"], index["b0"], index["b0"], index["a2"], index["a1"]]
+    from retrieval.corpus import premise_text
+
+    with torch.no_grad():
+        queries = encoder.embed([e.context for e in examples])
+        keys = encoder.embed([premise_text(corpus.premises[i]) for i in columns])
+        label = torch.tensor([[1.0, 0, 0, 0, 0], [0, 1.0, 1.0, 0, 0]])
+        assert loss.item() == pytest.approx(torch.nn.functional.mse_loss(queries @ keys.T, label).item(), abs=1e-6)
+
+
+def test_the_cosine_schedule_warms_up_then_falls_to_zero_in_every_step() -> None:
+    """As transformers' get_cosine_schedule_with_warmup over the step's batches, and again
+    from the top for the next repository."""
+    first, second = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
+    trainer = ProgressiveTrainer(
+        tiny_encoder(0), _config(epochs=4, schedule=Schedule.COSINE, warmup_steps=2, consolidation=Consolidation.NONE)
+    )
+    rates: list[float] = []
+    trainer._optimizer.register_step_pre_hook(lambda optimizer, *_: rates.append(optimizer.param_groups[0]["lr"]))
+    for trace in (first, second):
+        corpus = PremiseCorpus([trace])
+        trainer.step(corpus, corpus.examples(trace))
+    total = 4 * 2  # 4 epochs of 12 examples in batches of 8
+    expected = [
+        1e-3 * (t / 2 if t < 2 else 0.5 * (1 + math.cos(math.pi * (t - 2) / (total - 2)))) for t in range(total)
+    ]
+    assert rates == pytest.approx(expected * 2)
 
 
 def test_ewc_penalises_moving_away_from_the_earlier_repository() -> None:
@@ -176,10 +272,20 @@ def test_forgetting_is_the_mean_drop_from_the_best_earlier_value() -> None:
     assert np.array(report.matrix(lambda s: s.mrr)[0][1:]).tolist() == [None, None]
 
 
-@pytest.mark.parametrize("consolidation", [Consolidation.EWC, Consolidation.REPLAY], ids=lambda c: c.value)
-def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupted_one(consolidation, tmp_path) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param({"consolidation": Consolidation.EWC}, id="ewc"),
+        pytest.param({"consolidation": Consolidation.REPLAY}, id="replay"),
+        pytest.param(
+            {"consolidation": Consolidation.REPLAY, "loss": Loss.MSE, "schedule": Schedule.COSINE, "warmup_steps": 2},
+            id="replay-reprover-loss-and-schedule",
+        ),
+    ],
+)
+def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupted_one(options, tmp_path) -> None:
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:]), _repo("/r/c", WORDS[3:9])]
-    config = _config(epochs=2, consolidation=consolidation, replay_size=4)
+    config = _config(epochs=2, replay_size=4, **options)
     whole = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5)
 
     checkpoint = tmp_path / "run.pt"
@@ -281,7 +387,13 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
         "epochs": 1,
         "batch_size": 8,
         "learning_rate": 1e-3,
+        "max_length": 1024,
+        "loss": "infonce",
         "temperature": 0.05,
+        "negatives": 3,
+        "in_file_negatives": 1,
+        "schedule": "constant",
+        "warmup_steps": 1000,
         "ewc_lambda": 1e10,
         "ewc_decay": 1.0,
         "fisher_batches": 16,
@@ -290,6 +402,7 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
         "ks": [1, 10],
         "test_fraction": 0.5,
         "model": "tiny",
+        "embed_length": 64,
     }
     assert [(row["repo"], row["commit"]) for row in meta["rows"]] == [("/r/a", "c0"), ("/r/b", "c0")]
     assert len(meta["trainer"]["reservoir"]) == 4 and meta["trainer"]["seen"] > 4
@@ -298,7 +411,13 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
 
 
 def _changed(value: object) -> object:
-    return next(c for c in Consolidation if c != value) if isinstance(value, Consolidation) else value + 1  # type: ignore[operator]
+    if isinstance(value, enum.Enum):
+        return next(c for c in type(value) if c != value)
+    return value + 1  # type: ignore[operator]
+
+
+def _id(config: TrainConfig, *, embed_length: int = 512, place: str = "") -> str:
+    return learner_id(config, test_fraction=0.2, model_id="m", embed_length=embed_length, place=place)
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(TrainConfig)])
@@ -307,14 +426,19 @@ def test_every_training_option_is_part_of_the_learner(name: str) -> None:
     is left out of it would let a learner of other options be picked up."""
     base = TrainConfig()
     other = dataclasses.replace(base, **{name: _changed(getattr(base, name))})
-    assert learner_id(other, test_fraction=0.2, model_id="m") != learner_id(base, test_fraction=0.2, model_id="m")
+    assert _id(other) != _id(base)
+
+
+def test_the_embedding_length_is_part_of_the_learner() -> None:
+    """The scores of its rows were measured at that length."""
+    assert _id(TrainConfig(), embed_length=256) != _id(TrainConfig(), embed_length=2048)
 
 
 def test_the_learner_id_is_stable() -> None:
     """The id names the learner's file across versions of leanagent: a change here orphans
-    every user's learner (change it only with the key, and say so)."""
-    assert learner_id(TrainConfig(), test_fraction=0.2, model_id="m", place="sqlite:///x.db") == "ec21ff48be02"
-    assert learner_id(TrainConfig(), test_fraction=0.2, model_id="m", place="sqlite:///y.db") != "ec21ff48be02"
+    every user's learner (change it only with the key, and say so: docs/retrieval.md)."""
+    assert _id(TrainConfig(), place="sqlite:///x.db") == "08bedd7ae1ec"
+    assert _id(TrainConfig(), place="sqlite:///y.db") != "08bedd7ae1ec"
 
 
 def _old_learner(path, traces: list[RepoTrace]) -> None:

@@ -24,7 +24,7 @@ class TableGenerator:
     def __init__(self, table: dict[str, list[tuple[str, float]]]) -> None:
         self.table, self.premises_seen = table, []
 
-    def generate(self, state: str, *, premises: Sequence[str] = (), n: int) -> list[Candidate]:
+    def generate(self, state: str, *, premises: Sequence[tuple[str, str]] = (), n: int) -> list[Candidate]:
         self.premises_seen.append(tuple(premises))
         return [Candidate(t, math.log(p)) for t, p in self.table.get(state, [])][:n]
 
@@ -98,9 +98,9 @@ def test_the_time_limit_is_checked_between_tactics() -> None:
 def test_premises_are_retrieved_for_each_expanded_goal() -> None:
     session = WorldSession("A", {"A": {"t": "B"}, "B": {"u": DONE}})
     generator = TableGenerator({"A": [("t", 1.0)], "B": [("u", 1.0)]})
-    result = best_first_search(session, generator, premises_for=lambda goal: [f"lemma_for_{goal}"])
+    result = best_first_search(session, generator, premises_for=lambda goal: [(f"for_{goal}", f"theorem for_{goal}")])
     assert result.status is SearchStatus.PROVED
-    assert generator.premises_seen == [("lemma_for_A",), ("lemma_for_B",)]
+    assert generator.premises_seen == [(("for_A", "theorem for_A"),), (("for_B", "theorem for_B"),)]
 
 
 G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"

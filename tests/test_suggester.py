@@ -15,7 +15,6 @@ from agent.online import RecordingSession
 from agent.search import Candidate, SearchConfig, best_first_search
 from agent.suggester import (
     Blend,
-    PremiseNames,
     StepIndex,
     StepMemory,
     TacticSuggester,
@@ -153,19 +152,6 @@ def test_steps_of(proof: str, tactics: tuple[str, ...], status: TheoremStatus, e
     assert [s.tactic for s in steps_of(record)] == expected
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param("<a>Demo.add_zero'</a> : n + 0 = n", "Demo.add_zero'", id="marked"),
-        pytest.param("@[simp] theorem add_zero' (n : Nat) : n + 0 = n := rfl", "Demo.add_zero'", id="code-by-suffix"),
-        pytest.param("Nat.succ_pos", "Nat.succ_pos", id="a-name"),
-        pytest.param("two words", None, id="no-name"),
-    ],
-)
-def test_premise_names_of_retrieved_texts(text: str, expected: str | None) -> None:
-    assert PremiseNames(["Demo.add_zero'", "Demo.other"]).of_text(text) == expected
-
-
 def _suggester(*theorems: object) -> TacticSuggester:
     return TacticSuggester(StepMemory(tuple(s for t in theorems for s in steps_of(t)), ("Demo.le_self",)))
 
@@ -179,12 +165,19 @@ LE_SELF = theorem(
 
 
 def test_candidates_are_a_distribution_best_first_and_honour_the_budget() -> None:
-    found = _suggester(LE_SELF).episode("repo", LE_SELF).generate("m : Nat\n⊢ m ≤ m", premises=["Demo.le_self"], n=6)
+    found = (
+        _suggester(LE_SELF)
+        .episode("repo", LE_SELF)
+        .generate("m : Nat\n⊢ m ≤ m", premises=[("Demo.le_self", "theorem le_self (n : Nat) : n ≤ n")], n=6)
+    )
     assert found[0] == Candidate("exact Nat.le_refl m", found[0].logprob) and len(found) == 6
     scores = [c.logprob for c in found]
     assert scores == sorted(scores, reverse=True) and all(s < 0 for s in scores) and sum(map(math.exp, scores)) <= 1
     assert "exact Demo.le_self" in [
-        c.tactic for c in _suggester().suggest("⊢ x", previous=None, premises=["Demo.le_self"], n=20)
+        c.tactic
+        for c in _suggester().suggest(
+            "⊢ x", previous=None, premises=[("Demo.le_self", "theorem le_self (n : Nat) : n ≤ n")], n=20
+        )
     ]
 
 

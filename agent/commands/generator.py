@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from agent.joblock import holding_job_lock
-from agent.options import json_option, positive_int, positive_number, split_options, wait_option
+from agent.options import (
+    device_option,
+    generator_length_options,
+    json_option,
+    positive_int,
+    positive_number,
+    premises_option,
+    retriever_length_option,
+    split_options,
+    wait_option,
+)
 from agent.output import emit, table
 from agent.settings import Settings
 from agent.workspace import ordered_traces
@@ -47,13 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME|DIR",
         help="premise encoder whose retrieved premises are shown (default: none)",
     )
-    train.add_argument(
-        "--premises",
-        type=positive_int,
-        default=10,
-        metavar="K",
-        help="premises per goal with --retriever (default: 10)",
-    )
+    premises_option(train)
+    retriever_length_option(train)
+    generator_length_options(train)
     train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
     train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
     train.add_argument("--lr", type=positive_number, default=5e-4, help="AdamW learning rate (default: 5e-4)")
@@ -66,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="held-out examples generated for exact match (default: 200; the loss uses them all)",
     )
     wait_option(train)
+    device_option(train)
     json_option(train)
     train.set_defaults(handler=_train)
 
@@ -89,7 +96,10 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
 
     out = args.out or settings.data_dir / "generator"
     traces = ordered_traces(settings)
-    premises = premise_source(traces, TextEncoder.load(args.retriever), k=args.premises) if args.retriever else None
+    premises = None
+    if args.retriever:
+        encoder = TextEncoder.load(args.retriever, max_length=args.retriever_len, device=args.device)
+        premises = premise_source(traces, encoder, k=args.premises)
     examples = tactic_examples(traces, premises=premises)
     if not examples:
         raise UserInputError(
@@ -97,7 +107,9 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
         )
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
-    generator = HFTacticGenerator.load(args.model)
+    generator = HFTacticGenerator.load(
+        args.model, device=args.device, max_input_tokens=args.input_len, max_tactic_tokens=args.tactic_len
+    )
     config = GeneratorTrainConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
     with tqdm(
         total=sum(can_write(generator, e) for e in train) * args.epochs, desc="training", unit="example", disable=None

@@ -15,7 +15,15 @@ from __future__ import annotations
 import argparse
 
 from agent.joblock import holding_job_lock
-from agent.options import add_prove_options, json_option, proving_config, skip_option, wait_option
+from agent.options import (
+    add_prove_options,
+    device_option,
+    json_option,
+    proving_config,
+    retriever_length_option,
+    skip_option,
+    wait_option,
+)
 from agent.output import emit
 from agent.settings import Settings
 
@@ -40,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
     )
     skip_option(prove)
+    retriever_length_option(prove)
+    device_option(prove)
     wait_option(prove)
     json_option(prove)
     prove.set_defaults(handler=_prove)
@@ -60,6 +70,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         "command": "prove",
         **config.identity(),
         "retriever": model_key(args.retriever) if args.retriever else None,
+        "retriever_len": args.retriever_len if args.retriever else None,
         "theorems": args.theorem,
         "repo": args.repo,
         "skip": args.skip,
@@ -73,6 +84,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             config,
             settings.data_dir,
             retriever=args.retriever,
+            retriever_len=args.retriever_len,
             corpus=traces if args.retriever else (),
             memory=StepMemory.from_traces(traces),
         )

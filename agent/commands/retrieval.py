@@ -10,14 +10,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agent.joblock import holding_job_lock
 from agent.options import (
     add_train_options,
+    device_option,
     json_option,
     model_option,
     positive_int,
+    retriever_length_option,
     split_options,
     train_config,
     wait_option,
@@ -27,9 +28,6 @@ from agent.render import METRICS, cell, scores_dict, training_payload, training_
 from agent.settings import Settings
 from agent.workspace import ordered_traces
 from lean_env.errors import UserInputError
-
-if TYPE_CHECKING:
-    pass
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "started again with the same options.",
     )
     add_train_options(train)
+    retriever_length_option(train)
+    device_option(train)
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
     wait_option(train)
     json_option(train)
@@ -55,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "eval", help="recall@k and MRR of an encoder on every stored repository's held-out theorems"
     )
     model_option(evaluate)
+    retriever_length_option(evaluate)
+    device_option(evaluate)
     split_options(evaluate)
     json_option(evaluate)
     evaluate.set_defaults(handler=_eval)
@@ -72,6 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     search.add_argument("-k", type=positive_int, default=10, help="how many premises (default: 10)")
     model_option(search)
+    retriever_length_option(search)
+    device_option(search)
     json_option(search)
     search.set_defaults(handler=_search)
 
@@ -92,7 +96,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out {out} is a file; the encoder is saved as a directory")
     traces = ordered_traces(settings)
-    encoder = TextEncoder.load(args.model)
+    encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     # After every step the state goes here; an interrupted run of the same question resumes.
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
     # No total: a learner picked up may hold steps of older commits besides these repositories.
@@ -121,7 +125,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.progressive import split
 
     traces = ordered_traces(settings)
-    encoder = TextEncoder.load(args.model)
+    encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     corpus = PremiseCorpus(traces)
     index = PremiseIndex.build(corpus, encoder)
     results = {}
@@ -165,7 +169,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
             )
         location, theorem = found[0]
         allowed = [corpus.accessible(location, theorem.path, theorem.start)]
-    encoder = TextEncoder.load(args.model)
+    encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     index = PremiseIndex.build(corpus, encoder)
     (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
     payload = [

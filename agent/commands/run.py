@@ -20,8 +20,10 @@ from pathlib import Path
 from agent.options import (
     add_prove_options,
     add_train_options,
+    device_option,
     json_option,
     proving_config,
+    retriever_length_option,
     skip_option,
     tracer_option,
     train_config,
@@ -49,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--no-prove", action="store_true", help="no proof search (ingest, order and train only)")
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend")
+    retriever_length_option(run)
+    device_option(run)
     skip_option(run)
     wait_option(run)
     json_option(run)
@@ -63,7 +67,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     options = LifelongOptions(
         repos=args.repos,
         tracer=TracerChoice(args.backend),
-        training=None if args.no_train else RetrieverTraining(args.model, train_config(args), args.test_fraction),
+        training=None
+        if args.no_train
+        else RetrieverTraining(
+            args.model, train_config(args), args.test_fraction, embed_length=args.retriever_len, device=args.device
+        ),
         proving=None if args.no_prove else proving_config(args),
         # Asked for a model, the user means to prove: a missing Lean is then an error.
         lean_optional=args.generator is None,

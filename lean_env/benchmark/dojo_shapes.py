@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lean_env.records import DeclKind, Position, Premise
+from lean_env.trace.source.corpus_code import premise_code
 
 # LeanDojo's benchmark leaves out tactics that start with no goals and `·` focusing dots.
 NO_GOALS = "no goals"
@@ -79,7 +80,10 @@ def premise_from_json(data: Mapping[str, Any], path: str) -> Premise | None:
     """A corpus premise entry as a :class:`Premise` of file ``path``.
 
     None for entries without a name (LeanDojo leaves some, ReProver skips them too);
-    ValueError when a field is missing or has the wrong type.
+    ValueError when a field is missing or has the wrong type. The code is brought to the
+    corpus form (:func:`~lean_env.trace.source.corpus_code.premise_code`): LeanDojo's own
+    comes back as it is, a whole declaration's source (as an older leanagent exported it) is
+    cut as LeanDojo would have cut it.
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"a premise must be an object, got {type(data).__name__}")
@@ -90,13 +94,14 @@ def premise_from_json(data: Mapping[str, Any], path: str) -> Premise | None:
     kind = data.get("kind", "")
     if not isinstance(full_name, str) or not isinstance(code, str) or not isinstance(kind, str):
         raise ValueError("premise full_name, code and kind must be strings")
+    declared = decl_kind(kind, code)
     return Premise(
         full_name=full_name,
         path=path,
         start=position_from_json(data.get("start")),
         end=position_from_json(data.get("end")),
-        kind=decl_kind(kind, code),
-        code=code,
+        kind=declared,
+        code=premise_code(code, declared),
     )
 
 

@@ -3,9 +3,11 @@
 What becomes what:
 
 * Every named declaration is a :class:`~lean_env.records.Premise` (kind from its keyword,
-  code = its source text from the doc comment to its last character), and so are the names
-  it introduces: constructors (``Foo.mk``, ``Nat.succ``-style), structure and class fields
-  (``Foo.x``) and ``where`` items (``foo.go``). Those carry their parent's kind.
+  code as LeanDojo's corpus has it: comments removed, a ``theorem`` cut before its ``:=``,
+  see :mod:`~lean_env.trace.source.corpus_code`), and so are the names it introduces:
+  constructors (``Foo.mk``, ``Nat.succ``-style), structure and class fields (``Foo.x``) and
+  ``where`` items (``foo.go``). Those carry their parent's kind and code. The whole source
+  of a theorem stays in its :class:`~lean_env.records.Theorem` (``statement``, ``proof``).
   ``example`` declares nothing: it is neither a premise nor a theorem.
 * ``theorem`` and ``lemma`` declarations are :class:`~lean_env.records.Theorem` records.
   A ``def`` whose type happens to be a ``Prop`` is not: that would need elaboration.
@@ -29,6 +31,7 @@ from lean_env.records import (
     TheoremStatus,
     TracedTactic,
 )
+from lean_env.trace.source.corpus_code import corpus_code
 from lean_env.trace.source.lexer import IDENT, IDENT_RE, MaskedText, mask
 from lean_env.trace.source.names import Entry, NameTable, Site
 from lean_env.trace.source.reader import Decl, ReadFile, read_file
@@ -95,7 +98,6 @@ def build(
     """Turn one read file into records, resolving proof identifiers against ``table``;
     ``imported`` is the bit set of the module numbers the file imports, directly or not."""
     source = read.source
-    text = source.text
     position = source.position
     premises: list[Premise] = []
     theorems: list[Theorem] = []
@@ -105,11 +107,13 @@ def build(
             continue
         # A theorem's record shares these positions: compute each offset's position once.
         start, end = position(decl.start), position(decl.end)
-        premises.append(Premise(name, path, start, end, kind, text[decl.start : decl.end]))
+        code = corpus_code(source, decl.start, decl.header_end if kind is DeclKind.THEOREM else decl.end)
+        premises.append(Premise(name, path, start, end, kind, code))
         if decl.children:
+            # LeanDojo's corpus has no premise of their own: a use of a field or constructor is
+            # a use of the declaration whose span holds it, so they carry its code.
             premises.extend(
-                Premise(c.name, path, position(c.start), position(c.end), kind, text[c.start : c.end])
-                for c in decl.children
+                Premise(c.name, path, position(c.start), position(c.end), kind, code) for c in decl.children
             )
         if with_theorems and kind in _THEOREM_KINDS:
             body_end = end if decl.body_end == decl.end else position(decl.body_end)

@@ -98,12 +98,14 @@ class LexProblem:
 class MaskedText:
     """A file with comments and literals blanked out, and the facts needed to map back.
 
-    ``doc_spans`` are the ``(start, end)`` offsets of ``/--``/``/-!`` comments, in order.
+    ``doc_spans`` are the ``(start, end)`` offsets of ``/--``/``/-!`` comments, in order;
+    ``comments`` those of every comment (a line comment's ends before its newline), in order.
     """
 
     text: str
     masked: str
     doc_spans: tuple[tuple[int, int], ...]
+    comments: tuple[tuple[int, int], ...]
     problems: tuple[LexProblem, ...]
     line_starts: tuple[int, ...]
 
@@ -127,6 +129,7 @@ def mask(text: str) -> MaskedText:
     """Blank out the comments and literals of ``text``; record those that never close."""
     pieces: list[str] = []
     docs: list[tuple[int, int]] = []
+    comments: list[tuple[int, int]] = []
     problems: list[LexProblem] = []
     done = 0  # everything before `done` is already in `pieces`
     pos = 0
@@ -138,7 +141,7 @@ def mask(text: str) -> MaskedText:
         start, end = m.span()
         token = m.lastgroup or m.group()
         if token == "line":
-            pass  # the match is the whole comment
+            comments.append((start, end))  # the match is the whole comment
         elif token in ("block", "/-"):
             if token == "/-":  # nested, or never closed
                 end = _block_comment_end(text, start)
@@ -148,6 +151,7 @@ def mask(text: str) -> MaskedText:
                 end = size if newline < 0 else newline
             elif text.startswith(("/--", "/-!"), start) and end - start > 4:
                 docs.append((start, end))
+            comments.append((start, end))
         elif token == "'":
             if start > 0 and _PRIME_AFTER.match(text, start - 1):
                 pos = start + 1
@@ -181,6 +185,7 @@ def mask(text: str) -> MaskedText:
         text=text,
         masked="".join(pieces),
         doc_spans=tuple(docs),
+        comments=tuple(comments),
         problems=tuple(problems),
         line_starts=starts,
     )
