@@ -310,9 +310,17 @@ def _save(
     }
     # Whole or not at all: a kill mid-write leaves the previous learner.
     try:
-        write_atomically(checkpoint, lambda partial: torch.save(state, partial))
+        write_atomically(checkpoint, lambda partial: _save_tensors(state, partial))
     except OSError as error:
         raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error
+
+
+def _save_tensors(state: dict[str, Any], path: Path) -> None:
+    """``torch.save`` through an open file: given a path, torch names the archive's folder
+    after the file, and the partial file's name is unique per writer, so two learners of
+    equal content would differ in bytes; given a file it names the folder ``archive``."""
+    with path.open("wb") as file:
+        torch.save(state, file)
 
 
 def _row_to_json(row: ProgressRow) -> dict[str, Any]:

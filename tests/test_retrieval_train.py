@@ -9,6 +9,7 @@ import json
 import logging
 import random
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -207,6 +208,60 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupte
     # a finished run's checkpoint gives its report back without training again
     again = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
     assert again.rows == resumed.rows
+
+
+def _weights(encoder) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in encoder.model.state_dict().items()}
+
+
+def _reseed(seed: int) -> Callable[[ProgressRow], None]:
+    """An ``on_step`` that draws from torch's global generator after reseeding it, as a
+    fresh process (seeded at random) or a proof search between two steps would."""
+
+    def draw(row: ProgressRow) -> None:
+        torch.manual_seed(seed)
+        torch.rand(7)
+
+    return draw
+
+
+@pytest.mark.parametrize(
+    ("before", "between"),
+    [
+        pytest.param(1, None, id="another-global-seed-at-the-start"),
+        pytest.param(None, 2, id="draws-from-the-global-generator-between-steps"),
+        pytest.param(3, 4, id="both"),
+    ],
+)
+@pytest.mark.parametrize("consolidation", [Consolidation.EWC, Consolidation.REPLAY], ids=lambda c: c.value)
+def test_training_draws_only_from_its_own_seeded_streams(consolidation, before, between) -> None:
+    """Bit-identical weights and rows whatever torch's global generator holds or gives to
+    others: the trainer's dropout runs on its own random state, and leaves the global one as
+    it found it."""
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    config = _config(epochs=2, consolidation=consolidation, replay_size=4)
+    plain = tiny_encoder(0)
+    expected = run_progressive(traces, plain, config, test_fraction=0.5)
+    other = tiny_encoder(0)
+    if before is not None:
+        torch.manual_seed(before)
+    state = torch.get_rng_state()
+    got = run_progressive(
+        traces, other, config, test_fraction=0.5, on_step=None if between is None else _reseed(between)
+    )
+    assert got.rows == expected.rows
+    assert all(torch.equal(v, _weights(plain)[k]) for k, v in _weights(other).items())
+    if between is None:
+        assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_two_learners_of_one_run_are_the_same_bytes(tmp_path) -> None:
+    """A learner file depends on what it holds only (not on its name, nor on the partial
+    file it was written through), so two runs can be compared file to file."""
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    for name in ("one.pt", "two.pt"):
+        run_progressive(traces, tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=tmp_path / name)
+    assert (tmp_path / "one.pt").read_bytes() == (tmp_path / "two.pt").read_bytes()
 
 
 def test_a_later_run_learns_only_new_repositories_and_new_commits(tmp_path) -> None:
