@@ -150,6 +150,7 @@ def run_progressive(
         seen = [latest[loc] for loc in dict.fromkeys([*(row.repo for row in rows), location]) if loc in latest]
         corpus = PremiseCorpus(seen)
         train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
+        log.info("step %d: training on %s at %s (%d examples)", len(rows) + 1, location, trace.commit, len(train))
         step = trainer.step(corpus, train)
         index = PremiseIndex.build(corpus, encoder)
         scores = {}
@@ -159,6 +160,7 @@ def run_progressive(
         rows.append(ProgressRow(location, trace.commit, len(train), step, scores))
         if checkpoint:
             _save(checkpoint, key, rows, encoder, trainer)
+            log.info("step %d: learner saved to %s", len(rows), checkpoint)
         if on_step:
             on_step(rows[-1])
     return ProgressiveReport(tuple(dict.fromkeys(row.repo for row in rows)), tuple(rows), picked_up)
