@@ -38,8 +38,6 @@ from retrieval.train import TrainConfig
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
-    from curriculum.results import RunRecord
-    from curriculum.store import Store
     from retrieval.progressive import ProgressiveReport, ProgressRow
 
 
@@ -133,8 +131,6 @@ class LifelongJob:
             tracked_run(store, options.identity()) as (run, resumed),
         ):
             outcomes = ingest_repositories(store, specs, settings, options.tracer)
-            if resumed:
-                outcomes = [_as_the_run_did_it(outcome, store, run) for outcome in outcomes]
             order = curriculum_of(store)
             ordered = traces_in_curriculum_order(store, order)
             # The file's repositories are the proving targets, in curriculum order.
@@ -230,16 +226,3 @@ class LifelongJob:
             )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
         return report
-
-
-def _as_the_run_did_it(outcome: IngestOutcome, store: Store, run: RunRecord) -> IngestOutcome:
-    """A resumed run's ingest as the run did it over all its sittings: a repository stored
-    since the run started (by a sitting that was then interrupted, unless another job ran in
-    between) is "added", as in a run never stopped, though this sitting finds it stored."""
-    from curriculum.ingest import IngestStatus
-
-    if outcome.status is IngestStatus.UNCHANGED:
-        stored = store.version(outcome.location, outcome.commit)
-        if stored is not None and stored.ingested_at >= run.started_at:
-            return dataclasses.replace(outcome, status=IngestStatus.ADDED)
-    return outcome
