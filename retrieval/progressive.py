@@ -318,7 +318,7 @@ def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         by = "a newer" if fmt > LEARNER_FORMAT else "another"
         raise CheckpointError(
             f"the learner {checkpoint} was written by {by} leanagent (learner format {fmt}; "
-            f"this one reads format {LEARNER_FORMAT}): use that leanagent, or {_START_AGAIN}"
+            f"this one reads formats {', '.join(map(str, READABLE_FORMATS))}): use that leanagent, or {_START_AGAIN}"
         )
     try:
         meta = json.loads(state["meta"])
