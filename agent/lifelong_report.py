@@ -4,10 +4,13 @@ Markdown sections for people, and the plots of the metrics matrix."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.render import (
+    METRICS,
+    SHOWN,
     attempts_table,
     audit_summary,
     curriculum_text,
@@ -16,10 +19,11 @@ from agent.render import (
     training_payload,
     training_text,
 )
-from agent.report import plot_matrix
+from agent.report import Cell, plot_heatmap, plot_matrix
 
 if TYPE_CHECKING:
     from agent.lifelong import LifelongResult
+    from retrieval.index import RecallScores
     from retrieval.progressive import ProgressiveReport
 
 NO_PLOTS = "not drawn: they need matplotlib (pip install 'leanagent[plots]')"
@@ -60,23 +64,40 @@ def report_sections(result: LifelongResult) -> list[tuple[str, str]]:
 
 
 def draw_plots(training: ProgressiveReport | None, directory: Path, name: str) -> list[tuple[str, Path]]:
-    """The recall@10 and MRR matrices as line plots, one line per repository; none without
-    training or without matplotlib."""
+    """The recall@10 and MRR matrices as line plots, one line per repository, and as heat
+    maps, each with the untrained encoder's row and every repository's score before its
+    step; none without training or without matplotlib."""
     if training is None or not training.rows:
         return []
-    steps = [f"{Path(r.repo).name or r.repo} @ {short_commit(r.commit)}" for r in training.rows]
+    steps = ["(untrained)", *(f"{Path(r.repo).name or r.repo} @ {short_commit(r.commit)}" for r in training.rows)]
     images = []
-    for metric, pick in (("recall@10", lambda s: s.recall[10]), ("MRR", lambda s: s.mrr)):
-        path = plot_matrix(
-            directory / f"{name}-{metric.replace('@', '')}.png",
-            steps=steps,
-            repos=training.repos,
-            matrix=training.matrix(pick),
-            metric=metric,
-        )
-        if path is not None:
-            images.append((f"{metric} on each repository after each step", path))
+    for metric in SHOWN:
+        matrix, before = _evaluations(training, METRICS[metric])
+        stem = f"{name}-{metric.replace('@', '')}"
+        drawn = [
+            (f"{metric} on each repository after each step", plot_matrix, directory / f"{stem}.png"),
+            (f"{metric} as a heat map (rows: after each step)", plot_heatmap, directory / f"{stem}-heatmap.png"),
+        ]
+        for heading, plot, path in drawn:
+            if plot(path, steps=steps, repos=training.repos, matrix=matrix, metric=metric, before=before):
+                images.append((heading, path))
     return images
+
+
+def _evaluations(
+    training: ProgressiveReport, metric: Callable[[RecallScores], float]
+) -> tuple[list[list[float | None]], set[Cell]]:
+    """The matrix with a row for the encoder before the first step, and each repository's
+    score before its own step in the row of the step before (a repository trained again at a
+    newer commit keeps its score there); and which cells those are."""
+    after = training.matrix(metric)
+    rows = [[None] * len(training.repos), *after]
+    before = set()
+    for t, (step, column) in enumerate(zip(training.rows, training.score_matrix(metric).trained, strict=True)):
+        if rows[t][column] is None and step.before is not None and step.before.examples:
+            rows[t][column] = metric(step.before)
+            before.add((t, column))
+    return rows, before
 
 
 def _training_section(result: LifelongResult) -> str:

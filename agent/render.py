@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from retrieval.index import RecallScores
+    from retrieval.lifelong_metrics import LifelongMetrics
     from retrieval.progressive import ProgressiveReport
 
 
@@ -111,8 +112,13 @@ METRICS = {
 }
 
 
+# The scores whose lifelong-learning metrics the text shows (the JSON has every one's).
+SHOWN = ("recall@10", "MRR")
+
+
 def training_payload(report: ProgressiveReport) -> dict[str, Any]:
-    """The steps, metrics matrices and forgetting of a progressive run, for JSON."""
+    """The steps (with each repository's scores just before its step and by the starting
+    encoder), metrics matrices and lifelong-learning metrics of a progressive run, for JSON."""
     return {
         "repositories": list(report.repos),
         "steps_before_this_run": report.picked_up,
@@ -123,28 +129,63 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
                 "train_examples": r.train_examples,
                 "mean_loss": r.step.mean_loss,
                 "mean_penalty": r.step.mean_penalty,
+                "before": None if r.before is None else scores_dict(r.before),
+                "untrained": None if r.untrained is None else scores_dict(r.untrained),
             }
             for r in report.rows
         ],
         "matrices": {name: report.matrix(metric) for name, metric in METRICS.items()},
-        "forgetting": {name: report.forgetting(metric) for name, metric in METRICS.items()},
+        "metrics": {name: metrics_payload(report.metrics(metric)) for name, metric in METRICS.items()},
+    }
+
+
+def metrics_payload(metrics: LifelongMetrics) -> dict[str, dict[str, Any]]:
+    """Each metric as ``{"value": number}``, or ``{"value": null, "undefined": why}``."""
+    from retrieval.lifelong_metrics import Undefined
+
+    return {
+        name: {"value": None, "undefined": value.reason} if isinstance(value, Undefined) else {"value": value}
+        for name, value in metrics.named()
     }
 
 
 def training_text(report: ProgressiveReport) -> str:
-    """The recall@10 matrix and forgetting of a progressive run, for people."""
+    """The recall@10 matrix (with each repository's score just before its step) and the
+    lifelong-learning metrics of a progressive run, for people."""
+    recall = METRICS["recall@10"]
     rows = [
-        [f"after {r.repo} @ {short_commit(r.commit)}", r.train_examples, *(cell(v) for v in values)]
-        for r, values in zip(report.rows, report.matrix(METRICS["recall@10"]), strict=True)
+        [
+            f"after {r.repo} @ {short_commit(r.commit)}",
+            r.train_examples,
+            cell(None if r.before is None or not r.before.examples else recall(r.before)),
+            *(cell(v) for v in values),
+        ]
+        for r, values in zip(report.rows, report.matrix(recall), strict=True)
     ]
     return "\n".join(
         [
-            "recall@10 on each repository's held-out theorems after each step:",
-            table(["step", "trained on", *report.repos], rows),
-            f"forgetting (recall@10): {report.forgetting(METRICS['recall@10']):.3f}; "
+            "recall@10 on each repository's held-out theorems after each step (and on the one trained, before it):",
+            table(["step", "trained on", "before", *report.repos], rows),
+            metrics_text(report),
             f"{len(report.rows) - report.picked_up} step(s) taken now, {report.picked_up} before",
         ]
     )
+
+
+def metrics_text(report: ProgressiveReport) -> str:
+    """A table of the lifelong-learning metrics of recall@10 and MRR; an undefined one is
+    n/a, with why below the table."""
+    from retrieval.lifelong_metrics import Undefined
+
+    by_score = [dict(report.metrics(METRICS[name]).named()) for name in SHOWN]
+    rows, reasons = [], []
+    for metric in by_score[0]:
+        values = [metrics[metric] for metrics in by_score]
+        rows.append([metric, *("n/a" if isinstance(v, Undefined) else v for v in values)])
+        why = dict.fromkeys(v.reason for v in values if isinstance(v, Undefined))  # once when both agree
+        if why:
+            reasons.append(f"{metric} n/a: {'; '.join(why)}")
+    return "\n".join(["lifelong-learning metrics (docs/lifelong.md):", table(["metric", *SHOWN], rows), *reasons])
 
 
 def scores_dict(scores: RecallScores) -> dict[str, Any]:

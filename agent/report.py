@@ -4,12 +4,16 @@ of the metrics matrix (with matplotlib, the ``plots`` extra)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lean_env.errors import UserInputError
 from lean_env.files import write_atomically
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def check_directory(directory: Path, what: str) -> None:
@@ -54,26 +58,81 @@ def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
         raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
 
 
+Cell = tuple[int, int]  # (row, column) of a matrix
+
+
 def plot_matrix(
-    path: Path, *, steps: Sequence[str], repos: Sequence[str], matrix: Sequence[Sequence[float | None]], metric: str
+    path: Path,
+    *,
+    steps: Sequence[str],
+    repos: Sequence[str],
+    matrix: Sequence[Sequence[float | None]],
+    metric: str,
+    before: Collection[Cell] = (),
 ) -> Path | None:
-    """A line per repository: ``metric`` after each step (``matrix[step][repo]``, None where
-    not scored), saved as a PNG at ``path``; None when matplotlib is not installed."""
+    """A line per repository: ``metric`` at each evaluation (``matrix[row][repo]``, None where
+    not scored; the cells in ``before`` are scores before the repository's step, drawn
+    hollow), saved as a PNG at ``path``; None when matplotlib is not installed."""
+    figure = _figure(1.1 * len(steps) + 2, 3.6)
+    if figure is None:
+        return None
+    axes = figure.subplots()
+    for j, repo in enumerate(repos):
+        scored = [i for i, row in enumerate(matrix) if row[j] is not None]
+        (line,) = axes.plot(scored, [matrix[i][j] for i in scored], marker="o", label=Path(repo).name or repo)
+        hollow = [i for i in scored if (i, j) in before]
+        axes.plot(hollow, [matrix[i][j] for i in hollow], "o", color="white", markeredgecolor=line.get_color())
+    axes.set_xticks(range(len(steps)), steps, rotation=25, ha="right", fontsize=8)
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_xlabel("after the step on (hollow: the repository's score before its own step)")
+    axes.set_ylabel(metric)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return _save(figure, path)
+
+
+def plot_heatmap(
+    path: Path,
+    *,
+    steps: Sequence[str],
+    repos: Sequence[str],
+    matrix: Sequence[Sequence[float | None]],
+    metric: str,
+    before: Collection[Cell] = (),
+) -> Path | None:
+    """``matrix`` as a heat map (rows: evaluations, columns: repositories), each cell with its
+    value (the ``before`` cells in italics, blank where not scored), saved as a PNG at
+    ``path``; None when matplotlib is not installed."""
+    figure = _figure(0.9 * len(repos) + 5, 0.45 * len(steps) + 2.4)  # the step names take ~3 inches
+    if figure is None:
+        return None
+    axes = figure.subplots()
+    values = [[math.nan if v is None else v for v in row] for row in matrix]
+    image = axes.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            if value is not None:
+                style = "italic" if (i, j) in before else "normal"
+                colour = "black" if value > 0.6 else "white"
+                axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color=colour, style=style)
+    axes.set_xticks(range(len(repos)), [Path(r).name or r for r in repos], rotation=25, ha="right", fontsize=8)
+    axes.set_yticks(range(len(steps)), steps, fontsize=8)
+    axes.set_xlabel("repository (italics: before its own step)")
+    axes.set_ylabel("after the step on")
+    figure.colorbar(image, ax=axes, label=metric)
+    return _save(figure, path)
+
+
+def _figure(width: float, height: float) -> Figure | None:
+    """A figure of (at least 4) inches; None without matplotlib."""
     try:
         from matplotlib.figure import Figure  # the object API: no global pyplot state, no display
     except ImportError:
         return None
-    figure = Figure(figsize=(max(4.0, 1.1 * len(steps) + 2), 3.6))
-    axes = figure.subplots()
-    for j, repo in enumerate(repos):
-        scored = [i for i, row in enumerate(matrix) if row[j] is not None]
-        axes.plot(scored, [matrix[i][j] for i in scored], marker="o", label=Path(repo).name or repo)
-    axes.set_xticks(range(len(steps)), steps, rotation=25, ha="right", fontsize=8)
-    axes.set_ylim(-0.02, 1.02)
-    axes.set_xlabel("after the step on")
-    axes.set_ylabel(metric)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    return Figure(figsize=(max(4.0, width), height))
+
+
+def _save(figure: Figure, path: Path) -> Path:
     figure.tight_layout()
     _write_atomically(path, lambda partial: figure.savefig(partial, dpi=100))
     return path

@@ -72,10 +72,14 @@ class TextEncoder:
         on ``device`` (see :func:`retrieval.devices.placement`)."""
         where = placement(device)
         source = default_model_path() if name_or_path is None else name_or_path
-        # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
-        loaded = load_pretrained(
-            source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel
-        )
+        # Weights a checkpoint lacks (a BERT's pooler, say) are drawn at random: from a fixed
+        # seed, so that every process starts from the same model and saves the same learner.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
+            loaded = load_pretrained(
+                source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel
+            )
         # Longer inputs than the model has positions for would crash it: truncate to fit.
         limit = loaded.max_positions
         length = min(max_length, limit) if limit else max_length

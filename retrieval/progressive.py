@@ -1,6 +1,8 @@
 """The lifelong retrieval loop: repositories in curriculum order, one training step each,
 and after every step the recall on every repository seen so far (LeanAgent's metrics
-matrix), from which forgetting is read.
+matrix), from which the lifelong-learning metrics are read (:mod:`retrieval.lifelong_metrics`).
+Each repository is also scored just before its step and by the starting encoder, which
+forward transfer and incremental plasticity compare with.
 
 Each repository's examples are split by theorem (all steps of a theorem on one side),
 deterministically: a theorem is held out when a seeded hash of its repository's identity
@@ -26,6 +28,7 @@ from lean_env.records import RepoSpec, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
+from retrieval.lifelong_metrics import LifelongMetrics, ScoreMatrix, lifelong_metrics
 from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,11 @@ class ProgressRow:
     train_examples: int
     step: StepReport
     scores: dict[str, RecallScores]  # repository -> scores on its held-out examples
+    # This repository's scores just before the step, by the encoder the earlier steps left
+    # (None: a step of a learner file written before they were kept, format 1).
+    before: RecallScores | None = None
+    # This repository's scores by the starting encoder, untrained (None: as ``before``).
+    untrained: RecallScores | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,24 +93,19 @@ class ProgressiveReport:
         was seen, or when it has no held-out examples)."""
         return [[_value(row.scores.get(r), metric) for r in self.repos] for row in self.rows]
 
-    def forgetting(self, metric: Callable[[RecallScores], float]) -> float:
-        """Mean over the repositories other than the one trained last of (best earlier value -
-        final value): how much of what was learned on them the later steps lost (0 with one
-        repository). The one trained last is the last row's, which is not the last column
-        when a newer commit of an earlier repository was learned."""
-        if not self.rows:
-            return 0.0
-        matrix = self.matrix(metric)
-        last = self.repos.index(self.rows[-1].repo)
-        drops = []
-        for j in range(len(self.repos)):
-            if j == last:
-                continue
-            earlier = [row[j] for row in matrix[:-1] if row[j] is not None]
-            final = matrix[-1][j]
-            if earlier and final is not None:
-                drops.append(max(earlier) - final)
-        return sum(drops) / len(drops) if drops else 0.0
+    def score_matrix(self, metric: Callable[[RecallScores], float]) -> ScoreMatrix:
+        """The matrix with, for each step, the column it trained (a newer commit of a learned
+        repository trains that repository's column again) and its scores before the step."""
+        return ScoreMatrix(
+            tuple(tuple(row) for row in self.matrix(metric)),
+            tuple(self.repos.index(row.repo) for row in self.rows),
+            tuple(_value(row.before, metric) for row in self.rows),
+            tuple(_value(row.untrained, metric) for row in self.rows),
+        )
+
+    def metrics(self, metric: Callable[[RecallScores], float]) -> LifelongMetrics:
+        """The lifelong-learning metrics of ``metric``'s matrix (docs/lifelong.md)."""
+        return lifelong_metrics(self.score_matrix(metric))
 
 
 def _value(scores: RecallScores | None, metric: Callable[[RecallScores], float]) -> float | None:
@@ -122,7 +125,8 @@ def run_progressive(
 ) -> ProgressiveReport:
     """Train ``encoder`` one step per repository of ``traces``, in the given (curriculum)
     order; after every step, re-embed the corpus of every repository seen and score each
-    one's held-out examples.
+    one's held-out examples. Each repository is also scored just before its step, and by
+    ``encoder`` as given (the starting encoder, before a checkpoint's weights replace it).
 
     With ``checkpoint`` (a file), the learner (encoder, trainer and the steps taken) is
     written there atomically after every step. A checkpoint of the same learner (config,
@@ -135,33 +139,66 @@ def run_progressive(
     """
     trainer = ProgressiveTrainer(encoder, config)
     key = _learner_key(config, ks, test_fraction, model_id, encoder.max_length)
-    rows: list[ProgressRow] = _resume(checkpoint, key, encoder, trainer) if checkpoint else []
+    saved = _picked_up(checkpoint, key, encoder) if checkpoint else None
+    rows: list[ProgressRow] = list(saved.rows) if saved else []
     picked_up = len(rows)
+    learned = {(row.repo, row.commit) for row in rows}
+    pending = [t for t in traces if (t.spec.location, t.commit) not in learned]
+
+    def score(corpus: PremiseCorpus, of: Sequence[RepoTrace]) -> dict[str, RecallScores]:
+        return _score(encoder, corpus, of, test_fraction=test_fraction, seed=config.seed, ks=ks)
+
+    def alone(trace: RepoTrace) -> RecallScores:
+        # A repository's scores do not depend on other repositories' premises (none is
+        # accessible from its theorems): scored before its step, it needs no other's embedded.
+        return score(PremiseCorpus([trace]), [trace])[trace.spec.location]
+
+    # The baseline of forward transfer, before the learner's weights replace the starting ones.
+    untrained = {(t.spec.location, t.commit): alone(t) for t in pending}
+    if saved:
+        saved.load_into(encoder, trainer)
     for row in rows:
         if on_step:
             on_step(row)
     latest = {t.spec.location: t for t in traces}
-    learned = {(row.repo, row.commit) for row in rows}
-    for trace in traces:
+    for trace in pending:
         location = trace.spec.location
-        if (location, trace.commit) in learned:
-            continue
+        # Until a first step, the encoder is the starting one: its scores are the baseline's.
+        before = alone(trace) if rows else untrained[(location, trace.commit)]
         # Every repository learned so far, at its newest version, and this one.
         seen = [latest[loc] for loc in dict.fromkeys([*(row.repo for row in rows), location]) if loc in latest]
         corpus = PremiseCorpus(seen)
         train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
+        log.info("step %d: training on %s at %s (%d examples)", len(rows) + 1, location, trace.commit, len(train))
         step = trainer.step(corpus, train)
-        index = PremiseIndex.build(corpus, encoder)
-        scores = {}
-        for earlier in seen:
-            _, test = split(corpus.examples(earlier), test_fraction=test_fraction, seed=config.seed)
-            scores[earlier.spec.location] = evaluate(index, encoder, test, ks=ks)
-        rows.append(ProgressRow(location, trace.commit, len(train), step, scores))
+        scores = score(corpus, seen)
+        rows.append(
+            ProgressRow(location, trace.commit, len(train), step, scores, before, untrained[(location, trace.commit)])
+        )
         if checkpoint:
             _save(checkpoint, key, rows, encoder, trainer)
+            log.info("step %d: learner saved to %s", len(rows), checkpoint)
         if on_step:
             on_step(rows[-1])
     return ProgressiveReport(tuple(dict.fromkeys(row.repo for row in rows)), tuple(rows), picked_up)
+
+
+def _score(
+    encoder: TextEncoder,
+    corpus: PremiseCorpus,
+    traces: Sequence[RepoTrace],
+    *,
+    test_fraction: float,
+    seed: int,
+    ks: Sequence[int],
+) -> dict[str, RecallScores]:
+    """Each of ``traces``'s held-out examples scored by ``encoder`` as it is now, through an
+    index of ``corpus`` (embedded only if there is an example to score)."""
+    tests = {t.spec.location: split(corpus.examples(t), test_fraction=test_fraction, seed=seed)[1] for t in traces}
+    if not any(tests.values()):
+        return {location: RecallScores(0, dict.fromkeys(ks, 0.0), 0.0) for location in tests}  # evaluate's, for none
+    index = PremiseIndex.build(corpus, encoder)
+    return {location: evaluate(index, encoder, test, ks=ks) for location, test in tests.items()}
 
 
 def _learner_key(
@@ -234,33 +271,52 @@ def prepare_checkpoint(checkpoint: Path) -> None:
 # pickled code. The JSON meta is {"learner": _learner_key(...), "rows": [_row_to_json(row)],
 # "trainer": ProgressiveTrainer.state_dict()["meta"]}.
 
-LEARNER_FORMAT = 1  # bump with every change to what _save writes; _read refuses other formats
+LEARNER_FORMAT = 2  # bump with every change to what _save writes; _read refuses all but READABLE_FORMATS
+# Format 1 had no scores before each step ("before", "untrained"): its steps read back
+# without them, and the metrics that need them leave those steps out.
+READABLE_FORMATS = (1, 2)
 
 _START_AGAIN = "move it away or delete it to start a new learner"
 
 
-def _resume(
-    checkpoint: Path, key: dict[str, Any], encoder: TextEncoder, trainer: ProgressiveTrainer
-) -> list[ProgressRow]:
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """A learner file of this learner, read and checked, not yet loaded."""
+
+    checkpoint: Path
+    rows: tuple[ProgressRow, ...]
+    encoder: dict[str, torch.Tensor]
+    trainer: dict[str, Any]  # ProgressiveTrainer.state_dict()'s shape
+
+    def load_into(self, encoder: TextEncoder, trainer: ProgressiveTrainer) -> None:
+        try:
+            encoder.model.load_state_dict(self.encoder)
+            trainer.load_state_dict(self.trainer)
+        except (KeyError, TypeError, ValueError) as error:
+            raise _damaged(self.checkpoint, error) from error
+        log.info("resuming after %d finished step(s) from %s", len(self.rows), self.checkpoint)
+
+
+def _picked_up(checkpoint: Path, key: dict[str, Any], encoder: TextEncoder) -> _Saved | None:
+    """The learner at ``checkpoint`` if it is one of ``key`` with weights that fit ``encoder``."""
     if not checkpoint.exists():
-        return []
+        return None
     state, meta = _read(checkpoint)
     own = encoder.model.state_dict()
     fits = state["encoder"].keys() == own.keys() and all(v.shape == own[k].shape for k, v in state["encoder"].items())
     if meta.get("learner") != key or not fits:
         log.info("checkpoint %s belongs to another learner (options or model); starting afresh", checkpoint)
-        return []
+        return None
     try:
-        rows = [_row_from_json(row) for row in meta["rows"]]
-        trainer_state = {"tensors": state["trainer"], "meta": meta["trainer"]}
-        encoder.model.load_state_dict(state["encoder"])
-        trainer.load_state_dict(trainer_state)
+        rows = tuple(_row_from_json(row) for row in meta["rows"])
+        trainer = {"tensors": state["trainer"], "meta": meta["trainer"]}
     except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(
-            f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}"
-        ) from error
-    log.info("resuming after %d finished step(s) from %s", len(rows), checkpoint)
-    return rows
+        raise _damaged(checkpoint, error) from error
+    return _Saved(checkpoint, rows, state["encoder"], trainer)
+
+
+def _damaged(checkpoint: Path, error: Exception) -> CheckpointError:
+    return CheckpointError(f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}")
 
 
 def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -277,20 +333,18 @@ def _read(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise CheckpointError(
             f"{checkpoint} is not a learner file of leanagent (it has no format number); {_START_AGAIN}"
         )
-    if fmt != LEARNER_FORMAT:
+    if fmt not in READABLE_FORMATS:
         by = "a newer" if fmt > LEARNER_FORMAT else "another"
         raise CheckpointError(
             f"the learner {checkpoint} was written by {by} leanagent (learner format {fmt}; "
-            f"this one reads format {LEARNER_FORMAT}): use that leanagent, or {_START_AGAIN}"
+            f"this one reads formats {', '.join(map(str, READABLE_FORMATS))}): use that leanagent, or {_START_AGAIN}"
         )
     try:
         meta = json.loads(state["meta"])
         if not (isinstance(meta, dict) and isinstance(state["encoder"], dict) and isinstance(state["trainer"], dict)):
             raise TypeError("its parts are not what this format holds")
     except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(
-            f"the learner {checkpoint} is damaged ({type(error).__name__}: {error}); {_START_AGAIN}"
-        ) from error
+        raise _damaged(checkpoint, error) from error
     return state, meta
 
 
@@ -329,9 +383,17 @@ def _save(
     }
     # Whole or not at all: a kill mid-write leaves the previous learner.
     try:
-        write_atomically(checkpoint, lambda partial: torch.save(state, partial))
+        write_atomically(checkpoint, lambda partial: _save_tensors(state, partial))
     except OSError as error:
         raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error
+
+
+def _save_tensors(state: dict[str, Any], path: Path) -> None:
+    """``torch.save`` through an open file: given a path, torch names the archive's folder
+    after the file, and the partial file's name is unique per writer, so two learners of
+    equal content would differ in bytes; given a file it names the folder ``archive``."""
+    with path.open("wb") as file:
+        torch.save(state, file)
 
 
 def _row_to_json(row: ProgressRow) -> dict[str, Any]:
@@ -346,12 +408,23 @@ def _row_to_json(row: ProgressRow) -> dict[str, Any]:
             "mean_loss": step.mean_loss,
             "mean_penalty": step.mean_penalty,
         },
-        # recall's keys are ints (k), which JSON objects cannot have: [k, value] pairs
-        "scores": {
-            repo: {"examples": s.examples, "recall": [[k, v] for k, v in s.recall.items()], "mrr": s.mrr}
-            for repo, s in row.scores.items()
-        },
+        "scores": {repo: _scores_to_json(s) for repo, s in row.scores.items()},
+        "before": None if row.before is None else _scores_to_json(row.before),
+        "untrained": None if row.untrained is None else _scores_to_json(row.untrained),
     }
+
+
+def _scores_to_json(scores: RecallScores) -> dict[str, Any]:
+    # recall's keys are ints (k), which JSON objects cannot have: [k, value] pairs
+    return {"examples": scores.examples, "recall": [[k, v] for k, v in scores.recall.items()], "mrr": scores.mrr}
+
+
+def _scores_from_json(scores: dict[str, Any]) -> RecallScores:
+    return RecallScores(scores["examples"], dict(scores["recall"]), scores["mrr"])
+
+
+def _optional_scores(scores: dict[str, Any] | None) -> RecallScores | None:
+    return None if scores is None else _scores_from_json(scores)
 
 
 def _row_from_json(row: dict[str, Any]) -> ProgressRow:
@@ -361,8 +434,7 @@ def _row_from_json(row: dict[str, Any]) -> ProgressRow:
         row["commit"],
         row["train_examples"],
         StepReport(step["examples"], step["batches"], step["mean_loss"], step["mean_penalty"]),
-        {
-            repo: RecallScores(s["examples"], {k: v for k, v in s["recall"]}, s["mrr"])
-            for repo, s in row["scores"].items()
-        },
+        {repo: _scores_from_json(s) for repo, s in row["scores"].items()},
+        _optional_scores(row.get("before")),  # format 1 has neither
+        _optional_scores(row.get("untrained")),
     )

@@ -31,15 +31,24 @@ Against forgetting:
 The reservoir keeps each example with the names of its premises, and every step reads them
 against that step's corpus: a repository's newer commit may drop, add or move premises, so
 corpus indices from an earlier step would point at the wrong premise, or past the end.
+
+Same examples, options and seed give bit-identical weights (on one machine, at one number
+of threads: torch's CPU kernels split their sums by thread). Every random draw comes from the
+trainer's own streams, seeded by ``TrainConfig.seed`` and saved with its state: Python's for
+the data order and the positives, and a torch generator state for dropout, which a step puts
+in place of torch's global generator while it runs. The global one cannot be relied on: a
+fresh process seeds it at random, and anything else the process runs between two steps (a
+proof search sampling tactics) draws from it, while a resumed run restarts without those draws.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -138,6 +147,8 @@ class ProgressiveTrainer:
         self.encoder = encoder
         self.config = config
         self._rng = random.Random(config.seed)
+        # torch's random state for dropout: the trainer's own, not the process's (module notes)
+        self._torch_rng = torch.Generator().manual_seed(config.seed).get_state()
         self._optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=config.learning_rate)
         self._fisher: dict[str, torch.Tensor] = {}
         self._anchor: dict[str, torch.Tensor] = {}
@@ -152,6 +163,12 @@ class ProgressiveTrainer:
         progress: Callable[[int], None] | None = None,
     ) -> StepReport:
         """Train on one repository's ``examples`` (premises from ``corpus``), then consolidate."""
+        with self._own_randomness():
+            return self._step(corpus, examples, progress)
+
+    def _step(
+        self, corpus: PremiseCorpus, examples: Sequence[RetrievalExample], progress: Callable[[int], None] | None
+    ) -> StepReport:
         config = self.config
         model = self.encoder.model
         model.train()
@@ -195,6 +212,24 @@ class ProgressiveTrainer:
         for group in self._optimizer.param_groups:
             group["lr"] = group["initial_lr"] = config.learning_rate
         return get_cosine_schedule_with_warmup(self._optimizer, config.warmup_steps, max(batches, 1))
+
+    @contextlib.contextmanager
+    def _own_randomness(self) -> Iterator[None]:
+        """Run with the trainer's torch random state in place of the global one (which is
+        given back unchanged afterwards) and with torch's deterministic kernels only. That
+        makes a step bit-reproducible on the CPU; on a GPU, dropout draws from the device's
+        own generator and cuBLAS has no deterministic mode without CUBLAS_WORKSPACE_CONFIG,
+        so there a kernel without a deterministic twin warns instead of stopping training."""
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        on_cpu = self.encoder.placement.device.type == "cpu"
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._torch_rng)
+            torch.use_deterministic_algorithms(True, warn_only=not on_cpu)
+            try:
+                yield
+            finally:
+                torch.use_deterministic_algorithms(deterministic)
+                self._torch_rng = torch.get_rng_state()
 
     def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
         """The loss of one batch (differentiable): each example's goal against one of its
@@ -316,7 +351,7 @@ class ProgressiveTrainer:
     def state_dict(self) -> dict[str, Any]:
         """Everything but the encoder's weights that a resumed run needs to continue exactly,
         in two parts that need no pickled classes: ``tensors`` (the optimizer's state, the
-        EWC Fisher information and anchor, torch's random state: tensors in dicts and lists
+        EWC Fisher information and anchor, the trainer's torch random state: tensors in dicts and lists
         of numbers, which ``torch.load(weights_only=True)`` reads) and ``meta`` (plain JSON:
         the reservoir, how many examples it was offered, Python's random state)."""
         version, internal, gauss_next = self._rng.getstate()
@@ -325,7 +360,7 @@ class ProgressiveTrainer:
                 "optimizer": self._optimizer.state_dict(),
                 "fisher": self._fisher,
                 "anchor": self._anchor,
-                "torch_rng": torch.get_rng_state(),
+                "torch_rng": self._torch_rng,
             },
             "meta": {
                 "reservoir": [_kept_to_json(kept) for kept in self._reservoir],
@@ -343,13 +378,16 @@ class ProgressiveTrainer:
         random_state = (rng["version"], tuple(rng["internal"]), rng["gauss_next"])
         reservoir = [_kept_from_json(kept) for kept in meta["reservoir"]]
         seen = meta["seen"]
+        torch_rng = tensors["torch_rng"]
+        if not (isinstance(torch_rng, torch.Tensor) and torch_rng.dtype == torch.uint8):
+            raise TypeError(f"torch_rng is not a random state (a uint8 tensor) but {type(torch_rng).__name__}")
         self._optimizer.load_state_dict(tensors["optimizer"])  # moves its state to the weights' device
         device = self.encoder.placement.device
         self._fisher = {name: value.to(device) for name, value in tensors["fisher"].items()}
         self._anchor = {name: value.to(device) for name, value in tensors["anchor"].items()}
         self._reservoir, self._seen = reservoir, seen
         self._rng.setstate(random_state)
-        torch.set_rng_state(tensors["torch_rng"])
+        self._torch_rng = torch_rng
 
 
 def _kept_to_json(kept: _Kept) -> dict[str, Any]:

@@ -30,6 +30,17 @@ def lean_project(root: Path, *, source: str = LEAN_SOURCE) -> Path:
     return root
 
 
+def lemma_project(root: Path, name: str, lemmas: int) -> Path:
+    """A Lake project whose theorems use its own lemmas (``exact NAME_l<i> b``), two theorems
+    per lemma: source extraction gives the retriever one example per theorem."""
+    lines = []
+    for i in range(1, lemmas + 1):
+        lines.append(f"theorem {name}_l{i} (a : Nat) : a + {i} = {i} + a := Nat.add_comm a {i}\n")
+        for k in range(2):
+            lines.append(f"theorem {name}_u{i}_{k} (b : Nat) : b + {i} = {i} + b := by\n  exact {name}_l{i} b\n")
+    return lean_project(root, source="\n".join(lines))
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` with a fixed identity; return stdout."""
     done = subprocess.run(

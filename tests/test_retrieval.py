@@ -161,6 +161,25 @@ def test_the_encoder_gives_unit_vectors_independent_of_padding_and_round_trips(t
     assert np.allclose(again, batch, atol=1e-5)
 
 
+def test_weights_a_model_lacks_are_drawn_the_same_in_every_process(tmp_path: Path) -> None:
+    """A checkpoint without its pooler: transformers draws the missing weights at random,
+    from torch's global generator (seeded at random in a fresh process); loading draws them
+    from a fixed seed, and leaves the global generator as it was."""
+    from safetensors.torch import load_file, save_file
+
+    tiny_encoder().save(tmp_path / "model")
+    weights = tmp_path / "model" / "model.safetensors"
+    save_file({k: v for k, v in load_file(weights).items() if "pooler" not in k}, weights, metadata={"format": "pt"})
+    loaded = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        state = torch.get_rng_state()
+        loaded.append(TextEncoder.load(tmp_path / "model").model.state_dict())
+        assert torch.equal(torch.get_rng_state(), state)
+    assert any("pooler" in k for k in loaded[0])
+    assert all(torch.equal(v, loaded[1][k]) for k, v in loaded[0].items())
+
+
 def test_unloadable_models_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="no such directory"):
         TextEncoder.load(tmp_path / "absent")

@@ -69,6 +69,9 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert all(v is not None for v in matrix[1])  # every repository has held-out examples
     assert all(0.0 <= v <= 1.0 for row in matrix for v in row if v is not None)
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
+    assert set(payload["metrics"]) == {"recall@1", "recall@10", "MRR"}
+    assert isinstance(payload["metrics"]["MRR"]["FM"]["value"], float)
+    assert payload["metrics"]["MRR"]["WP5"]["undefined"] == "needs 5 steps with scores, has 2"
     code, out, _ = _run(
         capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
     )

@@ -11,8 +11,8 @@ import logging
 import math
 import random
 import re
+from collections.abc import Callable
 
-import numpy as np
 import pytest
 import torch
 from builders import premise, repo_trace, theorem
@@ -26,6 +26,7 @@ from lean_env.records import (
 )
 from retrieval.corpus import PremiseCorpus
 from retrieval.index import PremiseIndex, RecallScores, evaluate
+from retrieval.lifelong_metrics import ScoreMatrix
 from retrieval.progressive import (
     LEARNER_FORMAT,
     CheckpointError,
@@ -255,21 +256,45 @@ def test_the_lifelong_loop_scores_every_seen_repository_and_repeats() -> None:
     assert recall10 == again.matrix(lambda s: s.recall[10])
 
 
-def test_forgetting_is_the_mean_drop_from_the_best_earlier_value() -> None:
-    def scores(value: float) -> RecallScores:
-        return RecallScores(4, {1: value}, value)
-
+def test_the_report_gives_the_metrics_each_steps_column_and_its_scores_before_the_step() -> None:
+    """The last step learns a again (a newer commit): it trains a's column, and b, learned
+    before it, is the one whose forgetting counts (0.9 -> 0.3)."""
     step = StepReport(1, 1, 0.0, 0.0)
+    empty = RecallScores(0, {1: 0.0, 10: 0.0}, 0.0)  # no held-out examples: no score
     report = ProgressiveReport(
-        ("a", "b", "c"),
+        ("a", "b"),
         (
-            ProgressRow("a", "c0", 1, step, {"a": scores(0.8)}),
-            ProgressRow("b", "c0", 1, step, {"a": scores(0.6), "b": scores(0.9)}),
-            ProgressRow("c", "c0", 1, step, {"a": scores(0.5), "b": scores(0.7), "c": scores(0.4)}),
+            ProgressRow("a", "c0", 1, step, {"a": _scores(0.8)}, _scores(0.1), _scores(0.1)),
+            ProgressRow("b", "c0", 1, step, {"a": _scores(0.6), "b": _scores(0.9)}, _scores(0.3), _scores(0.2)),
+            ProgressRow("a", "c1", 1, step, {"a": _scores(0.9), "b": _scores(0.3)}, empty),
         ),
     )
-    assert report.forgetting(lambda s: s.recall[1]) == pytest.approx(((0.8 - 0.5) + (0.9 - 0.7)) / 2)
-    assert np.array(report.matrix(lambda s: s.mrr)[0][1:]).tolist() == [None, None]
+    assert report.score_matrix(lambda s: s.mrr) == ScoreMatrix(
+        scores=((0.8, None), (0.6, 0.9), (0.9, 0.3)),
+        trained=(0, 1, 0),
+        before=(0.1, 0.3, None),
+        untrained=(0.1, 0.2, None),
+    )
+    assert report.metrics(lambda s: s.mrr).fm == pytest.approx(0.9 - 0.3)
+
+
+def test_each_repository_is_scored_before_its_step_and_by_the_starting_encoder() -> None:
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    report = run_progressive(traces, tiny_encoder(0), _config(epochs=3), test_fraction=0.5)
+    first, second = report.rows
+    assert first.before == first.untrained  # nothing learned yet
+
+    def scores(encoder, trace: RepoTrace) -> RecallScores:
+        corpus = PremiseCorpus([trace])
+        _, test = split(corpus.examples(trace), test_fraction=0.5, seed=0)
+        assert test
+        return evaluate(PremiseIndex.build(corpus, encoder), encoder, test)
+
+    starting = tiny_encoder(0)
+    assert [row.untrained for row in report.rows] == [scores(starting, trace) for trace in traces]
+    after_a = tiny_encoder(0)
+    run_progressive(traces[:1], after_a, _config(epochs=3), test_fraction=0.5)
+    assert second.before == scores(after_a, traces[1])
 
 
 @pytest.mark.parametrize(
@@ -313,6 +338,60 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupte
     # a finished run's checkpoint gives its report back without training again
     again = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
     assert again.rows == resumed.rows
+
+
+def _weights(encoder) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in encoder.model.state_dict().items()}
+
+
+def _reseed(seed: int) -> Callable[[ProgressRow], None]:
+    """An ``on_step`` that draws from torch's global generator after reseeding it, as a
+    fresh process (seeded at random) or a proof search between two steps would."""
+
+    def draw(row: ProgressRow) -> None:
+        torch.manual_seed(seed)
+        torch.rand(7)
+
+    return draw
+
+
+@pytest.mark.parametrize(
+    ("before", "between"),
+    [
+        pytest.param(1, None, id="another-global-seed-at-the-start"),
+        pytest.param(None, 2, id="draws-from-the-global-generator-between-steps"),
+        pytest.param(3, 4, id="both"),
+    ],
+)
+@pytest.mark.parametrize("consolidation", [Consolidation.EWC, Consolidation.REPLAY], ids=lambda c: c.value)
+def test_training_draws_only_from_its_own_seeded_streams(consolidation, before, between) -> None:
+    """Bit-identical weights and rows whatever torch's global generator holds or gives to
+    others: the trainer's dropout runs on its own random state, and leaves the global one as
+    it found it."""
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    config = _config(epochs=2, consolidation=consolidation, replay_size=4)
+    plain = tiny_encoder(0)
+    expected = run_progressive(traces, plain, config, test_fraction=0.5)
+    other = tiny_encoder(0)
+    if before is not None:
+        torch.manual_seed(before)
+    state = torch.get_rng_state()
+    got = run_progressive(
+        traces, other, config, test_fraction=0.5, on_step=None if between is None else _reseed(between)
+    )
+    assert got.rows == expected.rows
+    assert all(torch.equal(v, _weights(plain)[k]) for k, v in _weights(other).items())
+    if between is None:
+        assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_two_learners_of_one_run_are_the_same_bytes(tmp_path) -> None:
+    """A learner file depends on what it holds only (not on its name, nor on the partial
+    file it was written through), so two runs can be compared file to file."""
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    for name in ("one.pt", "two.pt"):
+        run_progressive(traces, tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=tmp_path / name)
+    assert (tmp_path / "one.pt").read_bytes() == (tmp_path / "two.pt").read_bytes()
 
 
 def test_a_later_run_learns_only_new_repositories_and_new_commits(tmp_path) -> None:
@@ -405,6 +484,7 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
         "embed_length": 64,
     }
     assert [(row["repo"], row["commit"]) for row in meta["rows"]] == [("/r/a", "c0"), ("/r/b", "c0")]
+    assert {"scores", "before", "untrained"} <= set(meta["rows"][1]) and meta["rows"][1]["before"]["examples"] > 0
     assert len(meta["trainer"]["reservoir"]) == 4 and meta["trainer"]["seen"] > 4
     assert {"repo", "theorem", "positives", "names"} <= set(meta["trainer"]["reservoir"][0])
     assert not list(tmp_path.glob("*.partial"))
@@ -543,19 +623,24 @@ def _scores(value: float) -> RecallScores:
     return RecallScores(examples=1, recall={1: value, 10: value}, mrr=value)
 
 
-def test_forgetting_after_relearning_an_earlier_repository_counts_the_others() -> None:
-    """The last step re-learns a (a newer commit): b, learned before it, dropped from 0.9 to
-    0.3 and counts; a, the repository just trained, does not."""
-    step = StepReport(1, 1, 0.0, 0.0)
-    report = ProgressiveReport(
-        ("a", "b"),
-        (
-            ProgressRow("a", "c0", 1, step, {"a": _scores(0.8)}),
-            ProgressRow("b", "c0", 1, step, {"a": _scores(0.6), "b": _scores(0.9)}),
-            ProgressRow("a", "c1", 1, step, {"a": _scores(0.9), "b": _scores(0.3)}),
-        ),
-    )
-    assert report.forgetting(lambda s: s.mrr) == pytest.approx(0.9 - 0.3)
+def test_a_learner_of_format_1_is_read_without_scores_before_its_steps(tmp_path) -> None:
+    """Format 1 kept no scores before each step: its steps come back without them, and the
+    run goes on, scoring the new steps in full."""
+    a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
+    checkpoint = tmp_path / "learner.pt"
+    first = run_progressive([a], tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=checkpoint)
+    state = torch.load(checkpoint, weights_only=True)
+    meta = json.loads(state["meta"])
+    for row in meta["rows"]:
+        del row["before"], row["untrained"]
+    torch.save({**state, "format": 1, "meta": json.dumps(meta)}, checkpoint)
+
+    later = run_progressive([a, b], tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=checkpoint)
+    old, new = later.rows
+    assert (old.before, old.untrained) == (None, None) and old.scores == first.rows[0].scores
+    assert new.before is not None and new.untrained is not None
+    assert isinstance(later.metrics(lambda s: s.mrr).fwt, float)  # from the new step alone
+    assert torch.load(checkpoint, weights_only=True)["format"] == LEARNER_FORMAT
 
 
 # ---- leanagent run -------------------------------------------------------------------------

@@ -122,8 +122,16 @@ def test_later_runs_learn_only_new_repositories_and_report_every_step(tmp_path, 
     assert json.loads(json_report.read_text(encoding="utf-8"))["training"] == training
     text = markdown.read_text(encoding="utf-8")
     assert text.startswith(f"# leanagent run {second['run']}") and "## Retriever training" in text and "arith" in text
-    plot = markdown.parent / f"run-{second['run']}-recall10.png"
-    assert f"]({plot.name})" in text and plot.read_bytes().startswith(b"\x89PNG")
+    for name in ("recall10", "recall10-heatmap", "MRR", "MRR-heatmap"):  # lines, and the matrix beside them
+        plot = markdown.parent / f"run-{second['run']}-{name}.png"
+        assert f"]({plot.name})" in text and plot.read_bytes().startswith(b"\x89PNG")
+    # the lifelong-learning metrics: numbers where two steps suffice, a reason where they do not
+    metrics = training["metrics"]["recall@10"]
+    assert set(metrics) == {"plasticity", "stability", "BWT", "FWT", "WF5", "WP5", "FM", "CFR", "EBWT", "IP"}
+    assert metrics["WF5"] == {"value": None, "undefined": "needs 5 steps with scores, has 2"}
+    assert all(isinstance(metrics[m]["value"], float) for m in ("plasticity", "BWT", "FM", "EBWT", "IP"))
+    assert all(s["before"] is not None and s["untrained"] is not None for s in training["steps"])
+    assert "lifelong-learning metrics" in text and "WF5 n/a: needs 5 steps with scores, has 2" in text
 
     # nothing new: no step is taken again
     code, third, _ = _run(capsys, data, repos, "--model", str(encoder))

@@ -36,7 +36,7 @@ def arith(examples_dir: Path) -> RepoTrace:
 # --- the bundled example projects ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("project", ["demo-logic", "demo-arith"])
+@pytest.mark.parametrize("project", ["demo-logic", "demo-arith", "demo-lists"])
 def test_examples_are_lake_projects_pinned_to_lean_4_20(examples_dir: Path, project: str) -> None:
     root = examples_dir / project
     assert (root / "lean-toolchain").read_text().strip() == "leanprover/lean4:v4.20.0"
@@ -44,13 +44,14 @@ def test_examples_are_lake_projects_pinned_to_lean_4_20(examples_dir: Path, proj
     assert "Mathlib" not in "".join(p.read_text() for p in root.rglob("*.lean"))
 
 
-def test_repos_file_lists_both_examples(examples_dir: Path) -> None:
+def test_repos_file_lists_the_examples(examples_dir: Path) -> None:
     from lean_env.repos import parse_repos_file
 
     specs = parse_repos_file(examples_dir / "repos.txt")
     assert [Path(s.location) for s in specs] == [
         (examples_dir / "demo-logic").resolve(),
         (examples_dir / "demo-arith").resolve(),
+        (examples_dir / "demo-lists").resolve(),
     ]
     assert all(s.commit is None for s in specs)
 
@@ -61,9 +62,15 @@ def test_example_trace_shape(logic: RepoTrace, arith: RepoTrace) -> None:
         "DemoLogic.lean",
         "DemoLogic/Answer.lean",
         "DemoLogic/Basic.lean",
+        "DemoLogic/Derived.lean",
         "DemoLogic/Quantifiers.lean",
     ]
-    assert logic.files[0].imports == ("DemoLogic.Basic", "DemoLogic.Answer", "DemoLogic.Quantifiers")
+    assert logic.files[0].imports == (
+        "DemoLogic.Basic",
+        "DemoLogic.Answer",
+        "DemoLogic.Quantifiers",
+        "DemoLogic.Derived",
+    )
     assert "lakefile.lean" not in [f.path for f in arith.files]
     assert logic.problems == () and arith.problems == ()
 

@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="progressive training over the stored repositories, in curriculum order",
         description="One training step per repository in curriculum order (replay or EWC against "
         "forgetting); after each step, recall@1, recall@10 and MRR on the held-out theorems of "
-        "every repository seen so far (the metrics matrix). Saves the trained encoder. The state "
+        "every repository seen so far (the metrics matrix), each repository also before its step, and "
+        "the lifelong-learning metrics read from them (plasticity, stability, BWT, FWT, WF5, WP5, FM, "
+        "CFR, EBWT, IP). Saves the trained encoder. The state "
         "after each step is kept in DATA_DIR/checkpoints: an interrupted run resumes there when "
         "started again with the same options.",
     )

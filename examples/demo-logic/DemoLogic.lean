@@ -1,3 +1,4 @@
 import DemoLogic.Basic
 import DemoLogic.Answer
 import DemoLogic.Quantifiers
+import DemoLogic.Derived

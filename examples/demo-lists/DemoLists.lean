@@ -1,0 +1,2 @@
+import DemoLists.Basic
+import DemoLists.Uses

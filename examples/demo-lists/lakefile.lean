@@ -1,0 +1,7 @@
+import Lake
+open Lake DSL
+
+package demo_lists
+
+@[default_target]
+lean_lib DemoLists
