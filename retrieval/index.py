@@ -28,7 +28,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import faiss
 import numpy as np
@@ -36,6 +36,9 @@ import numpy as np
 from lean_env.records import Position, Theorem
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import Encoder
+
+if TYPE_CHECKING:
+    from retrieval.embeddings import EmbeddingStore
 
 log = logging.getLogger(__name__)
 
@@ -325,12 +328,16 @@ class PremiseIndex:
         corpus: PremiseCorpus,
         encoder: Encoder,
         *,
+        store: EmbeddingStore | None = None,
         exact: bool | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> PremiseIndex:
-        """Embed every premise of ``corpus`` with ``encoder``."""
+        """Embed every premise of ``corpus`` with ``encoder``; with ``store``, only those it
+        does not hold for this encoder (see :mod:`retrieval.embeddings`)."""
         texts = [premise_text(p) for p in corpus.premises]
-        return cls(corpus, encoder.encode(texts, progress=progress), exact=exact)
+        if store is None:
+            return cls(corpus, encoder.encode(texts, progress=progress), exact=exact)
+        return cls(corpus, store.embeddings(encoder, texts, progress=progress), exact=exact)
 
     @property
     def nbytes(self) -> int:
