@@ -38,6 +38,7 @@ from retrieval.train import TrainConfig
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
+    from retrieval.embeddings import EmbeddingCounts
     from retrieval.progressive import ProgressiveReport, ProgressRow
 
 
@@ -99,6 +100,7 @@ class LifelongResult:
     retriever_dir: Path  # where the trained encoder is saved
     proving: ProvingOutcome | None  # None: not asked
     sorries: int  # sorry theorems of the file's repositories
+    embeddings: EmbeddingCounts | None = None  # premises embedded and reused (None: no retriever)
     plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
     report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
 
@@ -141,10 +143,10 @@ class LifelongJob:
                 prover = RepositoryProver.start(
                     store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir
                 )
-            training = None
+            training, embeddings = None, None
             try:
                 if options.training is not None:
-                    training = self._train(ordered, options.training, prover)
+                    training, embeddings = self._train(ordered, options.training, prover)
                 elif prover is not None:
                     for location in prover.locations:
                         prover.prove(location, retriever=None)
@@ -165,6 +167,7 @@ class LifelongJob:
                 training=training,
                 retriever_dir=settings.data_dir / "retriever",
                 proving=proving,
+                embeddings=embeddings,
                 sorries=sum(
                     t.status is TheoremStatus.SORRY
                     for trace in ordered
@@ -187,11 +190,14 @@ class LifelongJob:
 
     def _train(
         self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None
-    ) -> ProgressiveReport:
+    ) -> tuple[ProgressiveReport, EmbeddingCounts]:
         """One step per repository the learner has not learned at its newest commit; with a
-        prover, each file repository's sorries are attempted after its step."""
+        prover, each file repository's sorries are attempted after its step. Also what was
+        embedded: premises embedded once per encoder are kept in DATA_DIR/embeddings, and
+        the index of a step's evaluation is the one its proving searches."""
         from tqdm import tqdm
 
+        from retrieval.embeddings import EmbeddingStore, PremiseIndexes
         from retrieval.encoder import TextEncoder
         from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
 
@@ -206,13 +212,14 @@ class LifelongJob:
         prepare_checkpoint(learner)
         encoder = TextEncoder.load(training.model)
         newest = {t.spec.location: t.commit for t in ordered}
+        indexes = PremiseIndexes(EmbeddingStore.of_data_dir(settings.data_dir))
 
         def after_step(row: ProgressRow) -> None:
             bar.update()
             # A repository is proved after the step of its newest commit (a row of an older
             # commit picked up from the learner is history), if it has sorries left to try.
             if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
-                prover.prove(row.repo, retriever=encoder)
+                prover.prove(row.repo, retriever=encoder, indexes=indexes)
 
         with tqdm(desc="training", unit="repo", disable=None) as bar:
             report = run_progressive(
@@ -223,6 +230,7 @@ class LifelongJob:
                 on_step=after_step,
                 checkpoint=learner,
                 model_id=model_id,
+                indexes=indexes,
             )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
-        return report
+        return report, indexes.counts

@@ -31,6 +31,7 @@ from lean_env.records import AttemptOutcome, RepoTrace, Theorem
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
+    from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
 
 
@@ -203,10 +204,13 @@ class TheoremProver:
             backend.close()
 
 
-def premise_source(traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int) -> PremiseSource:
+def premise_source(
+    traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int, store: EmbeddingStore | None = None
+) -> PremiseSource:
     """The ``k`` premises ``encoder`` ranks first for a goal, among those of ``traces``
-    accessible from the theorem."""
+    accessible from the theorem; with ``store``, only premises it has not embedded with
+    these weights are embedded."""
     from retrieval.corpus import PremiseCorpus
     from retrieval.index import PremiseIndex, PremiseRetriever
 
-    return PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder), encoder, k=k)
+    return PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder, store=store), encoder, k=k)

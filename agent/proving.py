@@ -22,6 +22,7 @@ from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import parse_spec, resolve
 
 if TYPE_CHECKING:
+    from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
 
 # Runs proof jobs somewhere (this process, Ray workers) and yields each as it finishes.
@@ -171,14 +172,15 @@ class RepositoryProver:
         known: Sequence[StoredTheorem],
         checkouts: dict[str, Path],
         traces: Sequence[RepoTrace],
-        snapshot: Path,
+        data_dir: Path,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.runner = runner
         self.targets = targets  # location -> its sorry theorems, in curriculum order
         self.checkouts = checkouts
-        self.snapshot = snapshot  # where the retriever is saved for Ray workers
+        self.data_dir = data_dir  # the embedding store's home
+        self.snapshot = data_dir / "retriever"  # where the retriever is saved for Ray workers
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -219,7 +221,7 @@ class RepositoryProver:
             known=known,
             checkouts=checkouts,
             traces=traces,
-            snapshot=data_dir / "retriever",
+            data_dir=data_dir,
         )
 
     @property
@@ -233,17 +235,23 @@ class RepositoryProver:
     def has_work(self, location: str) -> bool:
         return location not in self._proved and bool(self.targets.get(location))
 
-    def prove(self, location: str, *, retriever: TextEncoder | None) -> None:
+    def prove(self, location: str, *, retriever: TextEncoder | None, indexes: PremiseIndexes | None = None) -> None:
         """Attempt the sorries of ``location`` (once per run), with premises from
-        ``retriever`` when given."""
+        ``retriever`` when given, through the index ``indexes`` keeps (the evaluation's
+        after a training step: nothing is embedded or built again)."""
         if location in self._proved:
             return
         self._proved.add(location)
         runner = self.runner
         if retriever is not None:
-            # Only the repository's own premises: no other repository's are accessible from
-            # its theorems (imports are followed within a repository), so embedding them is waste.
-            runner = runner.with_retriever(retriever, (self._traces[location],), snapshot=self.snapshot)
+            from retrieval.embeddings import EmbeddingStore, PremiseIndexes
+
+            indexes = indexes or PremiseIndexes(EmbeddingStore.of_data_dir(self.data_dir))
+            # The repository's own premises suffice: no other repository's are accessible
+            # from its theorems (imports are followed within a repository).
+            runner = runner.with_retriever(
+                retriever, (self._traces[location],), snapshot=self.snapshot, indexes=indexes
+            )
         self.attempts += prove_targets(
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )

@@ -25,9 +25,8 @@ from lean_env.records import RepoTrace, Theorem
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
+    from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
-
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +69,18 @@ class ProverRecipe:
             TextEncoder.load(self.retriever)
 
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
+        from retrieval.embeddings import EmbeddingStore
         from retrieval.encoder import TextEncoder
 
         premises = None
         if self.retriever:
-            premises = premise_source(self.corpus, TextEncoder.load(self.retriever), k=self.config.premises)
+            # The data directory's store: a worker finds what the driver (or a run before) embedded.
+            premises = premise_source(
+                self.corpus,
+                TextEncoder.load(self.retriever),
+                k=self.config.premises,
+                store=EmbeddingStore.of_data_dir(self.data_dir),
+            )
         return TheoremProver.load(self.config, data_dir=self.data_dir), premises
 
 
@@ -108,14 +114,18 @@ class ProofRunner:
         recipe.check()
         return cls(recipe, None, None)
 
-    def with_retriever(self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path) -> ProofRunner:
+    def with_retriever(
+        self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path, indexes: PremiseIndexes
+    ) -> ProofRunner:
         """This runner with premises from ``encoder`` over ``corpus``: in this process the
-        encoder itself, for Ray workers a copy saved to ``snapshot``. It shares this runner's
-        prover: close this one, not it."""
+        encoder itself and the index ``indexes`` holds (the evaluation's, when it covers
+        ``corpus``), for Ray workers a copy saved to ``snapshot`` (they find its embeddings
+        in the data directory's store). It shares this runner's prover: close this one, not it."""
+        from retrieval.index import PremiseRetriever
+
         if self._prover is not None:
-            return ProofRunner(
-                self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
-            )
+            retriever = PremiseRetriever(indexes.index(corpus, encoder), encoder, k=self.recipe.config.premises)
+            return ProofRunner(self.recipe, self._prover, retriever)
         save_model(encoder, snapshot)
         return ProofRunner(dataclasses.replace(self.recipe, retriever=str(snapshot), corpus=corpus), None, None)
 

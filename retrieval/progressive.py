@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import torch
 
@@ -27,6 +27,9 @@ from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
+
+if TYPE_CHECKING:
+    from retrieval.embeddings import PremiseIndexes
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +122,7 @@ def run_progressive(
     on_step: Callable[[ProgressRow], None] | None = None,
     checkpoint: Path | None = None,
     model_id: str = "",
+    indexes: PremiseIndexes | None = None,
 ) -> ProgressiveReport:
     """Train ``encoder`` one step per repository of ``traces``, in the given (curriculum)
     order; after every step, re-embed the corpus of every repository seen and score each
@@ -132,6 +136,9 @@ def run_progressive(
     run over more repositories, or a newer commit of one, takes only the new steps (the
     lifelong learner of ``leanagent run``; its report holds the earlier steps too).
     ``on_step`` sees every row, the picked-up ones first.
+
+    With ``indexes``, each step's index comes from it (embedded through its store, and kept
+    for ``on_step``: proving right after the step searches the same index).
     """
     trainer = ProgressiveTrainer(encoder, config)
     key = _learner_key(config, ks, test_fraction, model_id)
@@ -151,7 +158,7 @@ def run_progressive(
         corpus = PremiseCorpus(seen)
         train, _ = split(corpus.examples(trace), test_fraction=test_fraction, seed=config.seed)
         step = trainer.step(corpus, train)
-        index = PremiseIndex.build(corpus, encoder)
+        index = indexes.index(seen, encoder, corpus=corpus) if indexes else PremiseIndex.build(corpus, encoder)
         scores = {}
         for earlier in seen:
             _, test = split(corpus.examples(earlier), test_fraction=test_fraction, seed=config.seed)

@@ -69,10 +69,14 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert all(v is not None for v in matrix[1])  # every repository has held-out examples
     assert all(0.0 <= v <= 1.0 for row in matrix for v in row if v is not None)
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
+    assert payload["embeddings"]["embedded"] > 0
     code, out, _ = _run(
         capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
     )
     assert code == 0 and set(json.loads(out)) == set(repos)
+    # The saved encoder is the last step's: its premises were embedded by that step's evaluation.
+    code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5")
+    assert code == 0 and "premises embedded: 0, reused from the embedding store: " in out
     assert not list((data / "checkpoints").glob("*"))  # removed once the encoder was saved
 
 
