@@ -160,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--probes", type=int, default=IndexOptions().probes, help="IVF lists scanned per goal")
     parser.add_argument("--rerank", type=int, default=IndexOptions().rerank, help="candidates re-scored per result")
+    parser.add_argument("--code-width", type=int, default=IndexOptions().code_width, help="dimensions per 4-bit code")
     args = parser.parse_args(argv)
-    args.options = IndexOptions(probes=args.probes, rerank=args.rerank)
+    args.options = IndexOptions(probes=args.probes, rerank=args.rerank, code_width=args.code_width)
     if args.quick:
         args.sizes, args.dims, args.queries = [20_000], [384], 128
     faiss.omp_set_num_threads(1)

@@ -60,6 +60,9 @@ class IndexOptions:
     lists_per_sqrt: float = 2.0
     # Lists scanned per query at REFERENCE_DENSITY or denser; sparser masks scan more.
     probes: int = 32
+    # Dimensions per 4-bit PQ sub-quantizer (d/(2 x this) bytes per premise in the lists):
+    # fewer scan slower and order the candidates better.
+    code_width: int = 4
     # Fast-scan candidates per result, re-scored with the 8-bit codes (4-bit PQ orders the
     # near neighbours only roughly; the 8-bit codes order them as float32 would, to ~1e-3).
     rerank: int = 4
@@ -154,10 +157,9 @@ class _ApproximateScorer:
         self.lists = _lists(n, options.lists_per_sqrt)
         self.rerank = options.rerank
         self.probes = min(options.probes, self.lists)
-        # 4 dimensions per 4-bit sub-quantizer: d/8 bytes per premise in the lists. Without
-        # residuals, one look-up table per query serves every list it scans.
+        # Without residuals, one look-up table per query serves every list it scans.
         self._ivf = faiss.IndexIVFPQFastScan(
-            faiss.IndexFlatIP(d), d, self.lists, _subquantizers(d), 4, faiss.METRIC_INNER_PRODUCT
+            faiss.IndexFlatIP(d), d, self.lists, _subquantizers(d, options.code_width), 4, faiss.METRIC_INNER_PRODUCT
         )
         rng = np.random.default_rng(options.seed)
         # A sample, repeated up to faiss's minimum when the corpus is small (its k-means
@@ -293,11 +295,12 @@ def _lists(n: int, per_sqrt: float) -> int:
     return max(1, min(2 ** round(math.log2(target)), n // 39))
 
 
-def _subquantizers(d: int) -> int:
-    """PQ sub-quantizers: 4 dimensions each where ``d`` allows (fast scan wants an even count)."""
-    for width in (4, 2, 8, 3, 6, 1):
-        if d % width == 0 and (d // width) % 2 == 0:
-            return d // width
+def _subquantizers(d: int, width: int) -> int:
+    """PQ sub-quantizers: ``width`` dimensions each where ``d`` allows, else the nearest width
+    that divides it into an even count (fast scan wants one)."""
+    for near in sorted(range(1, 2 * width + 1), key=lambda w: (abs(w - width), w)):
+        if d % near == 0 and (d // near) % 2 == 0:
+            return d // near
     return d
 
 
@@ -355,6 +358,9 @@ class PremiseIndex:
         masks = None if allowed is None else [np.asarray(mask, dtype=bool) for mask in allowed]
         if masks is not None and len(masks) != len(queries):
             raise ValueError(f"{len(masks)} masks for {len(queries)} queries")
+        if masks is not None and any(mask.shape != (len(self.corpus),) for mask in masks):
+            # faiss would read a shorter bitmap past its end
+            raise ValueError(f"a mask is not one flag per premise of the corpus ({len(self.corpus)})")
         sizes = [] if masks is None else [int(np.count_nonzero(mask)) for mask in masks]
         count = min(k * self._scorer.rerank, len(self.corpus))
         ids, scores = self._scorer.search(queries, count, masks, sizes)

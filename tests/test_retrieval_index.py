@@ -138,5 +138,17 @@ def test_the_index_chooses_by_size_unless_told(exact: bool | None, threshold: in
     assert len(hits) == 5
 
 
+@pytest.mark.parametrize(
+    "queries, masks",
+    [
+        pytest.param(2, [np.ones(N, dtype=bool)], id="fewer-masks-than-queries"),
+        pytest.param(1, [np.ones(N - 1, dtype=bool)], id="a-mask-too-short"),
+    ],
+)
+def test_masks_that_do_not_fit_are_refused(queries: int, masks: list[np.ndarray]) -> None:
+    with pytest.raises(ValueError, match="mask"):
+        APPROXIMATE.search(QUERIES[:queries], 5, allowed=masks)
+
+
 def test_the_approximate_index_takes_at_most_half_of_float32() -> None:
     assert APPROXIMATE.nbytes <= EXACT.nbytes / 2
