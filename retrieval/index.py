@@ -19,7 +19,8 @@ A batch of queries with different masks is searched in one faiss call without a 
 asking for enough candidates that the k accessible ones are among them, and each query's
 candidates are filtered by its own mask; a query for which too few survive is searched
 again with its selector. Both give the same results: if k accessible premises are among
-an unrestricted top k', no accessible premise the index scores higher can be missing.
+an unrestricted top k', no accessible premise the index scores higher can be missing
+(premises whose scores tie at the last place kept may differ).
 """
 
 from __future__ import annotations
@@ -202,12 +203,12 @@ class _ApproximateScorer:
         return ids, self._rescore(queries, ids)
 
     def _probes_for(self, size: int, n: int) -> int:
-        """Lists to scan for a mask of ``size`` premises: as many as keep the accessible
-        premises scanned about what they are at REFERENCE_DENSITY (powers of two, so that
-        a batch falls into few groups)."""
-        if size == 0 or size >= REFERENCE_DENSITY * n:
+        """Lists to scan for a mask of ``size`` premises: twice as many for each halving of
+        the density below REFERENCE_DENSITY, so that about as many accessible premises are
+        scanned (powers of two, so that a batch falls into few groups)."""
+        if size == 0 or 2 * size > REFERENCE_DENSITY * n:
             return self.probes
-        return min(self.lists, self.probes * 2 ** math.ceil(math.log2(REFERENCE_DENSITY * n / size)))
+        return min(self.lists, self.probes * 2 ** math.floor(math.log2(REFERENCE_DENSITY * n / size)))
 
     def _filtered(
         self,
@@ -289,6 +290,17 @@ class _ApproximateScorer:
         return scores
 
 
+def _size(mask: np.ndarray, count: int) -> int:
+    """How many premises ``mask`` allows: exactly when that could be fewer than about
+    ``count`` (the candidates a query wants), else estimated from every 16th flag (it only
+    sizes the search then; counting 200k flags per query costs more than searching)."""
+    if len(mask) > 1 << 16:
+        estimate = 16 * int(np.count_nonzero(mask[::16]))
+        if estimate > 4 * count + 1024:
+            return estimate
+    return int(np.count_nonzero(mask))
+
+
 def _lists(n: int, per_sqrt: float) -> int:
     """A power of two near ``per_sqrt`` * sqrt(n), with at least 39 premises per list."""
     target = max(1.0, per_sqrt * math.sqrt(n))
@@ -350,19 +362,20 @@ class PremiseIndex:
     def search(self, queries: np.ndarray, k: int, *, allowed: Sequence[np.ndarray] | None = None) -> list[list[Hit]]:
         """The ``k`` best premises for each query embedding (Q, d), best first; with
         ``allowed`` (one boolean mask over the corpus per query) only among those. A batch
-        is searched faster than its queries one by one, with the same results."""
+        is searched faster than its queries one by one, with the same results but where
+        scores tie (the approximate index's 4-bit scores often do)."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         k = min(k, len(self.corpus))
         if k == 0 or len(queries) == 0:
             return [[] for _ in queries]
+        count = min(k * self._scorer.rerank, len(self.corpus))
         masks = None if allowed is None else [np.asarray(mask, dtype=bool) for mask in allowed]
         if masks is not None and len(masks) != len(queries):
             raise ValueError(f"{len(masks)} masks for {len(queries)} queries")
         if masks is not None and any(mask.shape != (len(self.corpus),) for mask in masks):
             # faiss would read a shorter bitmap past its end
             raise ValueError(f"a mask is not one flag per premise of the corpus ({len(self.corpus)})")
-        sizes = [] if masks is None else [int(np.count_nonzero(mask)) for mask in masks]
-        count = min(k * self._scorer.rerank, len(self.corpus))
+        sizes = [] if masks is None else [_size(mask, count) for mask in masks]
         ids, scores = self._scorer.search(queries, count, masks, sizes)
         order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         ids, scores = np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
