@@ -40,6 +40,7 @@ from retrieval.train import TrainConfig
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
+    from retrieval.embeddings import EmbeddingCounts
     from retrieval.progressive import ProgressiveReport, ProgressRow
 
 
@@ -126,6 +127,7 @@ class LifelongResult:
     proving: ProvingOutcome | None  # None: not asked, or skipped
     sorries: int  # sorry theorems of the file's repositories
     proving_skipped: str | None = None  # why proving was skipped (no Lean), one line
+    embeddings: EmbeddingCounts | None = None  # premises embedded and reused (None: no retriever)
     plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
     report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
 
@@ -175,10 +177,10 @@ class LifelongJob:
                         raise
                     reason = str(error)
                     skipped = f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
-            training = None
+            training, embeddings = None, None
             try:
                 if options.training is not None:
-                    training = self._train(ordered, options.training, prover)
+                    training, embeddings = self._train(ordered, options.training, prover)
                 elif prover is not None:
                     for location in prover.locations:
                         prover.prove(location, retriever=None)
@@ -203,6 +205,7 @@ class LifelongJob:
                 retriever_dir=settings.data_dir / "retriever",
                 proving=proving,
                 proving_skipped=skipped,
+                embeddings=embeddings,
                 sorries=sum(
                     t.status is TheoremStatus.SORRY
                     for trace in ordered
@@ -225,11 +228,14 @@ class LifelongJob:
 
     def _train(
         self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None
-    ) -> ProgressiveReport:
+    ) -> tuple[ProgressiveReport, EmbeddingCounts]:
         """One step per repository the learner has not learned at its newest commit; with a
-        prover, each file repository's sorries are attempted after its step."""
+        prover, each file repository's sorries are attempted after its step. Also what was
+        embedded: premises embedded once per encoder are kept in DATA_DIR/embeddings, and
+        the index of a step's evaluation is the one its proving searches."""
         from tqdm import tqdm
 
+        from retrieval.embeddings import EmbeddingStore, PremiseIndexes
         from retrieval.encoder import TextEncoder
         from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
 
@@ -248,13 +254,14 @@ class LifelongJob:
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
         newest = {t.spec.location: t.commit for t in ordered}
+        indexes = PremiseIndexes(EmbeddingStore.of_data_dir(settings.data_dir))
 
         def after_step(row: ProgressRow) -> None:
             bar.update()
             # A repository is proved after the step of its newest commit (a row of an older
             # commit picked up from the learner is history), if it has sorries left to try.
             if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
-                prover.prove(row.repo, retriever=encoder)
+                prover.prove(row.repo, retriever=encoder, indexes=indexes)
 
         with tqdm(desc="training", unit="repo", disable=None) as bar:
             report = run_progressive(
@@ -265,6 +272,7 @@ class LifelongJob:
                 on_step=after_step,
                 checkpoint=learner,
                 model_id=model_id,
+                indexes=indexes,
             )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
-        return report
+        return report, indexes.counts

@@ -38,6 +38,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         "ingest": [dataclasses.asdict(o) for o in result.ingest],
         "curriculum": result.curriculum.as_dict(),
         "training": None if training is None else {"model": str(result.retriever_dir), **training_payload(training)},
+        "embeddings": None if result.embeddings is None else result.embeddings.to_json(),
         "proving": None
         if proving is None
         else {
@@ -103,7 +104,10 @@ def _evaluations(
 def _training_section(result: LifelongResult) -> str:
     if result.training is None:
         return "not asked (--no-train)"
-    return f"{training_text(result.training)}\nretriever saved to {result.retriever_dir}"
+    lines = [training_text(result.training), f"retriever saved to {result.retriever_dir}"]
+    if result.embeddings is not None:
+        lines.append(result.embeddings.text())
+    return "\n".join(lines)
 
 
 def _proving_section(result: LifelongResult) -> str:

@@ -43,6 +43,7 @@ from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
     from agent.suggester import StepMemory
+    from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
 
 # The suggester's share of the probability when its candidates are merged with a model's.
@@ -278,10 +279,13 @@ class TheoremProver:
             backend.close()
 
 
-def premise_source(traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int) -> PremiseSource:
+def premise_source(
+    traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int, store: EmbeddingStore | None = None
+) -> PremiseSource:
     """The ``k`` premises ``encoder`` ranks first for a goal, among those of ``traces``
-    accessible from the theorem."""
+    accessible from the theorem; with ``store``, only premises it has not embedded with
+    these weights are embedded."""
     from retrieval.corpus import PremiseCorpus
     from retrieval.index import PremiseIndex, PremiseRetriever
 
-    return PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder), encoder, k=k)
+    return PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder, store=store), encoder, k=k)

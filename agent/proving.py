@@ -25,6 +25,7 @@ from lean_env.repos import is_skipped, parse_spec, resolve
 
 if TYPE_CHECKING:
     from lean_env.proofs.writeback import FreshBranch, StaleProof
+    from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
 
 # The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
@@ -224,8 +225,7 @@ class RepositoryProver:
         known: Sequence[StoredTheorem],
         checkouts: dict[str, Path],
         traces: Sequence[RepoTrace],
-        snapshot: Path,
-        cache_dir: Path,
+        data_dir: Path,
         skipped: dict[str, int] | None = None,
     ) -> None:
         self.store = store
@@ -233,8 +233,9 @@ class RepositoryProver:
         self.runner = runner
         self.targets = targets  # location -> its sorry theorems, in curriculum order
         self.checkouts = checkouts
-        self.snapshot = snapshot  # where the retriever is saved for Ray workers
-        self.cache_dir = cache_dir  # the clones of URL repositories
+        self.data_dir = data_dir  # the embedding store's home
+        self.snapshot = data_dir / "retriever"  # where the retriever is saved for Ray workers
+        self.cache_dir = data_dir / "cache"  # the clones of URL repositories
         self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
@@ -286,8 +287,7 @@ class RepositoryProver:
             known=known,
             checkouts=checkouts,
             traces=traces,
-            snapshot=data_dir / "retriever",
-            cache_dir=data_dir / "cache",
+            data_dir=data_dir,
             skipped=skipped,
         )
 
@@ -302,17 +302,23 @@ class RepositoryProver:
     def has_work(self, location: str) -> bool:
         return location not in self._proved and bool(self.targets.get(location))
 
-    def prove(self, location: str, *, retriever: TextEncoder | None) -> None:
+    def prove(self, location: str, *, retriever: TextEncoder | None, indexes: PremiseIndexes | None = None) -> None:
         """Attempt the sorries of ``location`` (once per run), with premises from
-        ``retriever`` when given."""
+        ``retriever`` when given, through the index ``indexes`` keeps (the evaluation's
+        after a training step: nothing is embedded or built again)."""
         if location in self._proved:
             return
         self._proved.add(location)
         runner = self.runner
         if retriever is not None:
-            # Only the repository's own premises: no other repository's are accessible from
-            # its theorems (imports are followed within a repository), so embedding them is waste.
-            runner = runner.with_retriever(retriever, (self._traces[location],), snapshot=self.snapshot)
+            from retrieval.embeddings import EmbeddingStore, PremiseIndexes
+
+            indexes = indexes or PremiseIndexes(EmbeddingStore.of_data_dir(self.data_dir))
+            # The repository's own premises suffice: no other repository's are accessible
+            # from its theorems (imports are followed within a repository).
+            runner = runner.with_retriever(
+                retriever, (self._traces[location],), snapshot=self.snapshot, indexes=indexes
+            )
         self.attempts += prove_targets(
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )

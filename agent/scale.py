@@ -31,6 +31,7 @@ from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
+    from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,17 @@ class ProverRecipe:
             self._encoder()
 
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
-        premises = premise_source(self.corpus, self._encoder(), k=self.config.premises) if self.retriever else None
+        from retrieval.embeddings import EmbeddingStore
+
+        premises = None
+        if self.retriever:
+            # The data directory's store: a worker finds what the driver (or a run before) embedded.
+            premises = premise_source(
+                self.corpus,
+                self._encoder(),
+                k=self.config.premises,
+                store=EmbeddingStore.of_data_dir(self.data_dir),
+            )
         return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
 
     def _encoder(self) -> TextEncoder:
@@ -125,14 +136,18 @@ class ProofRunner:
         recipe.check()
         return cls(recipe, None, None)
 
-    def with_retriever(self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path) -> ProofRunner:
+    def with_retriever(
+        self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path, indexes: PremiseIndexes
+    ) -> ProofRunner:
         """This runner with premises from ``encoder`` over ``corpus``: in this process the
-        encoder itself, for Ray workers a copy saved to ``snapshot``. It shares this runner's
-        prover: close this one, not it."""
+        encoder itself and the index ``indexes`` holds (the evaluation's, when it covers
+        ``corpus``), for Ray workers a copy saved to ``snapshot`` (they find its embeddings
+        in the data directory's store). It shares this runner's prover: close this one, not it."""
+        from retrieval.index import PremiseRetriever
+
         if self._prover is not None:
-            return ProofRunner(
-                self.recipe, self._prover, premise_source(corpus, encoder, k=self.recipe.config.premises)
-            )
+            retriever = PremiseRetriever(indexes.index(corpus, encoder), encoder, k=self.recipe.config.premises)
+            return ProofRunner(self.recipe, self._prover, retriever)
         save_model(encoder, snapshot)
         recipe = dataclasses.replace(
             self.recipe, retriever=str(snapshot), retriever_len=encoder.max_length, corpus=corpus

@@ -9,6 +9,8 @@ encoder-decoder such as ReProver's ByT5 retriever is loaded as its encoder).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +29,10 @@ from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.pretrained import load_pretrained, save_pretrained
 
 Progress = Callable[[int], None]  # called with the number of texts just encoded
+
+# How ``encode`` turns hidden states into embeddings; part of every encoder's identity, so a
+# change here (pooling, normalisation) must change it: stored embeddings are then another's.
+EMBEDDING_RECIPE = "mean over non-padding tokens of the last hidden state, unit length"
 
 
 class Encoder(Protocol):
@@ -94,6 +100,28 @@ class TextEncoder:
         return int(
             self.model.config.hidden_size if hasattr(self.model.config, "hidden_size") else self.model.config.d_model
         )
+
+    def identity(self) -> str:
+        """A name for what :meth:`encode` computes, under which embeddings are stored: a
+        hash of the weights (every tensor's name, dtype, shape and bytes), the tokenizer's
+        class and vocabulary, the input length, the precision and :data:`EMBEDDING_RECIPE`. Any training
+        step changes it; saving and loading the encoder keeps it. Not the model's name or
+        directory, which neither says whether the weights moved nor stays when they are copied."""
+        digest = hashlib.blake2b(digest_size=12)
+        about = {
+            "recipe": EMBEDDING_RECIPE,
+            "tokenizer": type(self.tokenizer).__name__,
+            "vocabulary": sorted(self.tokenizer.get_vocab().items()),
+            "max_length": self.max_length,
+            # bfloat16 forward passes (a GPU's) embed otherwise than float32 ones
+            "precision": str(self.placement.dtype),
+        }
+        digest.update(json.dumps(about).encode())
+        for name, tensor in sorted(self.model.state_dict().items()):
+            values = tensor.detach().cpu().contiguous()
+            digest.update(f"{name}:{values.dtype}:{tuple(values.shape)}".encode())
+            digest.update(values.reshape(-1).view(torch.uint8).numpy())
+        return digest.hexdigest()
 
     def embed(self, texts: Sequence[str], *, max_length: int | None = None) -> torch.Tensor:
         """(N, d) float32 unit vectors, differentiable: mean over the non-padding tokens of

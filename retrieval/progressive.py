@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import torch
 
@@ -30,6 +30,9 @@ from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.lifelong_metrics import LifelongMetrics, ScoreMatrix, lifelong_metrics
 from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
+
+if TYPE_CHECKING:
+    from retrieval.embeddings import PremiseIndexes
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +125,7 @@ def run_progressive(
     on_step: Callable[[ProgressRow], None] | None = None,
     checkpoint: Path | None = None,
     model_id: str = "",
+    indexes: PremiseIndexes | None = None,
 ) -> ProgressiveReport:
     """Train ``encoder`` one step per repository of ``traces``, in the given (curriculum)
     order; after every step, re-embed the corpus of every repository seen and score each
@@ -136,6 +140,9 @@ def run_progressive(
     run over more repositories, or a newer commit of one, takes only the new steps (the
     lifelong learner of ``leanagent run``; its report holds the earlier steps too).
     ``on_step`` sees every row, the picked-up ones first.
+
+    With ``indexes``, each step's index comes from it (embedded through its store, and kept
+    for ``on_step``: proving right after the step searches the same index).
     """
     trainer = ProgressiveTrainer(encoder, config)
     key = _learner_key(config, ks, test_fraction, model_id, encoder.max_length)
@@ -146,7 +153,7 @@ def run_progressive(
     pending = [t for t in traces if (t.spec.location, t.commit) not in learned]
 
     def score(corpus: PremiseCorpus, of: Sequence[RepoTrace]) -> dict[str, RecallScores]:
-        return _score(encoder, corpus, of, test_fraction=test_fraction, seed=config.seed, ks=ks)
+        return _score(encoder, corpus, of, test_fraction=test_fraction, seed=config.seed, ks=ks, indexes=indexes)
 
     def alone(trace: RepoTrace) -> RecallScores:
         # A repository's scores do not depend on other repositories' premises (none is
@@ -191,13 +198,15 @@ def _score(
     test_fraction: float,
     seed: int,
     ks: Sequence[int],
+    indexes: PremiseIndexes | None,
 ) -> dict[str, RecallScores]:
     """Each of ``traces``'s held-out examples scored by ``encoder`` as it is now, through an
-    index of ``corpus`` (embedded only if there is an example to score)."""
+    index of ``corpus`` (``traces``'s premises; embedded only if there is an example to
+    score, and through ``indexes`` when given, which keeps it)."""
     tests = {t.spec.location: split(corpus.examples(t), test_fraction=test_fraction, seed=seed)[1] for t in traces}
     if not any(tests.values()):
         return {location: RecallScores(0, dict.fromkeys(ks, 0.0), 0.0) for location in tests}  # evaluate's, for none
-    index = PremiseIndex.build(corpus, encoder)
+    index = indexes.index(traces, encoder, corpus=corpus) if indexes else PremiseIndex.build(corpus, encoder)
     return {location: evaluate(index, encoder, test, ks=ks) for location, test in tests.items()}
 
 

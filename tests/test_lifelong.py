@@ -1,8 +1,8 @@
 """The lifelong job through its library API, no CLI: ingest -> order -> one retriever step
 (a tiny encoder) -> proving the repository's sorries after its step (a tiny generator
 taught two tactics, the fake lean as the only Lean) -> report, then a second run that
-learns nothing new. Only the environment is set up (the fake lean on PATH); no code is
-patched."""
+learns nothing new and embeds no premise. Only the environment is set up (the fake lean on
+PATH); no code is patched."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ def test_the_whole_job_through_the_library(job: LifelongJob, tmp_path: Path) -> 
     assert result.proving is not None and result.proving.targets == 2
     outcomes = {a.theorem: a.outcome for a in result.proving.attempts}
     assert outcomes == {"Demo.imp_self'": AttemptOutcome.PROVED, "Demo.two": AttemptOutcome.FAILED}
+    # The step's evaluation embedded the premises; proving searched that same index.
+    assert result.embeddings is not None and result.embeddings.embedded > 0 and result.embeddings.reused == 0
     (proved,) = [a for a in result.proving.attempts if a.proved]
     assert proved.proof == "by\n  intro h\n  exact h" and proved.tactics == 2
 
@@ -80,3 +82,10 @@ def test_the_whole_job_through_the_library(job: LifelongJob, tmp_path: Path) -> 
     assert again.training.rows[0].step == result.training.rows[0].step
     assert again.proving is not None and again.proving.targets == 1
     assert [(a.theorem, a.outcome) for a in again.proving.attempts] == [("Demo.two", AttemptOutcome.FAILED)]
+    # Proving found every premise's embedding in the store: nothing was embedded, and the
+    # report says so.
+    assert again.embeddings is not None
+    assert (again.embeddings.embedded, again.embeddings.reused) == (0, result.embeddings.embedded)
+    payload = json.loads(again.report[0].read_text(encoding="utf-8"))
+    assert payload["embeddings"] == {"embedded": 0, "reused": result.embeddings.embedded}
+    assert "premises embedded: 0" in again.report[1].read_text(encoding="utf-8")

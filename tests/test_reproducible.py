@@ -71,11 +71,13 @@ def _finish(process: subprocess.Popen[str]) -> dict[str, Any]:
 def _comparable(report: dict[str, Any], data: Path) -> dict[str, Any]:
     """A run's report without what says where it ran and how many sittings it took: the
     data directory in paths, whether it was resumed, how many steps earlier sittings took,
-    and the ingest status (a sitting after the kill finds the repositories stored)."""
+    the ingest status (a sitting after the kill finds the repositories stored) and how many
+    premises this sitting embedded or found embedded by an earlier one."""
     text = json.dumps(report).replace(str(data), "DATA")
     same = json.loads(text)
     same.pop("resumed")
     same["training"].pop("steps_before_this_run")
+    same.pop("embeddings")
     for outcome in same["ingest"]:
         outcome.pop("status")
     return same

@@ -72,10 +72,14 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert set(payload["metrics"]) == {"recall@1", "recall@10", "MRR"}
     assert isinstance(payload["metrics"]["MRR"]["FM"]["value"], float)
     assert payload["metrics"]["MRR"]["WP5"]["undefined"] == "needs 5 steps with scores, has 2"
+    assert payload["embeddings"]["embedded"] > 0
     code, out, _ = _run(
         capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
     )
     assert code == 0 and set(json.loads(out)) == set(repos)
+    # The saved encoder is the last step's: its premises were embedded by that step's evaluation.
+    code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5")
+    assert code == 0 and "premises embedded: 0, reused from the embedding store: " in out
     assert not list((data / "checkpoints").glob("*"))  # removed once the encoder was saved
 
 

@@ -89,6 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
+    from retrieval.embeddings import EmbeddingStore, PremiseIndexes
     from retrieval.encoder import TextEncoder
     from retrieval.model_files import model_key, save_model
     from retrieval.progressive import run_progressive
@@ -101,6 +102,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     # After every step the state goes here; an interrupted run of the same question resumes.
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
+    indexes = PremiseIndexes(EmbeddingStore.of_data_dir(settings.data_dir))
     # No total: a learner picked up may hold steps of older commits besides these repositories.
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(
@@ -111,17 +113,24 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
             on_step=lambda _: bar.update(),
             checkpoint=checkpoint,
             model_id=model_key(args.model),
+            indexes=indexes,
         )
     save_model(encoder, out, kept_in=checkpoint)
     checkpoint.unlink(missing_ok=True)  # kept until the encoder is safely saved
-    payload = {"model": str(out), "config": dataclasses.asdict(config), **training_payload(report)}
-    human = "\n".join([training_text(report), f"encoder saved to {out}"])
+    payload = {
+        "model": str(out),
+        "config": dataclasses.asdict(config),
+        **training_payload(report),
+        "embeddings": indexes.counts.to_json(),
+    }
+    human = "\n".join([training_text(report), f"encoder saved to {out}", indexes.counts.text()])
     emit(payload, human, as_json=args.json)
     return 0
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.corpus import PremiseCorpus
+    from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
     from retrieval.index import PremiseIndex, evaluate
     from retrieval.progressive import split
@@ -129,7 +138,8 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     corpus = PremiseCorpus(traces)
-    index = PremiseIndex.build(corpus, encoder)
+    store = EmbeddingStore.of_data_dir(settings.data_dir)
+    index = PremiseIndex.build(corpus, encoder, store=store)
     results = {}
     for trace in traces:
         _, test = split(corpus.examples(trace), test_fraction=args.test_fraction, seed=args.seed)
@@ -138,12 +148,16 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     rows = [
         [location, s.examples, *(cell(metric(s)) for metric in METRICS.values())] for location, s in results.items()
     ]
-    emit(payload, table(["repository", "examples", *METRICS], rows), as_json=args.json)
+    # The JSON stays {repository: scores}, as scripts read it: the counts go to people.
+    emit(
+        payload, "\n".join([table(["repository", "examples", *METRICS], rows), store.counts.text()]), as_json=args.json
+    )
     return 0
 
 
 def _search(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.corpus import PremiseCorpus
+    from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
     from retrieval.index import PremiseIndex
 
@@ -172,7 +186,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         location, theorem = found[0]
         allowed = [corpus.accessible(location, theorem.path, theorem.start)]
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
-    index = PremiseIndex.build(corpus, encoder)
+    index = PremiseIndex.build(corpus, encoder, store=EmbeddingStore.of_data_dir(settings.data_dir))
     (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
     payload = [
         {

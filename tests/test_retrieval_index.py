@@ -1,0 +1,157 @@
+"""The premise index: exact below its size threshold, approximate (IVF fast scan + 8-bit
+re-scoring) above; never a premise outside the query's mask, the same results batched as
+one by one (up to ties), and on small corpora the exact top k of a brute-force reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from retrieval.index import IndexOptions, PremiseIndex
+
+
+class _Sized:
+    """A corpus as the index sees it: a length."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _clustered(sizes: Sequence[int], d: int, seed: int) -> list[np.ndarray]:
+    """Arrays of unit vectors (premises, goals) around 40 shared random centres (an
+    embedding space has topics, and goals are near the premises they use)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, d))
+    out = []
+    for n in sizes:
+        x = centres[rng.integers(0, 40, n)] + 0.8 * rng.standard_normal((n, d))
+        out.append((x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32))
+    return out
+
+
+def _brute_force(embeddings: np.ndarray, query: np.ndarray, mask: np.ndarray, k: int) -> list[int]:
+    scores = np.where(mask, embeddings @ query, -np.inf)
+    return [int(i) for i in np.argsort(-scores, kind="stable")[:k] if mask[i]]
+
+
+N, D = 3000, 384
+EMBEDDINGS, QUERIES = _clustered([N, 24], D, seed=1)
+# Small lists so that a few of them are probed: the approximate path is really exercised.
+APPROXIMATE = PremiseIndex(_Sized(N), EMBEDDINGS.astype(np.float16), exact=False, options=IndexOptions(probes=4))
+EXACT = PremiseIndex(_Sized(N), EMBEDDINGS, exact=True)
+
+
+def _mask(rng: np.random.Generator, kind: str) -> np.ndarray:
+    """Masks as theorems have them: a share of files (runs of 50 premises), a few
+    premises, every one, none."""
+    if kind == "files":
+        return np.repeat(rng.random(N // 50 + 1) < rng.uniform(0.02, 0.9), 50)[:N]
+    if kind == "few":
+        mask = np.zeros(N, dtype=bool)
+        mask[rng.choice(N, size=int(rng.integers(1, 12)), replace=False)] = True
+        return mask
+    return np.full(N, kind == "all")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    kinds=st.lists(st.sampled_from(["files", "files", "few", "all", "none"]), min_size=1, max_size=6),
+    k=st.sampled_from([1, 5, 10, 40]),
+)
+def test_the_approximate_index_returns_only_allowed_premises_and_as_many_as_it_can(seed, kinds, k) -> None:
+    rng = np.random.default_rng(seed)
+    masks = [_mask(rng, kind) for kind in kinds]
+    queries = QUERIES[rng.choice(len(QUERIES), size=len(masks))]
+    batched = APPROXIMATE.search(queries, k, allowed=masks)
+    shared, found = 0, 0
+    for query, mask, hits in zip(queries, masks, batched, strict=True):
+        ids = [h.index for h in hits]
+        assert all(mask[i] for i in ids), "an inaccessible premise was returned"
+        assert len(ids) == len(set(ids)) == min(k, int(mask.sum()))
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        (alone,) = APPROXIMATE.search(query, k, allowed=[mask])
+        shared, found = shared + len({h.index for h in alone} & set(ids)), found + len(ids)
+    # The same candidates but where 4-bit scores tie at the last place a query keeps.
+    assert shared >= 0.95 * found, "a batch must find what its queries find one by one"
+
+
+@pytest.mark.parametrize(
+    "options, at_least",
+    [
+        pytest.param(IndexOptions(probes=4), 0.95, id="default-re-scoring"),
+        # Every list scanned and every candidate re-scored: exact but for the 8-bit codes' ties.
+        pytest.param(IndexOptions(probes=1 << 20, rerank=N), 0.98, id="everything-re-scored"),
+    ],
+)
+def test_the_approximate_index_finds_nearly_the_exact_top_k(options: IndexOptions, at_least: float) -> None:
+    index = PremiseIndex(_Sized(N), EMBEDDINGS.astype(np.float16), exact=False, options=options)
+    rng = np.random.default_rng(0)
+    masks = [_mask(rng, "files") for _ in QUERIES]
+    found = index.search(QUERIES, 10, allowed=masks)
+    recall = [
+        len({h.index for h in hits} & set(_brute_force(EMBEDDINGS, q, m, 10))) / min(10, m.sum())
+        for q, m, hits in zip(QUERIES, masks, found, strict=True)
+        if m.any()
+    ]
+    assert np.mean(recall) >= at_least
+
+
+@pytest.mark.parametrize(
+    "kind, k, batch",
+    [
+        pytest.param("files", 10, 1, id="files-one-query"),
+        pytest.param("files", 10, 8, id="files-batch"),
+        pytest.param("few", 10, 8, id="fewer-allowed-than-k"),
+        pytest.param("all", 3, 8, id="everything-allowed"),
+        pytest.param("none", 5, 4, id="nothing-allowed"),
+    ],
+)
+def test_a_small_corpus_is_searched_exactly(kind: str, k: int, batch: int) -> None:
+    index = PremiseIndex(_Sized(N), EMBEDDINGS)  # below the threshold: exact
+    assert index.exact
+    rng = np.random.default_rng(3)
+    masks = [_mask(rng, kind) for _ in range(batch)]
+    queries = QUERIES[:batch]
+    for query, mask, hits in zip(queries, masks, index.search(queries, k, allowed=masks), strict=True):
+        assert [h.index for h in hits] == _brute_force(EMBEDDINGS, query, mask, k)
+        assert [h.score for h in hits] == pytest.approx([float(EMBEDDINGS[h.index] @ query) for h in hits], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "exact, threshold, expected",
+    [
+        pytest.param(None, N + 1, True, id="small-by-size"),
+        pytest.param(None, N, False, id="large-by-size"),
+        pytest.param(True, N, True, id="forced-exact"),
+        pytest.param(False, N + 1, False, id="forced-approximate"),
+    ],
+)
+def test_the_index_chooses_by_size_unless_told(exact: bool | None, threshold: int, expected: bool) -> None:
+    index = PremiseIndex(_Sized(N), EMBEDDINGS, exact=exact, options=IndexOptions(exact_below=threshold))
+    assert index.exact is expected
+    (hits,) = index.search(QUERIES[0], 5)
+    assert len(hits) == 5
+
+
+@pytest.mark.parametrize(
+    "queries, masks",
+    [
+        pytest.param(2, [np.ones(N, dtype=bool)], id="fewer-masks-than-queries"),
+        pytest.param(1, [np.ones(N - 1, dtype=bool)], id="a-mask-too-short"),
+    ],
+)
+def test_masks_that_do_not_fit_are_refused(queries: int, masks: list[np.ndarray]) -> None:
+    with pytest.raises(ValueError, match="mask"):
+        APPROXIMATE.search(QUERIES[:queries], 5, allowed=masks)
+
+
+def test_the_approximate_index_takes_at_most_half_of_float32() -> None:
+    assert APPROXIMATE.nbytes <= EXACT.nbytes / 2
