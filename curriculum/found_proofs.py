@@ -52,16 +52,24 @@ def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id:
     trace order."""
     proved: dict[tuple[str, str], Theorem] = {}
     for _, theorem in bulk.read_theorems(conn, [earlier_version_id], status=TheoremStatus.PROVED_BY_US):
-        # Without a statement (a benchmark file may give none) "the same" cannot be told.
-        if theorem.plain_statement:
+        key = carry_key(theorem)
+        if key is not None:
             # Source extraction can see a name twice; the first of a statement wins.
-            proved.setdefault((theorem.full_name, theorem.plain_statement), theorem)
+            proved.setdefault(key, theorem)
     if not proved:
         return []
     carried = []
     for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.SORRY):
-        earlier = proved.get((theorem.full_name, theorem.plain_statement))
+        key = carry_key(theorem)
+        earlier = None if key is None else proved.get(key)
         if earlier is not None:
             store_found_proof(conn, theorem_id, version_id, earlier.tactics)
             carried.append(theorem.full_name)
     return carried
+
+
+def carry_key(theorem: Theorem) -> tuple[str, str] | None:
+    """What a theorem of the next version shares with one whose found proof carries over to
+    it: the full name and the statement, whitespace aside; None when the statement is not
+    known (a benchmark file may give none), so "the same" cannot be told."""
+    return (theorem.full_name, theorem.plain_statement) if theorem.plain_statement else None

@@ -17,7 +17,7 @@ from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 from projects import git, git_project
 from sqlalchemy import select
 
-from agent.proving import select_targets
+from agent.proving import earlier_attempts, select_targets
 from agent.suggester import StepMemory
 from curriculum import bulk
 from curriculum.db import PremiseRow, TacticPremiseRow, TacticRow, VersionRow
@@ -154,6 +154,48 @@ def test_carrying_is_part_of_the_new_versions_transaction(store: Store, monkeypa
     assert (store.stats(), store.latest_traces(), store.theorems()) == before
     monkeypatch.setattr(bulk, "replace_steps", real)
     assert store.add_trace(version("c2", KEPT)).carried_proofs == ("A.kept",)
+
+
+def test_a_run_resumed_at_a_newer_version_reports_its_proofs_carried_there(store: Store) -> None:
+    """Its proofs at the version before count as the carried theorems' (written back as
+    theirs); a proof of a statement that changed is history, the theorem a target again."""
+    changed = theorem("A.changed", steps=None, line=7)
+    store.add_trace(version("c1", KEPT, changed))
+    run = store.start_run({"test": "resume"})
+    for stored in store.theorems(status=TheoremStatus.SORRY):
+        store.record_attempt(
+            run_id=run.id, theorem_id=stored.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=2,
+            backend="file", proof=f"by -- {stored.theorem.full_name}", steps=STEPS,
+        )  # fmt: skip
+    store.add_trace(version("c2", KEPT, dataclasses.replace(changed, statement="theorem A.changed : 1 = 1")))
+    reports = earlier_attempts(store, run.id, store.theorems())
+    assert [(r.theorem, r.proof, r.detail) for r in reports] == [
+        ("A.kept", "by -- A.kept", "proved at c1 before the run resumed; carried over")
+    ]
+    # Proved again at c2 in the same run, the restated theorem is reported once, as of c2.
+    [target] = select_targets(store, None, None).theorems
+    store.record_attempt(
+        run_id=run.id, theorem_id=target.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=2,
+        backend="file", proof="by -- again", steps=STEPS,
+    )  # fmt: skip
+    reports = earlier_attempts(store, run.id, store.theorems())
+    assert [(r.theorem, r.proof) for r in reports] == [("A.kept", "by -- A.kept"), ("A.changed", "by -- again")]
+
+
+def test_a_proof_recorded_after_the_next_version_was_stored_is_not_carried(store: Store) -> None:
+    """(A `prove` running while `ingest` stores the next commit.) The next version keeps the
+    theorem a target; proved there too in the same run, it is reported once, as of there."""
+    store.add_trace(version("c1", KEPT))
+    [at_c1] = store.theorems(status=TheoremStatus.SORRY)
+    assert store.add_trace(version("c2", KEPT)).carried_proofs == ()
+    run = store.start_run({"test": "late"})
+    attempt = {"run_id": run.id, "outcome": AttemptOutcome.PROVED, "seconds": 1.0, "nodes": 2, "backend": "file"}
+    store.record_attempt(theorem_id=at_c1.id, proof="by -- at c1", steps=STEPS, **attempt)  # type: ignore[arg-type]
+    [at_c2] = select_targets(store, None, None).theorems
+    store.record_attempt(theorem_id=at_c2.id, proof="by -- at c2", steps=STEPS, **attempt)  # type: ignore[arg-type]
+    assert [(r.theorem, r.proof) for r in earlier_attempts(store, run.id, store.theorems())] == [
+        ("A.kept", "by -- at c2")
+    ]
 
 
 def test_ingest_reports_the_carried_proofs(store: Store) -> None:
