@@ -44,12 +44,11 @@ def store_found_proof(conn: Connection, theorem_id: int, version_id: int, steps:
 def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id: int) -> list[str]:
     """Store the proofs found in the version ``earlier_version_id`` again in ``version_id``
     (a newer version of the same repository, just written): every theorem of it that is
-    still `sorry` and has the full name and the statement (whitespace aside, as write-back's
-    staleness check compares them: :attr:`~lean_env.records.Theorem.plain_statement`) of a
-    ``proved_by_us`` theorem of the earlier version gets that proof's steps, as
-    :func:`store_found_proof` stores them. A theorem whose statement changed, or is not
-    known, is left `sorry`: the proof may be of another statement. Returns the full names carried over, in
-    trace order."""
+    still `sorry` and has the :func:`carry_key` (full name, statement whitespace aside, as
+    write-back's staleness check compares them) of a ``proved_by_us`` theorem of the
+    earlier version gets that proof's steps, as :func:`store_found_proof` stores them. A
+    theorem whose statement changed, or is not known, is left `sorry`: the proof may be of
+    another statement. Returns the full names carried over, in trace order."""
     proved: dict[tuple[str, str], Theorem] = {}
     for _, theorem in bulk.read_theorems(conn, [earlier_version_id], status=TheoremStatus.PROVED_BY_US):
         key = carry_key(theorem)
