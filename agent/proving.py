@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agent.prove import ProofAttempt, ProvingConfig
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.suggester import StepMemory
+from curriculum.found_proofs import carry_key
 from curriculum.results import StoredTheorem
 from curriculum.store import Store
 from lean_env.errors import UserInputError
@@ -170,22 +171,52 @@ def prove_targets(
 
 def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem]) -> list[AttemptReport]:
     """Reports, as :func:`prove_targets` gives them, of the attempts run ``run_id`` recorded
-    at ``theorems`` before now (a resumed run); what only the search knew is not stored."""
+    at ``theorems`` before now (a resumed run); what only the search knew is not stored.
+
+    A run resumed after a new commit was ingested made some attempts at the version before.
+    A proof it found there was carried over to the theorem of ``theorems`` with that name and
+    statement (:mod:`curriculum.found_proofs`), which is no target now: it is reported, and
+    written back, as that theorem's. Its other attempts there are history (their theorems,
+    if still `sorry`, are targets again)."""
     by_id = {t.id: t for t in theorems}
-    return [
-        AttemptReport(
-            theorem=by_id[a.theorem_id].theorem.full_name,
-            repository=by_id[a.theorem_id].location,
-            outcome=a.outcome,
-            proof=a.proof,
-            tactics=None,
-            expansions=a.nodes,
-            seconds=a.seconds,
-            detail="attempted before the run resumed",
-        )
-        for a in store.attempts(run_id=run_id)
+    attempts = store.attempts(run_id=run_id)
+    reported_as = {
+        a.theorem_id: (by_id[a.theorem_id], "attempted before the run resumed")
+        for a in attempts
         if a.theorem_id in by_id
-    ]
+    }
+    older = [a for a in attempts if a.theorem_id not in by_id and a.outcome is AttemptOutcome.PROVED]
+    if older:
+        carried = {
+            (t.location, key): t
+            for t in theorems
+            if t.theorem.status is TheoremStatus.PROVED_BY_US and (key := carry_key(t.theorem)) is not None
+        }
+        attempted_here = {t.id for t, _ in reported_as.values()}
+        earlier = {t.id: t for t in store.attempted_theorems(run_id)}
+        for a in older:
+            then = earlier[a.theorem_id]
+            # popped: one report per theorem (a key of None matches nothing)
+            now = carried.pop((then.location, carry_key(then.theorem)), None)
+            if now is not None and now.id not in attempted_here:
+                reported_as[a.theorem_id] = (now, f"proved at {then.commit[:12]} before the run resumed; carried over")
+    reports = []
+    for a in attempts:
+        if a.theorem_id in reported_as:
+            stored, detail = reported_as[a.theorem_id]
+            reports.append(
+                AttemptReport(
+                    theorem=stored.theorem.full_name,
+                    repository=stored.location,
+                    outcome=a.outcome,
+                    proof=a.proof,
+                    tactics=None,
+                    expansions=a.nodes,
+                    seconds=a.seconds,
+                    detail=detail,
+                )
+            )
+    return reports
 
 
 @dataclass(frozen=True, slots=True)

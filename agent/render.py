@@ -30,10 +30,18 @@ def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
             o.premises,
             o.theorems,
             o.sorries,
+            o.carried_proofs,
         ]
         for o in outcomes
     ]
     added = sum(o.status == "added" for o in outcomes)
+    summary = f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, {len(outcomes) - added} unchanged"
+    carried = sum(o.carried_proofs for o in outcomes)
+    if carried:
+        summary += (
+            f"; {plural(carried, 'found proof', 'found proofs')} carried over from an earlier version "
+            "(the theorem still sorry with the same statement: proved_by_us, no target)"
+        )
     return "\n".join(
         [
             table(
@@ -46,10 +54,11 @@ def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
                     "premises",
                     "theorems",
                     "sorries",
+                    "carried",
                 ],
                 rows,
             ),
-            f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, {len(outcomes) - added} unchanged",
+            summary,
         ]
     )
 

@@ -3,8 +3,10 @@
 For each spec, in order: resolve it to a checkout at a concrete commit
 (:func:`lean_env.repos.resolve`); if the store already holds that (location, commit), stop
 there (re-ingesting is a no-op, and tracing is the expensive part); otherwise trace it with
-the chosen backend and store the trace in one transaction. A failure on one repository
-raises after the earlier ones are committed, so a re-run resumes where it stopped.
+the chosen backend and store the trace in one transaction, which also carries the proofs
+our search found for the repository's previous version over to the theorems still `sorry`
+in this one with the same statement (:mod:`curriculum.found_proofs`). A failure on one
+repository raises after the earlier ones are committed, so a re-run resumes where it stopped.
 
 The tracer is chosen by :func:`lean_env.trace.choice.make_tracer` (``--backend``).
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from curriculum.results import AddedTrace
 from curriculum.store import Store
 from lean_env.records import IngestBackend, RepoSpec, RepoTrace
 from lean_env.repos import resolve
@@ -47,7 +50,9 @@ class IngestOutcome:
     files: int
     premises: int
     theorems: int
-    sorries: int
+    sorries: int  # still `sorry`: carried-over proofs are not counted
+    # Proofs found for the previous version carried over to this one now (0 when UNCHANGED).
+    carried_proofs: int
 
 
 def ingest_specs(
@@ -64,7 +69,7 @@ def ingest_specs(
         for spec in specs:
             bar.set_postfix_str(spec.name)
             checkout = resolve(spec, cache_dir=cache_dir)
-            added = False
+            added = AddedTrace(added=False)
             if store.has_version(checkout.location, checkout.commit):
                 log.info(
                     "%s@%s is stored already; not tracing it again",
@@ -101,7 +106,7 @@ def _bar(total: int, progress: bool) -> tqdm[Any]:
     return tqdm(total=total, desc="ingest", unit="repo", file=sys.stderr, disable=None if progress else True)
 
 
-def _store(store: Store, trace: RepoTrace) -> bool:
+def _store(store: Store, trace: RepoTrace) -> AddedTrace:
     if trace.problems:
         log.warning(
             "%s@%s: %d parse problem(s), first: %s:%d: %s",
@@ -115,18 +120,19 @@ def _store(store: Store, trace: RepoTrace) -> bool:
     return store.add_trace(trace)
 
 
-def _outcome(store: Store, location: str, commit: str, *, added: bool) -> IngestOutcome:
-    """Report what the store holds for (location, commit), and whether this call added it."""
+def _outcome(store: Store, location: str, commit: str, *, added: AddedTrace) -> IngestOutcome:
+    """Report what the store holds for (location, commit), and what this call added."""
     version = store.version(location, commit)
     if version is None:  # add_trace returned without error, so this is a store bug
         raise AssertionError(f"{location}@{commit} is not stored after ingesting it")
     return IngestOutcome(
         location=location,
         commit=commit,
-        status=IngestStatus.ADDED if added else IngestStatus.UNCHANGED,
+        status=IngestStatus.ADDED if added.added else IngestStatus.UNCHANGED,
         backend=version.backend,
         files=version.files,
         premises=version.premises,
         theorems=version.theorems,
         sorries=version.sorries,
+        carried_proofs=len(added.carried_proofs),
     )

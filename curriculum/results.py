@@ -30,6 +30,17 @@ class VersionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class AddedTrace:
+    """What storing a trace did (:meth:`curriculum.store.Store.add_trace`)."""
+
+    # False: its version was stored already, and nothing changed.
+    added: bool
+    # Full names (in trace order) of the theorems, still `sorry` in the new version, that got
+    # the proof found for the repository's previous version: same name, same statement.
+    carried_proofs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class StoredTheorem:
     """A theorem of the merged view with the id that proof attempts refer to."""
 

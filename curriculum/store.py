@@ -10,6 +10,9 @@ Callers speak records (:mod:`lean_env.records`) and the small result records of
 * **Merged view.** A new commit of a known repository is a new version; the merged view
   (:meth:`Store.latest_traces`, :meth:`Store.theorems`, the curriculum) takes the most
   recently ingested version of each repository.
+* **Found proofs carry over.** A new version gets, in its own transaction, the proofs our
+  search found for the previous version's theorems that are still `sorry` in it with the
+  same statement (:mod:`curriculum.found_proofs`).
 * **Only its own schema.** :meth:`Store.open` makes an empty database (tables and schema
   version in one transaction) and refuses, before writing anything, one that has tables
   but not this schema version (:data:`curriculum.db.SCHEMA_VERSION`).
@@ -38,7 +41,6 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
-    update,
 )
 from sqlalchemy.exc import (
     ArgumentError,
@@ -50,7 +52,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session
 
-from curriculum import bulk
+from curriculum import bulk, found_proofs
 from curriculum.db import (
     SCHEMA_VERSION,
     AttemptOutcome,
@@ -68,6 +70,7 @@ from curriculum.db import (
     utcnow,
 )
 from curriculum.results import (
+    AddedTrace,
     AttemptRecord,
     DbStats,
     RunRecord,
@@ -151,10 +154,13 @@ class Store(ClosesOnExit):
         with self._guard(f"looking up {location}@{commit}"), Session(self._engine) as session:
             return self._version_id(session, location, commit) is not None
 
-    def add_trace(self, trace: RepoTrace) -> bool:
-        """Store ``trace`` in one transaction; False (and no change) if its version is stored.
+    def add_trace(self, trace: RepoTrace) -> AddedTrace:
+        """Store ``trace`` in one transaction; not added (and no change) if its version is stored.
 
-        The version is keyed by ``trace.spec.location`` and ``trace.commit``.
+        The version is keyed by ``trace.spec.location`` and ``trace.commit``. In the same
+        transaction, the proofs found for the repository's previous version carry over to
+        its theorems that are still `sorry` with the same statement
+        (:func:`curriculum.found_proofs.carry_found_proofs`).
         """
         location, commit = trace.spec.location, trace.commit
         for attempt in (1, 2):
@@ -166,12 +172,12 @@ class Store(ClosesOnExit):
                 if not isinstance(e.__cause__, IntegrityError):
                     raise
                 if self.has_version(location, commit):
-                    return False
+                    return AddedTrace(added=False)
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    def _insert_trace(self, trace: RepoTrace) -> bool:
+    def _insert_trace(self, trace: RepoTrace) -> AddedTrace:
         location, commit = trace.spec.location, trace.commit
         with (
             self._guard(f"storing {location}@{commit}"),
@@ -179,12 +185,16 @@ class Store(ClosesOnExit):
             session.begin(),
         ):
             repo = session.scalar(select(RepositoryRow).where(RepositoryRow.location == location))
+            previous = None
             if repo is None:
                 repo = RepositoryRow(location=location)
                 session.add(repo)
                 session.flush()
             elif self._version_id(session, location, commit) is not None:
-                return False
+                return AddedTrace(added=False)
+            else:
+                # The newest stored version (ingest order, as the merged view has it).
+                previous = session.scalar(select(func.max(VersionRow.id)).where(VersionRow.repository_id == repo.id))
             version = VersionRow(
                 repository_id=repo.id,
                 commit=commit,
@@ -194,9 +204,17 @@ class Store(ClosesOnExit):
             )
             session.add(version)
             session.flush()
-            counts = bulk.write_trace(session.connection(), trace, version_id=version.id)
+            conn = session.connection()
+            counts = bulk.write_trace(conn, trace, version_id=version.id)
+            carried = (
+                found_proofs.carry_found_proofs(conn, earlier_version_id=previous, version_id=version.id)
+                if previous is not None
+                else []
+            )
         log.info("stored %s@%s: %s", location, commit, ", ".join(f"{v} {k}" for k, v in counts.items()))
-        return True
+        if carried:
+            log.info("%s@%s: %d found proof(s) carried over: %s", location, commit, len(carried), ", ".join(carried))
+        return AddedTrace(added=True, carried_proofs=tuple(carried))
 
     def version(self, location: str, commit: str) -> VersionInfo | None:
         """The stored version (location, commit), or None."""
@@ -370,8 +388,10 @@ class Store(ClosesOnExit):
         transaction, and ``steps`` (the proof's tactics, with their goals and premises)
         become its tactic steps, in place of the source's (its proof text stays the
         source's: what writing the proof back replaces), so the merged view gives them to
-        the suggester and the retriever. Record PROVED only after Lean's final check
-        accepted the proof.
+        the suggester and the retriever (:func:`curriculum.found_proofs.store_found_proof`);
+        the repository's next version gets them too, while the theorem is `sorry` there
+        with the same statement. Record PROVED only after Lean's final check accepted the
+        proof.
         """
         if outcome is AttemptOutcome.PROVED and not proof:
             raise ValueError("a PROVED attempt needs the proof text")
@@ -398,16 +418,28 @@ class Store(ClosesOnExit):
             )
             session.add(row)
             if outcome is AttemptOutcome.PROVED and theorem.status is TheoremStatus.SORRY:
-                values: dict[str, Any] = {"status": TheoremStatus.PROVED_BY_US}
-                if steps:
-                    bulk.replace_steps(session.connection(), theorem_id, theorem.version_id, steps)
-                    values |= {
-                        "num_steps": len(steps),
-                        "premises": list(dict.fromkeys(p for s in steps for p in s.premises)),
-                    }
-                session.execute(update(TheoremRow).where(TheoremRow.id == theorem_id).values(**values))
+                found_proofs.store_found_proof(session.connection(), theorem_id, theorem.version_id, steps)
             session.flush()
             return _attempt_record(row)
+
+    def attempted_theorems(self, run_id: int) -> list[StoredTheorem]:
+        """The theorems run ``run_id`` attempted, of whatever version: a run resumed after a
+        new commit was ingested made some of its attempts at the version before the newest."""
+        with self._guard(f"reading the theorems run {run_id} attempted"), Session(self._engine) as session:
+            version_of = dict(
+                session.execute(
+                    select(TheoremRow.id, TheoremRow.version_id)
+                    .join(AttemptRow, AttemptRow.theorem_id == TheoremRow.id)
+                    .where(AttemptRow.run_id == run_id)
+                ).all()
+            )
+            keys = self._version_keys(session)
+            versions = sorted(set(version_of.values()))
+            return [
+                StoredTheorem(id_, *keys[version_of[id_]], theorem)
+                for id_, theorem in bulk.read_theorems(session.connection(), versions)
+                if id_ in version_of
+            ]
 
     def attempts(self, *, run_id: int | None = None) -> list[AttemptRecord]:
         """Proof attempts in the order they were recorded, optionally of one run."""

@@ -262,6 +262,12 @@ class Theorem:
             return len(self.tactics)
         return 0 if self.proof is None else 1
 
+    @property
+    def plain_statement(self) -> str:
+        """The statement with every run of whitespace as one space: two versions of a theorem
+        state the same when these are equal (a signature reflowed over lines does)."""
+        return " ".join(self.statement.split())
+
 
 @dataclass(frozen=True, slots=True)
 class ParseProblem:

@@ -123,9 +123,11 @@ def test_ingest_export_and_reingest_a_benchmark(
     assert cli(tmp_path, *other, "ingest", "--benchmark", str(tmp_path / "bench"), "--json") == 0
     outcomes = json_out(capsys)
     assert isinstance(outcomes, list)
-    assert sorted((Path(o["location"]).name, o["backend"], o["theorems"], o["sorries"]) for o in outcomes) == [
-        ("arith", "benchmark", 3, 0),
-        ("logic", "benchmark", 4, 1),
+    assert sorted(
+        (Path(o["location"]).name, o["backend"], o["theorems"], o["sorries"], o["carried_proofs"]) for o in outcomes
+    ) == [
+        ("arith", "benchmark", 3, 0, 0),
+        ("logic", "benchmark", 4, 1, 0),
     ]
     assert cli(tmp_path, *other, "curriculum") == 0
     assert "curriculum order" in capsys.readouterr().out

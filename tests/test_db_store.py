@@ -47,7 +47,7 @@ def counts(store: Store) -> tuple[object, ...]:
 
 def test_round_trip_gives_back_the_same_records(store: Store) -> None:
     trace = rich_trace()
-    assert store.add_trace(trace) is True
+    assert store.add_trace(trace).added is True
     assert store.latest_traces() == [trace]
 
 
@@ -55,9 +55,9 @@ def test_ingesting_the_same_version_twice_changes_nothing(store: Store) -> None:
     trace = rich_trace()
     store.add_trace(trace)
     before = counts(store)
-    assert store.add_trace(trace) is False
+    assert store.add_trace(trace).added is False
     # Even a different trace under the same (location, commit) is not stored again.
-    assert store.add_trace(dataclasses.replace(trace, theorems=trace.theorems[:1])) is False
+    assert store.add_trace(dataclasses.replace(trace, theorems=trace.theorems[:1])).added is False
     assert counts(store) == before
     assert store.stats().versions == 1
 
@@ -74,7 +74,7 @@ def test_losing_a_race_to_store_the_same_version_is_not_an_error(store: Store, m
         return None if len(calls) == 1 else real(session, location, commit)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Store, "_version_id", staticmethod(stale_once))
-    assert store.add_trace(trace) is False  # the unique key caught it
+    assert store.add_trace(trace).added is False  # the unique key caught it
     assert len(calls) >= 2
     assert counts(store) == before
 
@@ -87,7 +87,7 @@ def test_equal_paths_and_names_in_two_repositories_do_not_collide(store: Store) 
         theorems=[theorem("foo", steps=4), theorem("baz", steps=None)],
         premises=[premise("bar", line=9)],
     )
-    assert store.add_trace(one) and store.add_trace(two)
+    assert store.add_trace(one).added and store.add_trace(two).added
     assert store.latest_traces() == [one, two]
     stats = store.stats()
     assert (stats.repositories, stats.versions, stats.theorems, stats.premises) == (2, 2, 3, 2)
@@ -102,7 +102,7 @@ def test_new_commit_is_a_new_version_and_the_merged_view_takes_the_newest(store:
     assert store.latest_traces() == [new]
     assert [(v.commit, v.latest) for v in store.versions()] == [("c1", False), ("c2", True)]
     # Re-ingesting the old commit is idempotent: it does not become the newest again.
-    assert store.add_trace(old) is False
+    assert store.add_trace(old).added is False
     assert store.latest_traces() == [new]
     assert {t.theorem.full_name for t in store.theorems()} == {"foo", "hole"}
     assert store.stats().theorems == 4  # both versions are kept
@@ -153,7 +153,7 @@ def test_an_ingest_killed_half_way_leaves_the_database_as_before(
     assert not store.has_version(location, "c2")
 
     monkeypatch.setattr(bulk, "insert_rows", real_insert)
-    assert store.add_trace(second) is True
+    assert store.add_trace(second).added is True
     assert second in store.latest_traces()
     assert store.stats().versions == 2
 
@@ -193,7 +193,7 @@ def test_a_process_killed_mid_transaction_leaves_the_database_as_before(db_url: 
         child.wait(timeout=30)
     with Store.open(db_url) as store:
         assert counts(store) == before
-        assert store.add_trace(rich_trace("https://example.org/killed.git", "c1")) is True
+        assert store.add_trace(rich_trace("https://example.org/killed.git", "c1")).added is True
         assert store.stats().versions == 2
 
 

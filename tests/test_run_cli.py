@@ -638,10 +638,17 @@ def test_a_fetch_that_fails_before_write_back_is_one_line_and_the_run_resumes(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
     code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
     assert code == 0 and payload["resumed"] is True, err
-    # Resumed, the run ingests the head the remote has now, and proves its two sorries there.
+    # Resumed, the run ingests the head the remote has now, where Demo.kept has the proof it
+    # found before (carried over: the same statement) and Demo.changed, restated, is proved
+    # again; both are written back onto that head.
     proving = payload["proving"]
     assert {a["theorem"]: a["outcome"] for a in proving["attempts"]} == {
         "Demo.kept": "proved",
         "Demo.changed": "proved",
     }
-    assert proving["stale"] == [] and Path(proving["patches"][f"file://{remote}"]).is_file()
+    assert len(proving["attempts"]) == 2  # the proofs of the three others at the commit before are history
+    [kept] = [a for a in proving["attempts"] if a["theorem"] == "Demo.kept"]
+    assert "carried over" in kept["detail"] and payload["ingest"][0]["carried_proofs"] == 1
+    assert proving["stale"] == []
+    patch = Path(proving["patches"][f"file://{remote}"]).read_text(encoding="utf-8")
+    assert patch.count("-  sorry\n") == 2 and "theorem kept" in patch and "theorem changed (p q" in patch

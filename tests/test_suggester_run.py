@@ -81,6 +81,32 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
     again = _run(capsys, data, project, "--proof-backend", "file", *SEARCH)
     assert again["proving"]["attempts"] == [] and again["proving"]["targets"] == 0
 
+    # A newer version of the project (the sorries still there, their statements the same)
+    # gets the found proofs at ingest: no targets, nothing to patch again (the first run's
+    # patch is the one to apply), and the output says so.
+    with (tmp_path / "suggest" / "Suggest.lean").open("a", encoding="utf-8") as f:
+        f.write("-- a newer version\n")
+    capsys.readouterr()
+    args = [
+        "--data-dir",
+        str(data),
+        "run",
+        str(project),
+        "--backend",
+        "source",
+        "--no-train",
+        "--proof-backend",
+        "file",
+    ]
+    assert main([*args, *SEARCH]) == 0
+    human = capsys.readouterr().out
+    assert "5 found proofs carried over from an earlier version" in human
+    report = json.loads(Path(human.rsplit("report: ", 1)[1].split(", ")[0]).read_text(encoding="utf-8"))
+    [newer] = report["ingest"]
+    assert (newer["status"], newer["sorries"], newer["carried_proofs"]) == ("added", 0, 5)
+    assert report["proving"]["attempts"] == [] and report["proving"]["targets"] == 0
+    assert report["proving"]["patches"] == {}
+
 
 def test_prove_without_a_generator_uses_the_suggester(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

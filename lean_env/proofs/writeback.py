@@ -211,7 +211,7 @@ def rebase_edits(
                 reason = f"{path} is gone"
             elif new is None:
                 reason = f"{path} has no theorem {name} any more"
-            elif " ".join(new.statement.split()) != " ".join(old.statement.split()):
+            elif new.plain_statement != old.plain_statement:
                 reason = "its statement changed"
             elif new.status is not TheoremStatus.SORRY:
                 reason = "it is proved there already"

@@ -1,0 +1,74 @@
+"""The proofs our search found, as the database keeps them: how a found proof is stored on
+its theorem, and how it carries over to the repository's next version.
+
+A found proof lives on the theorem's row in the version it was found in: the status
+``proved_by_us`` and the proof's tactic steps (goals and premises), which the suggester and
+the retriever read from the merged view. A new commit of the repository is ingested fresh,
+without them, and the learner takes one step per commit, never a second one for a commit it
+learned; so, left there, a proof found at a learned commit would never reach training, and
+its theorem would be a `sorry` target again in every later commit. Carrying it over to the
+next version (:func:`carry_found_proofs`) makes its steps examples of that version's step.
+
+These functions run on a :class:`~sqlalchemy.engine.Connection` inside a transaction the
+caller owns (:mod:`curriculum.store`); they never commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, update
+
+from curriculum import bulk
+from curriculum.db import TheoremRow
+from lean_env.records import Theorem, TheoremStatus, TracedTactic
+
+
+def store_found_proof(conn: Connection, theorem_id: int, version_id: int, steps: Sequence[TracedTactic]) -> None:
+    """Mark the `sorry` theorem row ``theorem_id`` (of the version ``version_id``)
+    ``proved_by_us``. ``steps`` (the proof's tactics with their goals and premises), when
+    there are any, become its tactic steps in place of the source's, and set its
+    ``num_steps`` and its premises (in first-use order); its proof text stays the source's:
+    what writing the proof back replaces."""
+    values: dict[str, Any] = {"status": TheoremStatus.PROVED_BY_US}
+    if steps:
+        bulk.replace_steps(conn, theorem_id, version_id, steps)
+        values |= {
+            "num_steps": len(steps),
+            "premises": list(dict.fromkeys(p for s in steps for p in s.premises)),
+        }
+    conn.execute(update(TheoremRow).where(TheoremRow.id == theorem_id).values(**values))
+
+
+def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id: int) -> list[str]:
+    """Store the proofs found in the version ``earlier_version_id`` again in ``version_id``
+    (a newer version of the same repository, just written): every theorem of it that is
+    still `sorry` and has the :func:`carry_key` (full name, statement whitespace aside, as
+    write-back's staleness check compares them) of a ``proved_by_us`` theorem of the
+    earlier version gets that proof's steps, as :func:`store_found_proof` stores them. A
+    theorem whose statement changed, or is not known, is left `sorry`: the proof may be of
+    another statement. Returns the full names carried over, in trace order."""
+    proved: dict[tuple[str, str], Theorem] = {}
+    for _, theorem in bulk.read_theorems(conn, [earlier_version_id], status=TheoremStatus.PROVED_BY_US):
+        key = carry_key(theorem)
+        if key is not None:
+            # Source extraction can see a name twice; the first of a statement wins.
+            proved.setdefault(key, theorem)
+    if not proved:
+        return []
+    carried = []
+    for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.SORRY):
+        key = carry_key(theorem)
+        earlier = None if key is None else proved.get(key)
+        if earlier is not None:
+            store_found_proof(conn, theorem_id, version_id, earlier.tactics)
+            carried.append(theorem.full_name)
+    return carried
+
+
+def carry_key(theorem: Theorem) -> tuple[str, str] | None:
+    """What a theorem of the next version shares with one whose found proof carries over to
+    it: the full name and the statement, whitespace aside; None when the statement is not
+    known (a benchmark file may give none), so "the same" cannot be told."""
+    return (theorem.full_name, theorem.plain_statement) if theorem.plain_statement else None
