@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lists-per-sqrt", type=float, nargs="+", default=[defaults.lists_per_sqrt])
     parser.add_argument("--probes", type=int, nargs="+", default=[defaults.probes])
     parser.add_argument("--rerank", type=int, nargs="+", default=[defaults.rerank])
+    parser.add_argument("--code-width", type=int, nargs="+", default=[defaults.code_width])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)
@@ -107,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         top = np.argsort(-scores, kind="stable")[:K]
         exact.append((set(top.tolist()), scores[top[-1]]))
     rows = []
-    for per_sqrt, probes, rerank in itertools.product(args.lists_per_sqrt, args.probes, args.rerank):
-        options = IndexOptions(lists_per_sqrt=per_sqrt, probes=probes, rerank=rerank)
+    grid = itertools.product(args.lists_per_sqrt, args.probes, args.rerank, args.code_width)
+    for per_sqrt, probes, rerank, width in grid:
+        options = IndexOptions(lists_per_sqrt=per_sqrt, probes=probes, rerank=rerank, code_width=width)
         index = PremiseIndex(_Corpus(len(keep)), premises, exact=False, options=options)
         start = time.perf_counter()
         found = [index.search(q, K, allowed=[m])[0] for q, m in zip(queries, masks, strict=True)]
@@ -121,18 +123,27 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
         rows.append(
-            dict(lists_per_sqrt=per_sqrt, probes=probes, rerank=rerank, one=one, id_recall=ids, score_recall=reached)
+            dict(lists_per_sqrt=per_sqrt, probes=probes, rerank=rerank, code_width=width, lists=index._scorer.lists)
+            | dict(one=one, id_recall=ids, score_recall=reached, memory_vs_float32=index.nbytes / widened.nbytes)
         )
-        print(f"lists/sqrt {per_sqrt} probes {probes} rerank {rerank} done", file=sys.stderr)
+        print(f"{rows[-1]}", file=sys.stderr)
     load = os.getloadavg()[0]
     print(
         f"{len(keep)} of {len(texts)} signatures, {len(goals)} goals, 30% of files accessible, top {K}, one thread; "
         f"embedding took {embedded:.0f} s; load average {load:.2f} on {os.cpu_count()} cores"
     )
-    headers = ["lists/sqrt", "probes", "rerank", "1 query ms", "id recall@10", "score recall@10"]
+    headers = ["lists", "probes", "rerank", "code width", "vs float32", "1 query ms", "id recall@10"]
+    headers.append("score recall@10")
     body = [
-        [r["lists_per_sqrt"], r["probes"], r["rerank"], round(r["one"] * 1e3, 3), round(r["id_recall"], 3)]
-        + [round(r["score_recall"], 3)]
+        [
+            r["lists"],
+            r["probes"],
+            r["rerank"],
+            r["code_width"],
+            f"{r['memory_vs_float32']:.0%}",
+            round(r["one"] * 1e3, 3),
+        ]
+        + [round(r["id_recall"], 3), round(r["score_recall"], 3)]
         for r in rows
     ]
     print(table(headers, body))

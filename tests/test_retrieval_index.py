@@ -79,8 +79,9 @@ def test_the_approximate_index_returns_only_allowed_premises_and_as_many_as_it_c
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         (alone,) = APPROXIMATE.search(query, k, allowed=[mask])
         shared, found = shared + len({h.index for h in alone} & set(ids)), found + len(ids)
-    # The same candidates but where 4-bit scores tie at the last place a query keeps.
-    assert shared >= 0.95 * found, "a batch must find what its queries find one by one"
+    # The same candidates but where 4-bit scores tie at the last place a query keeps: a tie
+    # swaps one candidate, which can change one result (with k = 1, a whole query's).
+    assert shared >= 0.95 * found or found - shared <= 1, "a batch must find what its queries find one by one"
 
 
 @pytest.mark.parametrize(
