@@ -33,6 +33,7 @@ Memory: the index's structures (float32 = N x d x 4 bytes).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -225,12 +226,16 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     print(
         f"top {K}, {args.density:.0%} of files accessible, one thread, batches of {args.batch} "
-        f"(per theorem: {args.goals_per_theorem} goals a mask); "
+        f"(per theorem: {args.goals_per_theorem} goals a mask); probes {args.probes}, rerank {args.rerank}; "
         f"load average {load:.2f} on {os.cpu_count()} cores"
     )
     print(table(headers, body))
     if args.json:
-        args.json.write_text(json.dumps({"load_average": load, "rows": results}, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"load_average": load, "options": dataclasses.asdict(args.options), "rows": results}, indent=2)
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 
