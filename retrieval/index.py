@@ -15,12 +15,14 @@ Two ways to score, chosen by corpus size (``PremiseIndex(..., exact=)`` forces o
   every premise to re-score the best candidates. About 29% of the float32 bytes; measured
   in ``bench/retrieval_latency.py`` (docs/retrieval.md has the table).
 
-A batch of queries with different masks is searched in one faiss call without a selector,
-asking for enough candidates that the k accessible ones are among them, and each query's
-candidates are filtered by its own mask; a query for which too few survive is searched
-again with its selector. Both give the same results: if k accessible premises are among
-an unrestricted top k', no accessible premise the index scores higher can be missing
-(premises whose scores tie at the last place kept may differ).
+A batch is grouped by mask: the queries that share one (every goal of a theorem does) are
+searched in one faiss call through its selector, and so get exactly what each would get
+alone. Queries whose masks no other query of the batch has are searched together without a
+selector, asking for enough candidates that the k accessible ones are among them, and each
+query's candidates are filtered by its own mask; a query for which too few survive is
+searched again with its selector. If k accessible premises are among an unrestricted top
+k', no accessible premise the index scores higher can be missing, so those give the same
+results too, but where scores tie at the last place kept.
 """
 
 from __future__ import annotations
@@ -47,27 +49,29 @@ log = logging.getLogger(__name__)
 # Rows converted to float32 at a time while the index is filled: the embeddings may be a
 # float16 memory map, and a float32 copy of all of them is what the approximate index avoids.
 _CHUNK = 16_384
-# Candidates re-scored at a time (their codes are widened to float32 for it).
-_RESCORE_CHUNK = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class IndexOptions:
-    """The shape of the index; the defaults are tuned in ``bench/retrieval_latency.py``."""
+    """The shape of the index; the defaults are tuned on real MiniLM embeddings
+    (``bench/retrieval_real.py``) and timed in ``bench/retrieval_latency.py``."""
 
     # Corpora smaller than this are searched exactly: one masked scan takes ~2 ms at 50k
     # premises of d = 384 (~8 ms at ByT5's 1472), and needs no training.
     exact_below: int = 50_000
     # IVF lists: about this many times sqrt(N), rounded to a power of two (1024 at 200k).
     lists_per_sqrt: float = 2.0
-    # Lists scanned per query at REFERENCE_DENSITY or denser; sparser masks scan more.
-    probes: int = 32
+    # Lists scanned per query at REFERENCE_DENSITY or denser; sparser masks scan more. Real
+    # embeddings fill the lists far less tidily than synthetic clusters: at 200k premises
+    # 32 of 1024 lists gave 0.985 of the exact top 10 on clusters, 0.88 on MiniLM's; 256 give 0.96.
+    probes: int = 256
     # Dimensions per 4-bit PQ sub-quantizer (d/(2 x this) bytes per premise in the lists):
     # fewer scan slower and order the candidates better.
     code_width: int = 4
     # Fast-scan candidates per result, re-scored with the 8-bit codes (4-bit PQ orders the
     # near neighbours only roughly; the 8-bit codes order them as float32 would, to ~1e-3).
-    rerank: int = 4
+    # Real embeddings want more than clusters (MiniLM at 200k: 4 -> 8 gained 0.02).
+    rerank: int = 8
     # Training points per IVF list (faiss wants at least 39) and the sampling seed.
     train_per_list: int = 40
     seed: int = 0
@@ -96,13 +100,62 @@ class _Scorer(Protocol):
     nbytes: int  # memory of its structures
     rerank: int  # candidates it wants per result
 
-    def search(
-        self, queries: np.ndarray, count: int, masks: list[np.ndarray] | None, sizes: list[int]
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, count: int, allowed: list[_Allowed] | None) -> tuple[np.ndarray, np.ndarray]:
         """(Q, count) corpus ids and their final scores, in no particular order (-1 and
-        -inf where fewer were found); only premises of each query's mask, when given
-        (``sizes``: how many premises each mask allows)."""
+        -inf where fewer were found); only premises of each query's mask, when given."""
         ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Allowed:
+    """One distinct mask of a batch, and the queries it restricts."""
+
+    mask: np.ndarray  # (N,) bool
+    size: int  # premises it allows (estimated when many: see _size)
+    rows: np.ndarray  # (members,) int64: positions in the batch of the queries it restricts
+
+
+# Every this many flags of a mask are compared before the whole mask (prime, so that it
+# does not fall in step with files of a round number of premises).
+_SAMPLE_STRIDE = 4099
+# A large mask's size is estimated from every this many flags: reading all 200k flags of a
+# mask (22-30 us) was about a tenth of a batched query's time, and one cache line in 8 gives
+# the size to about 5% at 30% density.
+_SIZE_STRIDE = 512
+
+
+def _size(mask: np.ndarray, count: int) -> int:
+    """How many premises ``mask`` allows: exactly when that could be fewer than about
+    ``count`` (the candidates a query wants), else estimated (it only sizes the search: a
+    query that finds fewer than it is searched again through every list)."""
+    if len(mask) > 1 << 16:
+        estimate = _SIZE_STRIDE * int(np.count_nonzero(mask[::_SIZE_STRIDE]))
+        if estimate > 4 * count + 1024:
+            return estimate
+    return int(np.count_nonzero(mask))
+
+
+def _distinct(masks: Sequence[np.ndarray], count: int) -> list[_Allowed]:
+    """The distinct masks of a batch, each with the queries it restricts. Proof search
+    passes the same array for every goal of a theorem, so an array seen before is known
+    without reading it; other arrays are told apart by their size and a sample of their
+    flags, and compared whole only when those agree."""
+    found: list[tuple[np.ndarray, int, list[int]]] = []  # (mask, size, queries)
+    of_array: dict[int, int] = {}  # id() of a mask array -> its group (``masks`` keeps them alive)
+    of_sample: dict[tuple[int, bytes], list[int]] = {}  # (size, sampled flags) -> groups
+    for q, mask in enumerate(masks):
+        group = of_array.get(id(mask))
+        if group is None:
+            size = _size(mask, count)
+            alike = of_sample.setdefault((size, mask[::_SAMPLE_STRIDE].tobytes()), [])
+            group = next((g for g in alike if np.array_equal(found[g][0], mask)), None)
+            if group is None:
+                group = len(found)
+                found.append((mask, size, []))
+                alike.append(group)
+            of_array[id(mask)] = group
+        found[group][2].append(q)
+    return [_Allowed(mask, size, np.asarray(rows, dtype=np.int64)) for mask, size, rows in found]
 
 
 def _selector(mask: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
@@ -110,6 +163,15 @@ def _selector(mask: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
     while the selector is used)."""
     bitmap = np.packbits(mask, bitorder="little")
     return faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap)), bitmap
+
+
+def _per_query(allowed: list[_Allowed], queries: int) -> list[np.ndarray]:
+    """Each query's mask, in batch order."""
+    masks: list[np.ndarray] = [np.empty(0, dtype=bool)] * queries
+    for group in allowed:
+        for q in group.rows.tolist():
+            masks[q] = group.mask
+    return masks
 
 
 class _ExactScorer:
@@ -127,16 +189,15 @@ class _ExactScorer:
         self._vectors = faiss.rev_swig_ptr(self._flat.get_xb(), n * d).reshape(n, d)  # (N, d), no copy
         self.nbytes = n * d * 4
 
-    def search(
-        self, queries: np.ndarray, count: int, masks: list[np.ndarray] | None, sizes: list[int]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if masks is None:
+    def search(self, queries: np.ndarray, count: int, allowed: list[_Allowed] | None) -> tuple[np.ndarray, np.ndarray]:
+        if allowed is None:
             scores, ids = self._flat.search(queries, count)
             return ids, np.where(ids >= 0, scores, -np.inf)
         if len(queries) == 1:  # the selector skips the other premises' products
-            selector, _bitmap = _selector(masks[0])
+            selector, _bitmap = _selector(allowed[0].mask)
             scores, ids = self._flat.search(queries, count, params=faiss.SearchParameters(sel=selector))
             return ids, np.where(ids >= 0, scores, -np.inf)
+        masks = _per_query(allowed, len(queries))
         ids = np.empty((len(queries), count), dtype=np.int64)
         scores = np.empty((len(queries), count), dtype=np.float32)
         rows = max(1, (1 << 22) // len(self._vectors))  # queries per product: (rows, N) float32 scores
@@ -186,74 +247,79 @@ class _ApproximateScorer:
         self._centroids = self._ivf.quantizer.reconstruct_n(0, self.lists)  # (lists, d)
         self.nbytes = len(faiss.serialize_index(self._ivf)) + self._codes.nbytes
 
-    def search(
-        self, queries: np.ndarray, count: int, masks: list[np.ndarray] | None, sizes: list[int]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if masks is None:
-            ids = self._candidates(queries, count, None, self.probes)
+    def search(self, queries: np.ndarray, count: int, allowed: list[_Allowed] | None) -> tuple[np.ndarray, np.ndarray]:
+        # One BLAS product finds every query's nearest lists (faiss's flat quantizer would
+        # multiply query by query below 128k queries, reading every centroid each time).
+        coarse = queries @ self._centroids.T  # (Q, lists)
+        if allowed is None:
+            ids = self._candidates(queries, coarse, count, None, self.probes)
             return ids, self._rescore(queries, ids)
-        found: list[np.ndarray | None] = [None] * len(queries)
-        probes = [self._probes_for(size, len(self._codes)) for size in sizes]
-        if len(queries) > 1:
-            self._filtered(queries, masks, sizes, probes, count, found)
         ids = np.full((len(queries), count), -1, dtype=np.int64)
-        for q, row in enumerate(found):
-            if row is None:
-                row = self._selected(queries[q], masks[q], sizes[q], probes[q], count)
-            ids[q, : len(row)] = row
+        shared = [group for group in allowed if group.size and len(group.rows) > 1]
+        alone = [group for group in allowed if group.size and len(group.rows) == 1]
+        if len(alone) > 1:  # one unrestricted search serves most of them
+            alone = self._filtered(queries, coarse, alone, count, ids)
+        for group in shared + alone:
+            self._selected(queries, coarse, group, count, ids)
         return ids, self._rescore(queries, ids)
 
-    def _probes_for(self, size: int, n: int) -> int:
+    def _probes_for(self, size: int) -> int:
         """Lists to scan for a mask of ``size`` premises: twice as many for each halving of
         the density below REFERENCE_DENSITY, so that about as many accessible premises are
         scanned (powers of two, so that a batch falls into few groups)."""
-        if size == 0 or 2 * size > REFERENCE_DENSITY * n:
+        n = len(self._codes)
+        if 2 * size > REFERENCE_DENSITY * n:
             return self.probes
         return min(self.lists, self.probes * 2 ** math.floor(math.log2(REFERENCE_DENSITY * n / size)))
 
     def _filtered(
-        self,
-        queries: np.ndarray,
-        masks: list[np.ndarray],
-        sizes: list[int],
-        probes: list[int],
-        count: int,
-        found: list[np.ndarray | None],
-    ) -> None:
-        """Fill ``found`` for the queries one unrestricted search per probe count serves:
-        ``count`` of their mask's premises (or all there are) among its results."""
+        self, queries: np.ndarray, coarse: np.ndarray, alone: list[_Allowed], count: int, ids: np.ndarray
+    ) -> list[_Allowed]:
+        """Fill ``ids`` for the queries of ``alone`` (one each) that one unrestricted search
+        per probe count serves: ``count`` of their mask's premises (or all there are) among
+        its results. Returns the others."""
         n = len(self._codes)
-        fetch = [math.ceil(count * _OVERFETCH_MARGIN * n / max(size, 1)) for size in sizes]
-        groups: dict[int, list[int]] = {}
-        for q, (size, wanted) in enumerate(zip(sizes, fetch, strict=True)):
-            if size and wanted <= _MAX_OVERFETCH:
-                groups.setdefault(probes[q], []).append(q)
-        for nprobe, members in groups.items():
-            ids = self._candidates(queries[members], min(n, max(fetch[q] for q in members)), None, nprobe)
-            for q, row in zip(members, ids, strict=True):
+        fetch = [math.ceil(count * _OVERFETCH_MARGIN * n / group.size) for group in alone]
+        by_probes: dict[int, list[int]] = {}
+        unserved = []
+        for g, group in enumerate(alone):
+            if fetch[g] <= _MAX_OVERFETCH:
+                by_probes.setdefault(self._probes_for(group.size), []).append(g)
+            else:
+                unserved.append(group)
+        for nprobe, members in by_probes.items():
+            rows = np.array([alone[g].rows[0] for g in members])
+            fetched = min(n, max(fetch[g] for g in members))
+            found = self._candidates(queries[rows], coarse[rows], fetched, None, nprobe)
+            for g, q, row in zip(members, rows.tolist(), found, strict=True):
+                group = alone[g]
                 row = row[row >= 0]
-                row = row[masks[q][row]][:count]
-                if len(row) >= min(count, sizes[q]):
-                    found[q] = row
+                row = row[group.mask[row]][:count]
+                if len(row) >= min(count, group.size):
+                    ids[q, : len(row)] = row
+                else:
+                    unserved.append(group)
+        return unserved
 
-    def _selected(self, query: np.ndarray, mask: np.ndarray, size: int, probes: int, count: int) -> np.ndarray:
-        """The best ``count`` candidates of ``mask`` for one query, through a faiss selector;
-        every list is scanned when those scanned first hold too few of its premises."""
-        if size == 0:
-            return np.zeros(0, dtype=np.int64)
-        selector, _bitmap = _selector(mask)
-        row = self._candidates(query[None], count, selector, probes)[0]
-        if np.count_nonzero(row >= 0) < min(count, size) and probes < self.lists:
-            row = self._candidates(query[None], count, selector, self.lists)[0]
-        return row[row >= 0]
+    def _selected(self, queries: np.ndarray, coarse: np.ndarray, group: _Allowed, count: int, ids: np.ndarray) -> None:
+        """Fill ``ids`` for the queries of ``group``: the best ``count`` candidates of its
+        mask, through a faiss selector, in one call; every list is scanned for the queries
+        whose lists hold too few of its premises."""
+        probes = self._probes_for(group.size)
+        selector, _bitmap = _selector(group.mask)
+        rows = group.rows
+        found = self._candidates(queries[rows], coarse[rows], count, selector, probes)
+        short = np.count_nonzero(found >= 0, axis=1) < min(count, group.size)
+        if short.any() and probes < self.lists:
+            rows = rows[short]
+            found[short] = self._candidates(queries[rows], coarse[rows], count, selector, self.lists)
+        ids[group.rows] = found
 
     def _candidates(
-        self, queries: np.ndarray, count: int, selector: faiss.IDSelector | None, probes: int
+        self, queries: np.ndarray, coarse: np.ndarray, count: int, selector: faiss.IDSelector | None, probes: int
     ) -> np.ndarray:
-        """(Q, count) ids of the best fast-scan scores in the ``probes`` nearest lists. The
-        lists are chosen here by one BLAS product for the batch (faiss's flat quantizer
-        multiplies query by query below 128k queries)."""
-        coarse = queries @ self._centroids.T  # (Q, lists)
+        """(Q, count) ids of the best fast-scan scores in the ``probes`` nearest lists
+        (``coarse``: (Q, lists) the queries' inner products with the lists' centroids)."""
         if probes < self.lists:
             assign = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
         else:
@@ -278,28 +344,18 @@ class _ApproximateScorer:
 
     def _rescore(self, queries: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """The 8-bit codes' inner products with the queries, for candidates ``ids`` (Q, C):
-        sum_j (low_j + code_j step_j) q_j = low . q + code . (step * q)."""
+        sum_j (low_j + code_j step_j) q_j = low . q + code . (step * q). One BLAS
+        matrix-vector product per query: numpy's stacked matmul over (Q, C, d) does not
+        reach BLAS and took twice as long at d = 1472. Query by query also makes a query's
+        scores the same bits in any batch (a product of the whole batch with ``low`` would
+        round differently for one query than for many)."""
         scores = np.full(ids.shape, -np.inf, dtype=np.float32)
         scaled = queries * self._step  # (Q, d)
-        offset = queries @ self._low  # (Q,)
-        rows = max(1, _RESCORE_CHUNK // max(ids.shape[1], 1))
-        for start in range(0, len(ids), rows):
-            chunk = ids[start : start + rows]
-            codes = self._codes[np.maximum(chunk, 0)].astype(np.float32)  # (rows, C, d)
-            dots = np.matmul(codes, scaled[start : start + rows, :, None])[..., 0] + offset[start : start + rows, None]
-            scores[start : start + rows] = np.where(chunk >= 0, dots, -np.inf)
+        for q, row in enumerate(ids):
+            found = row >= 0
+            codes = self._codes[row[found]].astype(np.float32)  # (C, d)
+            scores[q, found] = codes @ scaled[q] + queries[q] @ self._low
         return scores
-
-
-def _size(mask: np.ndarray, count: int) -> int:
-    """How many premises ``mask`` allows: exactly when that could be fewer than about
-    ``count`` (the candidates a query wants), else estimated from every 16th flag (it only
-    sizes the search then; counting 200k flags per query costs more than searching)."""
-    if len(mask) > 1 << 16:
-        estimate = 16 * int(np.count_nonzero(mask[::16]))
-        if estimate > 4 * count + 1024:
-            return estimate
-    return int(np.count_nonzero(mask))
 
 
 def _lists(n: int, per_sqrt: float) -> int:
@@ -376,13 +432,12 @@ class PremiseIndex:
         if masks is not None and any(mask.shape != (len(self.corpus),) for mask in masks):
             # faiss would read a shorter bitmap past its end
             raise ValueError(f"a mask is not one flag per premise of the corpus ({len(self.corpus)})")
-        sizes = [] if masks is None else [_size(mask, count) for mask in masks]
-        ids, scores = self._scorer.search(queries, count, masks, sizes)
+        ids, scores = self._scorer.search(queries, count, None if masks is None else _distinct(masks, count))
         order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         ids, scores = np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
         return [
-            [Hit(int(i), float(s)) for i, s in zip(row, row_scores, strict=True) if i >= 0]
-            for row, row_scores in zip(ids, scores, strict=True)
+            [Hit(i, s) for i, s in zip(row, row_scores, strict=True) if i >= 0]
+            for row, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)
         ]
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.index import IndexOptions, PremiseIndex
+from retrieval.index import IndexOptions, PremiseIndex, _distinct
 
 
 class _Sized:
@@ -79,8 +79,9 @@ def test_the_approximate_index_returns_only_allowed_premises_and_as_many_as_it_c
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         (alone,) = APPROXIMATE.search(query, k, allowed=[mask])
         shared, found = shared + len({h.index for h in alone} & set(ids)), found + len(ids)
-    # The same candidates but where 4-bit scores tie at the last place a query keeps.
-    assert shared >= 0.95 * found, "a batch must find what its queries find one by one"
+    # The same candidates but where 4-bit scores tie at the last place a query keeps: a tie
+    # swaps one candidate, which can change one result (with k = 1, a whole query's).
+    assert shared >= 0.95 * found or found - shared <= 1, "a batch must find what its queries find one by one"
 
 
 @pytest.mark.parametrize(
@@ -155,3 +156,52 @@ def test_masks_that_do_not_fit_are_refused(queries: int, masks: list[np.ndarray]
 
 def test_the_approximate_index_takes_at_most_half_of_float32() -> None:
     assert APPROXIMATE.nbytes <= EXACT.nbytes / 2
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    theorems=st.lists(st.sampled_from(["files", "files", "few", "all", "none"]), min_size=1, max_size=4),
+    goals=st.integers(2, 12),
+    k=st.sampled_from([1, 10, 40]),
+)
+def test_goals_sharing_a_mask_get_exactly_what_each_gets_alone(seed, theorems, goals, k) -> None:
+    """Proof search passes one mask array for every goal of a theorem; a batch of such goals
+    (interleaved, some passing an equal copy instead) is searched per mask through its
+    selector, so scores and ids equal the one-by-one search's, ties included. (The exact
+    index multiplies a batch in one BLAS product, whose scores round differently.)"""
+    rng = np.random.default_rng(seed)
+    masks = [_mask(rng, kind) for kind in theorems]
+    chosen = rng.integers(0, len(masks), size=goals)
+    allowed = [masks[t] if rng.random() < 0.7 else masks[t].copy() for t in chosen]
+    queries = QUERIES[rng.choice(len(QUERIES), size=goals)]
+    batched = APPROXIMATE.search(queries, k, allowed=allowed)
+    for query, mask, hits in zip(queries, allowed, batched, strict=True):
+        (alone,) = APPROXIMATE.search(query, k, allowed=[mask])
+        assert [(h.index, h.score) for h in hits] == [(h.index, h.score) for h in alone]
+        assert all(mask[h.index] for h in hits), "an inaccessible premise was returned"
+
+
+def _moved(mask: np.ndarray) -> np.ndarray:
+    """``mask`` with one allowed premise near its start swapped for a disallowed one: the
+    same size and the same flags where a batch samples them (every 4099th from 0)."""
+    other = mask.copy()
+    on, off = np.flatnonzero(mask)[1], np.flatnonzero(~mask)[1]
+    other[on], other[off] = False, True
+    return other
+
+
+_BASE = np.random.default_rng(5).random(200_000) < 0.3
+
+
+@pytest.mark.parametrize(
+    "masks, groups",
+    [
+        pytest.param([_BASE, _BASE, _BASE], [[0, 1, 2]], id="one-array"),
+        pytest.param([_BASE, _BASE.copy(), _BASE], [[0, 1, 2]], id="an-equal-copy"),
+        pytest.param([_BASE, _moved(_BASE), _BASE], [[0, 2], [1]], id="same-size-and-sample"),
+        pytest.param([_BASE, ~_BASE], [[0], [1]], id="different"),
+    ],
+)
+def test_a_batch_is_grouped_by_mask_content(masks: list[np.ndarray], groups: list[list[int]]) -> None:
+    assert [group.rows.tolist() for group in _distinct(masks, 40)] == groups
