@@ -143,9 +143,13 @@ class StepReport:
 class ProgressiveTrainer:
     """Trains one encoder repository after repository; holds the anti-forgetting state."""
 
-    def __init__(self, encoder: TextEncoder, config: TrainConfig = TrainConfig()) -> None:
+    def __init__(
+        self, encoder: TextEncoder, config: TrainConfig = TrainConfig(), *, recompute_activations: bool = True
+    ) -> None:
         self.encoder = encoder
         self.config = config
+        # Not a TrainConfig field: it changes memory and time, never the weights (module notes).
+        self.recompute_activations = recompute_activations
         self._rng = random.Random(config.seed)
         # torch's random state for dropout: the trainer's own, not the process's (module notes)
         self._torch_rng = torch.Generator().manual_seed(config.seed).get_state()
@@ -163,7 +167,7 @@ class ProgressiveTrainer:
         progress: Callable[[int], None] | None = None,
     ) -> StepReport:
         """Train on one repository's ``examples`` (premises from ``corpus``), then consolidate."""
-        with self._own_randomness():
+        with self._own_randomness(), self._recomputing():
             return self._step(corpus, examples, progress)
 
     def _step(
@@ -230,6 +234,28 @@ class ProgressiveTrainer:
             finally:
                 torch.use_deterministic_algorithms(deterministic)
                 self._torch_rng = torch.get_rng_state()
+
+    @contextlib.contextmanager
+    def _recomputing(self) -> Iterator[None]:
+        """Run with gradient checkpointing on (when asked for and the model has it), off again
+        afterwards: embedding without gradients gains nothing from it."""
+        model = self.encoder.model
+        if not (self.recompute_activations and getattr(model, "supports_gradient_checkpointing", False)):
+            yield
+            return
+        # The non-reentrant kind: it needs no input that requires grad (token ids do not).
+        # transformers 5 renamed gradient checkpointing to activation checkpointing.
+        kwargs = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            disable = model.activation_checkpointing_disable
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            disable = model.gradient_checkpointing_disable
+        try:
+            yield
+        finally:
+            disable()
 
     def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
         """The loss of one batch (differentiable): each example's goal against one of its

@@ -385,6 +385,25 @@ def test_training_draws_only_from_its_own_seeded_streams(consolidation, before, 
         assert torch.equal(torch.get_rng_state(), state)
 
 
+@pytest.mark.parametrize("consolidation", list(Consolidation), ids=lambda c: c.value)
+def test_recomputing_activations_changes_no_weight(consolidation, monkeypatch) -> None:
+    """Gradient checkpointing (on by default) replays each layer's dropout masks in the
+    backward pass: the weights after a step are those of training that keeps activations."""
+    trace = _repo("/r/a", WORDS[:6])
+    corpus = PremiseCorpus([trace])
+    config = _config(epochs=2, consolidation=consolidation)
+    kept, recomputed = tiny_encoder(0), tiny_encoder(0)
+    ProgressiveTrainer(kept, config, recompute_activations=False).step(corpus, corpus.examples(trace))
+    layers = []  # (training, checkpointing) of the encoder's layers as the step ran them
+    for layer in recomputed.model.encoder.layer:
+        layer.register_forward_pre_hook(lambda m, _: layers.append((m.training, m.gradient_checkpointing)))
+    ProgressiveTrainer(recomputed, config).step(corpus, corpus.examples(trace))
+    assert (True, True) in layers  # the training passes did recompute
+    assert not any(layer.gradient_checkpointing for layer in recomputed.model.encoder.layer)  # off again
+    assert all(torch.equal(v, _weights(kept)[k]) for k, v in _weights(recomputed).items())
+    assert any(not torch.equal(v, _weights(tiny_encoder(0))[k]) for k, v in _weights(recomputed).items())
+
+
 def test_two_learners_of_one_run_are_the_same_bytes(tmp_path) -> None:
     """A learner file depends on what it holds only (not on its name, nor on the partial
     file it was written through), so two runs can be compared file to file."""
