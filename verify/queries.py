@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 from pysmt.environment import Environment
@@ -37,6 +38,8 @@ from verify.spec import Accept, EncoderSpec
 from verify.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
 
 log = logging.getLogger(__name__)
+
+_Found = TypeVar("_Found")  # what a length's check found: a witness, or a pair of them
 
 __all__ = [
     "CheckMethod",
@@ -357,6 +360,31 @@ def _interrupted_claim(checks: Sequence[LengthCheck], at: int, nothing: str) -> 
 # --- trSAT ---------------------------------------------------------------------------------------
 
 
+def _until_found(
+    searched: Sequence[int],
+    at_length: Callable[[int], tuple[LengthCheck, _Found | None]],
+    checks: list[LengthCheck],
+    progress: Progress | None,
+    partial: Callable[[int], object],
+) -> _Found | None:
+    """Check the ``searched`` lengths in order until one finds something, which is returned;
+    each length's check is appended to ``checks`` and given to ``progress``. Ctrl-C raises
+    :class:`~verify.errors.Interrupted` carrying ``partial(n)``, the result so far when
+    length ``n`` was being checked."""
+    n = searched[0]
+    try:
+        for n in searched:
+            check, found = at_length(n)
+            checks.append(check)
+            if progress:
+                progress(check)
+            if found is not None:
+                return found
+    except KeyboardInterrupt as e:
+        raise Interrupted(partial(n)) from e
+    return None
+
+
 def search_lengths(
     spec: EncoderSpec, *, max_len: int, exact_len: bool = False, constraints: WordConstraints | None = None
 ) -> range:
@@ -439,31 +467,24 @@ def trsat(
             complete,
         )
 
-    n = searched[0]
-    try:
-        for n in searched:
-            domains = words.domains(n)
-            if domains is None:
-                check, word = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
-            else:
+    def at_length(n: int) -> tuple[LengthCheck, Witness | None]:
+        domains = words.domains(n)
+        if domains is None:
+            return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-                def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
-                    return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
+        def build() -> _Query:
+            return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
 
-                check, word = _answer_length([spec], words, n, domains, hit, build, solvers, options)
-            if word is not None:
-                if exact_len and len(word) < max_len:
-                    pad = padding_position(spec)
-                    assert pad is not None, "only the class without positions shortens an exact length"
-                    word = word + (word[pad],) * (max_len - len(word))
-                witness = _replay_target(spec, word, target, words, len(word))
-            checks.append(check)
-            if progress:
-                progress(check)
-            if witness is not None:
-                break
-    except KeyboardInterrupt as e:
-        raise Interrupted(result(interrupted_at=n)) from e
+        check, word = _answer_length([spec], words, n, domains, hit, build, solvers, options)
+        if word is None:
+            return check, None
+        if exact_len and len(word) < max_len:
+            pad = padding_position(spec)
+            assert pad is not None, "only the class without positions shortens an exact length"
+            word = word + (word[pad],) * (max_len - len(word))
+        return check, _replay_target(spec, word, target, words, len(word))
+
+    witness = _until_found(searched, at_length, checks, progress, result)
     return result()
 
 
@@ -640,30 +661,24 @@ def equiv(
         )
 
     searched = _within_bound(lengths, bound)
-    n = searched[0]
-    try:
-        for n in searched:
-            domains = words.domains(n)
-            if domains is None:
-                check = LengthCheck(n, Verdict.UNSAT, 0.0, 0.0)
-            else:
 
-                def build(n: int = n, domains: Sequence[tuple[str, ...]] = domains) -> _Query:
-                    return _build([first, second], words, n, domains, goal, options)
+    def at_length(n: int) -> tuple[LengthCheck, tuple[Witness, Witness] | None]:
+        domains = words.domains(n)
+        if domains is None:
+            return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-                check, found = _answer_length([first, second], words, n, domains, hit, build, solvers, options)
-                if found is not None:
-                    a, b = _replay(first, found, words, n), _replay(second, found, words, n)
-                    if a.label == b.label:
-                        raise WitnessMismatchError(f"distinguishing word {found!r} replays to the same label {a.label}")
-                    counterexample = (Witness(found, a), Witness(found, b))
-            checks.append(check)
-            if progress:
-                progress(check)
-            if counterexample is not None:
-                break
-    except KeyboardInterrupt as e:
-        raise Interrupted(result(interrupted_at=n)) from e
+        def build() -> _Query:
+            return _build([first, second], words, n, domains, goal, options)
+
+        check, found = _answer_length([first, second], words, n, domains, hit, build, solvers, options)
+        if found is None:
+            return check, None
+        a, b = _replay(first, found, words, n), _replay(second, found, words, n)
+        if a.label == b.label:
+            raise WitnessMismatchError(f"distinguishing word {found!r} replays to the same label {a.label}")
+        return check, (Witness(found, a), Witness(found, b))
+
+    counterexample = _until_found(searched, at_length, checks, progress, result)
     return result()
 
 
