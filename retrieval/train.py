@@ -39,6 +39,13 @@ the data order and the positives, and a torch generator state for dropout, which
 in place of torch's global generator while it runs. The global one cannot be relied on: a
 fresh process seeds it at random, and anything else the process runs between two steps (a
 proof search sampling tactics) draws from it, while a resumed run restarts without those draws.
+
+Training recomputes each layer's activations in the backward pass instead of keeping them
+(gradient checkpointing, where the model supports it). Kept, the attention activations of a
+batch of 16 goals and 16 premises at MiniLM's 512 tokens come to about 11 GB, and replay's
+doubled batches did not fit in 24 GB; recomputed, the batch peaks near 3 GB
+(``bench/training_memory.py``). The recomputation replays the saved random state, so the
+dropout masks, and the weights, are the same bit for bit as without it (tested).
 """
 
 from __future__ import annotations
