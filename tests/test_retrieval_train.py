@@ -386,7 +386,7 @@ def test_training_draws_only_from_its_own_seeded_streams(consolidation, before, 
 
 
 @pytest.mark.parametrize("consolidation", list(Consolidation), ids=lambda c: c.value)
-def test_recomputing_activations_changes_no_weight(consolidation, monkeypatch) -> None:
+def test_recomputing_activations_changes_no_weight(consolidation) -> None:
     """Gradient checkpointing (on by default) replays each layer's dropout masks in the
     backward pass: the weights after a step are those of training that keeps activations."""
     trace = _repo("/r/a", WORDS[:6])
