@@ -259,10 +259,17 @@ class ProgressiveTrainer:
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
             disable = model.gradient_checkpointing_disable
+        # An encoder caches nothing, but its config may say use_cache (BERT's does), and
+        # transformers then warns that checkpointing turns the cache off: say so first.
+        use_cache = getattr(model.config, "use_cache", None)
+        if use_cache is not None:
+            model.config.use_cache = False
         try:
             yield
         finally:
             disable()
+            if use_cache is not None:
+                model.config.use_cache = use_cache
 
     def loss(self, corpus: PremiseCorpus, batch: Sequence[RetrievalExample]) -> torch.Tensor:
         """The loss of one batch (differentiable): each example's goal against one of its

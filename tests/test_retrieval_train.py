@@ -400,6 +400,7 @@ def test_recomputing_activations_changes_no_weight(consolidation) -> None:
     ProgressiveTrainer(recomputed, config).step(corpus, corpus.examples(trace))
     assert (True, True) in layers  # the training passes did recompute
     assert not any(layer.gradient_checkpointing for layer in recomputed.model.encoder.layer)  # off again
+    assert recomputed.model.config.use_cache is kept.model.config.use_cache is True  # given back
     assert all(torch.equal(v, _weights(kept)[k]) for k, v in _weights(recomputed).items())
     assert any(not torch.equal(v, _weights(tiny_encoder(0))[k]) for k, v in _weights(recomputed).items())
 
