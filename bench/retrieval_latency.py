@@ -1,6 +1,7 @@
 """Premise retrieval latency at Mathlib scale: the reference way against PremiseIndex.
 
     nice python bench/retrieval_latency.py [--quick] [--json OUT] [--sizes 20000 200000] [--dims 384 1472]
+        [--batch 64] [--probes 256] [--lists-per-sqrt 2.0] [--rerank 8] [--code-width 4]
 
 Synthetic clustered unit embeddings, seeded: 100 topics of 20 sub-topics each; a premise
 or a goal is a sub-topic's centre plus Gaussian noise (``--noise``), scaled to unit length.
@@ -174,10 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, default=1.0, help="spread around the sub-topic centres")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--probes", type=int, default=IndexOptions().probes, help="IVF lists scanned per goal")
+    parser.add_argument(
+        "--lists-per-sqrt", type=float, default=IndexOptions().lists_per_sqrt, help="IVF lists per sqrt(premises)"
+    )
     parser.add_argument("--rerank", type=int, default=IndexOptions().rerank, help="candidates re-scored per result")
     parser.add_argument("--code-width", type=int, default=IndexOptions().code_width, help="dimensions per 4-bit code")
     args = parser.parse_args(argv)
-    args.options = IndexOptions(probes=args.probes, rerank=args.rerank, code_width=args.code_width)
+    args.options = IndexOptions(
+        probes=args.probes, lists_per_sqrt=args.lists_per_sqrt, rerank=args.rerank, code_width=args.code_width
+    )
     if args.quick:
         args.sizes, args.dims, args.queries = [20_000], [384], 128
     faiss.omp_set_num_threads(1)
