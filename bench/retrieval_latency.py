@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     print(
         f"top {K}, {args.density:.0%} of files accessible, one thread, batches of {args.batch} "
-        f"(per theorem: {args.goals_per_theorem} goals a mask); probes {args.probes}, rerank {args.rerank}; "
+        f"(per theorem: {args.goals_per_theorem} goals a mask); "
+        f"probes {args.probes} of {args.lists_per_sqrt} x sqrt(N) lists, rerank {args.rerank}; "
         f"load average {load:.2f} on {os.cpu_count()} cores"
     )
     print(table(headers, body))
