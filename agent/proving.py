@@ -8,6 +8,7 @@ Used by ``leanagent prove`` and by the lifelong job (:mod:`agent.lifelong`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from agent.prove import ProofAttempt, ProvingConfig
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.suggester import StepMemory
-from curriculum.found_proofs import carry_key
-from curriculum.results import StoredTheorem
+from curriculum.results import CarriedProof, StoredTheorem
 from curriculum.store import Store
-from lean_env.errors import UserInputError
+from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import nonstandard
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT, Verdict, check_proof
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from lean_env.proofs.writeback import FreshBranch, StaleProof
     from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
+
+log = logging.getLogger(__name__)
 
 # The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
 _CHECKED = (AttemptOutcome.PROVED, AttemptOutcome.VACUOUS)
@@ -174,49 +177,24 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
     at ``theorems`` before now (a resumed run); what only the search knew is not stored.
 
     A run resumed after a new commit was ingested made some attempts at the version before.
-    A proof it found there was carried over to the theorem of ``theorems`` with that name and
-    statement (:mod:`curriculum.found_proofs`), which is no target now: it is reported, and
-    written back, as that theorem's. Its other attempts there are history (their theorems,
-    if still `sorry`, are targets again)."""
+    Those are history: a proof it found there was carried over to the new version, where
+    proving the repository has Lean check it again (:meth:`RepositoryProver.prove`), and
+    the theorems it failed on, if still `sorry`, are targets again."""
     by_id = {t.id: t for t in theorems}
-    attempts = store.attempts(run_id=run_id)
-    reported_as = {
-        a.theorem_id: (by_id[a.theorem_id], "attempted before the run resumed")
-        for a in attempts
+    return [
+        AttemptReport(
+            theorem=by_id[a.theorem_id].theorem.full_name,
+            repository=by_id[a.theorem_id].location,
+            outcome=a.outcome,
+            proof=a.proof,
+            tactics=None,
+            expansions=a.nodes,
+            seconds=a.seconds,
+            detail="attempted before the run resumed",
+        )
+        for a in store.attempts(run_id=run_id)
         if a.theorem_id in by_id
-    }
-    older = [a for a in attempts if a.theorem_id not in by_id and a.outcome is AttemptOutcome.PROVED]
-    if older:
-        carried = {
-            (t.location, key): t
-            for t in theorems
-            if t.theorem.status is TheoremStatus.PROVED_BY_US and (key := carry_key(t.theorem)) is not None
-        }
-        attempted_here = {t.id for t, _ in reported_as.values()}
-        earlier = {t.id: t for t in store.attempted_theorems(run_id)}
-        for a in older:
-            then = earlier[a.theorem_id]
-            # popped: one report per theorem (a key of None matches nothing)
-            now = carried.pop((then.location, carry_key(then.theorem)), None)
-            if now is not None and now.id not in attempted_here:
-                reported_as[a.theorem_id] = (now, f"proved at {then.commit[:12]} before the run resumed; carried over")
-    reports = []
-    for a in attempts:
-        if a.theorem_id in reported_as:
-            stored, detail = reported_as[a.theorem_id]
-            reports.append(
-                AttemptReport(
-                    theorem=stored.theorem.full_name,
-                    repository=stored.location,
-                    outcome=a.outcome,
-                    proof=a.proof,
-                    tactics=None,
-                    expansions=a.nodes,
-                    seconds=a.seconds,
-                    detail=detail,
-                )
-            )
-    return reports
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +222,12 @@ class WrittenBack:
 class RepositoryProver:
     """Proves the sorries of a job's repositories, each repository at most once per run,
     with the premises of the retriever as trained so far; collects every attempt of the run
-    (those of before an interruption too) and writes the proofs back as patches."""
+    (those of before an interruption too) and writes the proofs back as patches.
+
+    Before a repository's sorries, Lean checks the proofs carried over to its newest version
+    from an earlier one (:mod:`curriculum.found_proofs`), which were checked only at the
+    commit they were found at: one Lean accepts becomes this run's proof there (recorded,
+    reported, written back); one it rejects is withdrawn, and its theorem is a target."""
 
     def __init__(
         self,
@@ -258,6 +241,7 @@ class RepositoryProver:
         traces: Sequence[RepoTrace],
         data_dir: Path,
         skipped: dict[str, int] | None = None,
+        check_timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -268,6 +252,8 @@ class RepositoryProver:
         self.snapshot = data_dir / "retriever"  # where the retriever is saved for Ray workers
         self.cache_dir = data_dir / "cache"  # the clones of URL repositories
         self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
+        self.check_timeout = check_timeout  # seconds for Lean's check of a carried proof
+        self._unconfirmed: dict[str, list[CarriedProof]] = {loc: store.unconfirmed_proofs(loc) for loc in targets}
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -320,6 +306,7 @@ class RepositoryProver:
             traces=traces,
             data_dir=data_dir,
             skipped=skipped,
+            check_timeout=config.check_timeout,
         )
 
     @property
@@ -331,7 +318,7 @@ class RepositoryProver:
         return sum(len(found) for found in self.targets.values())
 
     def has_work(self, location: str) -> bool:
-        return location not in self._proved and bool(self.targets.get(location))
+        return location not in self._proved and bool(self.targets.get(location) or self._unconfirmed.get(location))
 
     def prove(self, location: str, *, retriever: TextEncoder | None, indexes: PremiseIndexes | None = None) -> None:
         """Attempt the sorries of ``location`` (once per run), with premises from
@@ -340,6 +327,7 @@ class RepositoryProver:
         if location in self._proved:
             return
         self._proved.add(location)
+        self._confirm_carried(location)
         runner = self.runner
         if retriever is not None:
             from retrieval.embeddings import EmbeddingStore, PremiseIndexes
@@ -353,6 +341,57 @@ class RepositoryProver:
         self.attempts += prove_targets(
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )
+
+    def _confirm_carried(self, location: str) -> None:
+        """Have Lean check, in the checkout of ``location``, each proof carried over to it and
+        not checked there yet: accepted, it is recorded as this run's; rejected or vacuous,
+        it is withdrawn and its theorem becomes a target; a timeout, or a check that could
+        not run, leaves it carried (unknown), to be checked by the next run."""
+        from lean_env.lean.runner import LeanRunner
+
+        directory = self.checkouts[location]
+        runner = LeanRunner.for_project(directory)
+        for carried in self._unconfirmed.pop(location, []):
+            stored, theorem = carried.stored, carried.stored.theorem
+            found = f"carried over from {carried.checked_at[:12]}"
+            try:
+                check = check_proof(directory, theorem, carried.proof, runner=runner, timeout=self.check_timeout)
+            except LeanAgentError as error:  # the file could not be read, Lean could not run
+                log.warning(
+                    "%s: its proof %s could not be checked (%s); it stays carried", theorem.full_name, found, error
+                )
+                continue
+            if check.accepted:
+                self.store.record_attempt(
+                    run_id=self.run_id,
+                    theorem_id=stored.id,
+                    outcome=AttemptOutcome.PROVED,
+                    seconds=check.seconds,
+                    nodes=0,
+                    backend="carried",
+                    proof=carried.proof,
+                )
+                self.attempts.append(
+                    AttemptReport(
+                        theorem=theorem.full_name,
+                        repository=location,
+                        outcome=AttemptOutcome.PROVED,
+                        proof=carried.proof,
+                        tactics=len(theorem.tactics),
+                        expansions=0,
+                        seconds=check.seconds,
+                        detail=f"{found}; Lean accepts it at {stored.commit[:12]} too",
+                        axioms=check.axioms,
+                    )
+                )
+            elif check.verdict is Verdict.TIMEOUT:
+                log.warning("%s: the check of its proof %s ran out of time; it stays carried", theorem.full_name, found)
+            else:
+                self.store.withdraw_found_proof(stored.id)
+                reasons = "; ".join(check.reasons) or check.verdict
+                log.warning("%s: Lean rejects its proof %s (%s); proving it again", theorem.full_name, found, reasons)
+                reopened = dataclasses.replace(theorem, status=TheoremStatus.SORRY, tactics=(), premises=())
+                self.targets.setdefault(location, []).append(dataclasses.replace(stored, theorem=reopened))
 
     def write_patches(self, directory: Path, name: str) -> WrittenBack:
         """One patch per repository with proofs found in this run (``git apply`` format),

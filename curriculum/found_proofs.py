@@ -9,6 +9,12 @@ learned; so, left there, a proof found at a learned commit would never reach tra
 its theorem would be a `sorry` target again in every later commit. Carrying it over to the
 next version (:func:`carry_found_proofs`) makes its steps examples of that version's step.
 
+A carried proof was checked by Lean at the commit it was found in, not at the new one, where
+a lemma it uses may be gone. Proving a repository therefore first has Lean check each
+carried proof no attempt has checked at the new version (:func:`unconfirmed_proofs`); one
+that Lean rejects there is withdrawn (:func:`withdraw_found_proof`), and its theorem is a
+`sorry` target again.
+
 These functions run on a :class:`~sqlalchemy.engine.Connection` inside a transaction the
 caller owns (:mod:`curriculum.store`); they never commit.
 """
@@ -18,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, select, update
 
 from curriculum import bulk
-from curriculum.db import TheoremRow
-from lean_env.records import Theorem, TheoremStatus, TracedTactic
+from curriculum.db import AttemptRow, TheoremRow, VersionRow
+from lean_env.records import AttemptOutcome, Theorem, TheoremStatus, TracedTactic
 
 
 def store_found_proof(conn: Connection, theorem_id: int, version_id: int, steps: Sequence[TracedTactic]) -> None:
@@ -65,6 +71,58 @@ def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id:
             store_found_proof(conn, theorem_id, version_id, earlier.tactics)
             carried.append(theorem.full_name)
     return carried
+
+
+def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, Theorem, str, str]]:
+    """The proofs carried over to the version ``version_id`` that Lean has not checked there:
+    (row id, theorem, proof text, commit it was checked at) for each `proved_by_us` theorem of
+    the version with no PROVED attempt of its own, in trace order. The text is that of the
+    newest PROVED attempt at a theorem of an earlier version of the repository with its
+    :func:`carry_key` (a proof carried on over several commits came from the oldest)."""
+    repository_id = conn.execute(select(VersionRow.repository_id).where(VersionRow.id == version_id)).scalar_one()
+    earlier = dict(
+        conn.execute(
+            select(VersionRow.id, VersionRow.commit).where(
+                VersionRow.repository_id == repository_id, VersionRow.id < version_id
+            )
+        ).all()
+    )
+    proofs: dict[int, tuple[str, int]] = {}  # theorem row -> (proof, its version)
+    for theorem_id, proof, version in conn.execute(
+        select(AttemptRow.theorem_id, AttemptRow.proof, TheoremRow.version_id)
+        .join(TheoremRow, TheoremRow.id == AttemptRow.theorem_id)
+        .where(TheoremRow.version_id.in_([*earlier, version_id]), AttemptRow.outcome == AttemptOutcome.PROVED)
+        .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
+    ):
+        proofs[theorem_id] = (proof, version)
+    found: dict[tuple[str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
+    # In ingest order, so that the newest version's proof of a statement wins.
+    versions = sorted({version for _, version in proofs.values() if version in earlier})
+    for theorem_id, theorem in bulk.read_theorems(conn, versions, status=TheoremStatus.PROVED_BY_US):
+        key = carry_key(theorem)
+        if key is not None and theorem_id in proofs:
+            proof, version = proofs[theorem_id]
+            found[key] = (proof, earlier[version])
+    unconfirmed = []
+    for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US):
+        key = carry_key(theorem)
+        if theorem_id not in proofs and key in found:
+            proof, commit = found[key]
+            unconfirmed.append((theorem_id, theorem, proof, commit))
+    return unconfirmed
+
+
+def withdraw_found_proof(conn: Connection, theorem_id: int, version_id: int) -> None:
+    """Make the `proved_by_us` theorem row ``theorem_id`` (of the version ``version_id``)
+    `sorry` again, with no tactic steps, no premises and ``num_steps`` 0: its carried proof
+    did not pass Lean at this version. (The source's steps of the `sorry`, replaced when the
+    proof was carried, are not restored: a `sorry` theorem is proved from its statement.)"""
+    bulk.replace_steps(conn, theorem_id, version_id, ())
+    conn.execute(
+        update(TheoremRow)
+        .where(TheoremRow.id == theorem_id)
+        .values(status=TheoremStatus.SORRY, num_steps=0, premises=[])
+    )
 
 
 def carry_key(theorem: Theorem) -> tuple[str, str] | None:

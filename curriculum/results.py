@@ -51,6 +51,16 @@ class StoredTheorem:
 
 
 @dataclass(frozen=True, slots=True)
+class CarriedProof:
+    """A proof carried over to a repository's newest version, which Lean has not checked there
+    (:func:`curriculum.found_proofs.unconfirmed_proofs`)."""
+
+    stored: StoredTheorem  # the theorem of the newest version, `proved_by_us`
+    proof: str  # the proof text Lean accepted at ``checked_at``
+    checked_at: str  # the commit it was found and checked at
+
+
+@dataclass(frozen=True, slots=True)
 class TheoremSummary:
     """What the curriculum needs of a theorem, without its proof text or tactics."""
 

@@ -72,6 +72,7 @@ from curriculum.db import (
 from curriculum.results import (
     AddedTrace,
     AttemptRecord,
+    CarriedProof,
     DbStats,
     RunRecord,
     StoredTheorem,
@@ -421,6 +422,32 @@ class Store(ClosesOnExit):
                 found_proofs.store_found_proof(session.connection(), theorem_id, theorem.version_id, steps)
             session.flush()
             return _attempt_record(row)
+
+    def unconfirmed_proofs(self, location: str) -> list[CarriedProof]:
+        """The proofs carried over to the newest version of ``location`` that no attempt has
+        checked there, in trace order (:func:`curriculum.found_proofs.unconfirmed_proofs`)."""
+        with self._guard(f"reading the proofs carried over to {location}"), Session(self._engine) as session:
+            newest = [v for v, loc in _latest(self._all_versions(session)) if loc == location]
+            if not newest:
+                return []
+            version = newest[0]
+            return [
+                CarriedProof(StoredTheorem(id_, location, version.commit, theorem), proof, checked_at)
+                for id_, theorem, proof, checked_at in found_proofs.unconfirmed_proofs(session.connection(), version.id)
+            ]
+
+    def withdraw_found_proof(self, theorem_id: int) -> None:
+        """Make the `proved_by_us` theorem ``theorem_id`` `sorry` again, its found steps gone:
+        Lean rejected its carried proof (:func:`curriculum.found_proofs.withdraw_found_proof`)."""
+        with (
+            self._guard(f"withdrawing the proof of theorem {theorem_id}"),
+            Session(self._engine) as session,
+            session.begin(),
+        ):
+            theorem = _get(session, TheoremRow, theorem_id)
+            if theorem.status is not TheoremStatus.PROVED_BY_US:
+                raise ValueError(f"theorem {theorem_id} is {theorem.status}, not proved_by_us")
+            found_proofs.withdraw_found_proof(session.connection(), theorem_id, theorem.version_id)
 
     def attempted_theorems(self, run_id: int) -> list[StoredTheorem]:
         """The theorems run ``run_id`` attempted, of whatever version: a run resumed after a

@@ -156,9 +156,10 @@ def test_carrying_is_part_of_the_new_versions_transaction(store: Store, monkeypa
     assert store.add_trace(version("c2", KEPT)).carried_proofs == ("A.kept",)
 
 
-def test_a_run_resumed_at_a_newer_version_reports_its_proofs_carried_there(store: Store) -> None:
-    """Its proofs at the version before count as the carried theorems' (written back as
-    theirs); a proof of a statement that changed is history, the theorem a target again."""
+def test_a_run_resumed_at_a_newer_version_reports_only_its_attempts_there(store: Store) -> None:
+    """Its attempts at the version before are history: a proof found there is carried over,
+    left for Lean to check at the new version (reported once checked, as that run's); a
+    proof of a statement that changed carries nothing, the theorem is a target again."""
     changed = theorem("A.changed", steps=None, line=7)
     store.add_trace(version("c1", KEPT, changed))
     run = store.start_run({"test": "resume"})
@@ -168,18 +169,61 @@ def test_a_run_resumed_at_a_newer_version_reports_its_proofs_carried_there(store
             backend="file", proof=f"by -- {stored.theorem.full_name}", steps=STEPS,
         )  # fmt: skip
     store.add_trace(version("c2", KEPT, dataclasses.replace(changed, statement="theorem A.changed : 1 = 1")))
-    reports = earlier_attempts(store, run.id, store.theorems())
-    assert [(r.theorem, r.proof, r.detail) for r in reports] == [
-        ("A.kept", "by -- A.kept", "proved at c1 before the run resumed; carried over")
-    ]
-    # Proved again at c2 in the same run, the restated theorem is reported once, as of c2.
+    assert earlier_attempts(store, run.id, store.theorems()) == []
+    [carried] = store.unconfirmed_proofs(URL)
+    assert (carried.stored.theorem.full_name, carried.stored.commit) == ("A.kept", "c2")
+    assert (carried.proof, carried.checked_at) == ("by -- A.kept", "c1")
     [target] = select_targets(store, None, None).theorems
     store.record_attempt(
         run_id=run.id, theorem_id=target.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=2,
         backend="file", proof="by -- again", steps=STEPS,
     )  # fmt: skip
     reports = earlier_attempts(store, run.id, store.theorems())
-    assert [(r.theorem, r.proof) for r in reports] == [("A.kept", "by -- A.kept"), ("A.changed", "by -- again")]
+    assert [(r.theorem, r.proof, r.detail) for r in reports] == [
+        ("A.changed", "by -- again", "attempted before the run resumed")
+    ]
+
+
+def test_a_carried_proof_is_unconfirmed_until_an_attempt_at_the_new_version_proves_it(store: Store) -> None:
+    """Carried on over two commits, the proof text is the one checked at the first; once an
+    attempt at the second records it, the third's carried proof is the one checked there."""
+    store.add_trace(version("c1", KEPT))
+    prove(store, {"A.kept"})
+    assert store.unconfirmed_proofs(URL) == []  # proved at c1 itself
+    store.add_trace(version("c2", KEPT))
+    store.add_trace(version("c3", KEPT))
+    [carried] = store.unconfirmed_proofs(URL)
+    assert (carried.stored.commit, carried.checked_at) == ("c3", "c1")
+    assert carried.proof == "by\n  intro h\n  exact A.lemma h"
+    assert carried.stored.theorem.status is TheoremStatus.PROVED_BY_US and carried.stored.theorem.tactics == STEPS
+
+    run = store.start_run({"test": "confirm"})
+    store.record_attempt(
+        run_id=run.id, theorem_id=carried.stored.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=0,
+        backend="carried", proof="by -- checked at c3",
+    )  # fmt: skip
+    assert store.unconfirmed_proofs(URL) == []
+    assert newest(store)["A.kept"].tactics == STEPS  # the carried steps stay
+    store.add_trace(version("c4", KEPT))
+    [carried] = store.unconfirmed_proofs(URL)
+    assert (carried.stored.commit, carried.checked_at, carried.proof) == ("c4", "c3", "by -- checked at c3")
+    assert store.unconfirmed_proofs("https://example.org/other.git") == []
+
+
+def test_a_withdrawn_proof_makes_its_theorem_a_sorry_target_again(store: Store) -> None:
+    store.add_trace(version("c1", KEPT))
+    prove(store, {"A.kept"})
+    store.add_trace(version("c2", KEPT))
+    [carried] = store.unconfirmed_proofs(URL)
+    store.withdraw_found_proof(carried.stored.id)
+    with pytest.raises(ValueError, match="is sorry, not proved_by_us"):
+        store.withdraw_found_proof(carried.stored.id)
+    assert newest(store)["A.kept"] == KEPT  # as the source gave it: sorry, no steps, no premises
+    assert {s.full_name: s.num_steps for s in store.theorem_summaries()}["A.kept"] == 0
+    assert [t.id for t in select_targets(store, None, None).theorems] == [carried.stored.id]
+    assert store.unconfirmed_proofs(URL) == []
+    # The proof found at c1 stays there, and does not carry to the next version.
+    assert store.add_trace(version("c3", KEPT)).carried_proofs == ()
 
 
 def test_a_proof_recorded_after_the_next_version_was_stored_is_not_carried(store: Store) -> None:

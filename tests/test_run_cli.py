@@ -383,6 +383,11 @@ def _run_untrained(capsys, data: Path, repos: Path, generator: Path, *extra: str
     return code, (json.loads(out) if code == 0 else {}), err
 
 
+def _statuses(data: Path) -> dict[str, TheoremStatus]:
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        return {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+
+
 def test_a_patch_holds_every_proof_of_one_file(tmp_path, monkeypatch, capsys, generator) -> None:
     """Both theorems of Demo.lean are proved: the repository's one patch replaces both
     sorries and applies."""
@@ -414,8 +419,7 @@ def test_a_vacuous_proof_is_reported_and_left_out_of_the_patch(tmp_path, monkeyp
     assert patch.count("+  exact h\n") == 1 and "on_secret" not in patch
     markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
     assert "1 proof is vacuous" in markdown and "not written back: Demo.on_secret" in markdown
-    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
-        statuses = {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+    statuses = _statuses(data)
     assert (
         statuses["Demo.on_secret"] is TheoremStatus.SORRY and statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US
     )
@@ -446,6 +450,58 @@ def test_exercises_are_counted_but_never_proved(
     assert proving["skipped_sorries"] == {str(repo): left_alone} and proving["targets"] == 3 - left_alone
     markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
     assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
+
+
+def _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, exact_h: dict, *extra: str) -> dict:
+    """Run 1 proves both sorries of Demo.lean; a theorem is added, so both proofs carry over
+    to the new version; run 2 (with ``extra``) meets a Lean whose answer to imp_self2's
+    ``exact h`` is now ``exact_h``. Returns run 2's payload."""
+    repos = _two_provable_repo(tmp_path, monkeypatch)
+    data = tmp_path / "data"
+    code, first, err = _run_untrained(capsys, data, repos, generator)
+    assert code == 0 and {a["outcome"] for a in first["proving"]["attempts"]} == {"proved"}, err
+    source = tmp_path / "repo" / "Demo.lean"
+    source.write_text(TWO_PROVABLE.replace("end Demo", "theorem more : True := trivial\n\nend Demo"), encoding="utf-8")
+    changed = {"goals": START, "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": exact_h}}
+    fake_lean.activate(
+        monkeypatch, tmp_path / "bin", {"theorems": {"Demo.imp_self'": _STEPS, "Demo.imp_self2": changed}}
+    )
+    code, second, err = _run_untrained(capsys, data, repos, generator, *extra)
+    assert code == 0, err
+    assert [o["carried_proofs"] for o in second["ingest"]] == [2]
+    return second
+
+
+def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypatch, capsys, caplog, generator) -> None:
+    """Lean at the new commit accepts imp_self''s carried proof: run 2's own, reported and
+    patched against the new file, with no search. It rejects imp_self2's (as a renamed lemma
+    would make it): withdrawn, its theorem searched again."""
+    second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, {"error": "unknown identifier 'h'"})
+    attempts = {a["theorem"]: a for a in second["proving"]["attempts"]}
+    kept, again = attempts["Demo.imp_self'"], attempts["Demo.imp_self2"]
+    assert (kept["outcome"], kept["expansions"], kept["axioms"]) == ("proved", 0, [])
+    assert kept["detail"].startswith("carried over from ") and "Lean accepts it at" in kept["detail"]
+    assert again["outcome"] == "failed" and again["expansions"] > 0
+    assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
+    patch = Path(second["proving"]["patches"][str(tmp_path / "repo")])
+    assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
+    statuses = _statuses(tmp_path / "data")
+    assert (
+        statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US and statuses["Demo.imp_self2"] is TheoremStatus.SORRY
+    )
+
+
+def test_a_carried_proof_whose_check_runs_out_of_time_stays_carried(tmp_path, monkeypatch, capsys, caplog, generator):
+    """Unknown is no rejection: imp_self2 is neither withdrawn nor searched, nor written back."""
+    second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, {"hang": True}, "--check-timeout", "3")
+    assert [a["theorem"] for a in second["proving"]["attempts"]] == ["Demo.imp_self'"]
+    assert "Demo.imp_self2: the check of its proof carried over from" in caplog.text
+    assert _statuses(tmp_path / "data")["Demo.imp_self2"] is TheoremStatus.PROVED_BY_US
+    with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
+        assert [c.stored.theorem.full_name for c in store.unconfirmed_proofs(str(tmp_path / "repo"))] == [
+            "Demo.imp_self2"
+        ]
 
 
 def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:

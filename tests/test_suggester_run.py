@@ -82,8 +82,8 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
     assert again["proving"]["attempts"] == [] and again["proving"]["targets"] == 0
 
     # A newer version of the project (the sorries still there, their statements the same)
-    # gets the found proofs at ingest: no targets, nothing to patch again (the first run's
-    # patch is the one to apply), and the output says so.
+    # gets the found proofs at ingest (the output says so): no targets; Lean checks each
+    # carried proof at the new commit, and the patch is made against it.
     with (tmp_path / "suggest" / "Suggest.lean").open("a", encoding="utf-8") as f:
         f.write("-- a newer version\n")
     capsys.readouterr()
@@ -104,8 +104,14 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
     report = json.loads(Path(human.rsplit("report: ", 1)[1].split(", ")[0]).read_text(encoding="utf-8"))
     [newer] = report["ingest"]
     assert (newer["status"], newer["sorries"], newer["carried_proofs"]) == ("added", 0, 5)
-    assert report["proving"]["attempts"] == [] and report["proving"]["targets"] == 0
-    assert report["proving"]["patches"] == {}
+    assert report["proving"]["targets"] == 0
+    checked = {a["theorem"]: a for a in report["proving"]["attempts"]}
+    assert {name: a["proof"] for name, a in checked.items()} == PROOFS
+    assert {(a["outcome"], a["expansions"], a["detail"].split(";")[0][:17]) for a in checked.values()} == {
+        ("proved", 0, "carried over from")
+    }
+    patch = Path(report["proving"]["patches"][str(tmp_path / "suggest")])
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "suggest", check=True)
 
 
 def test_prove_without_a_generator_uses_the_suggester(
