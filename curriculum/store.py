@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -85,6 +87,9 @@ from lean_env.records import RepoTrace, TheoremStatus, TracedTactic
 
 log = logging.getLogger(__name__)
 
+# Seconds a SQLite connection waits for another's lock before "database is locked".
+_SQLITE_WAIT = 60.0
+
 # The password part of a URL's authority, for messages about URLs that did not parse.
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
@@ -117,7 +122,7 @@ class Store(ClosesOnExit):
         leanagent's or another program's; another version) is refused with a
         :class:`DatabaseUnavailableError` before anything is written to it."""
         try:
-            engine = create_engine(url, connect_args={"timeout": 60} if url.startswith("sqlite") else {})
+            engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
             raise DatabaseUnavailableError(
                 f"{_hide_password(url)!r} is not a usable database URL: {first_line(e)}"
@@ -637,7 +642,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         # `leanagent db stats`) run while an ingest writes; NORMAL is durable in WAL mode
         # across process crashes, which is the failure a killed ingest is.
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _use_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
+
+
+def _use_wal(cursor: Any) -> None:
+    """Put the database in WAL mode (written into the file: once done, it stays). Switching
+    needs every other connection out of the way, and SQLite then answers "database is
+    locked" at once rather than through its busy timeout (openers of a fresh database at
+    the same moment met it), so the switch is retried for as long as that timeout. (A
+    database that cannot be in WAL mode, in memory, keeps its mode, as SQLite answers.)"""
+    deadline = time.monotonic() + _SQLITE_WAIT
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -525,6 +526,30 @@ def test_stores_opening_a_fresh_database_at_once_all_succeed(
         thread.join()
     assert errors == []
     assert _tables(db_url) == sorted(Base.metadata.tables)
+
+
+class _BusyCursor:
+    """A cursor whose switch to WAL mode finds the database locked ``busy`` times first, as
+    SQLite answers while another opener of a fresh database holds it."""
+
+    def __init__(self, busy: int, error: str = "database is locked") -> None:
+        self.busy, self.error, self.switches = busy, error, 0
+
+    def execute(self, sql: str) -> None:
+        assert sql == "PRAGMA journal_mode=WAL"
+        self.switches += 1
+        if self.switches <= self.busy:
+            raise sqlite3.OperationalError(self.error)
+
+
+def test_the_switch_to_wal_mode_waits_out_a_lock_and_nothing_else() -> None:
+    cursor = _BusyCursor(busy=3)
+    store_module._use_wal(cursor)
+    assert cursor.switches == 4
+    broken = _BusyCursor(busy=1, error="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        store_module._use_wal(broken)
+    assert broken.switches == 1
 
 
 @pytest.mark.parametrize(
