@@ -104,7 +104,7 @@ class LifelongOptions:
 @dataclass(frozen=True, slots=True)
 class ProvingOutcome:
     attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
-    targets: int  # sorry theorems of the file's repositories when the run started, not left alone
+    targets: int  # sorry theorems of the file's repositories not left alone, with those whose carried proof failed
     written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
     skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
 

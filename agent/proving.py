@@ -53,6 +53,9 @@ class AttemptReport:
     # The axioms the final check's audit found the theorem to depend on; None: no audit (no
     # proof checked, Lean printed none, or an attempt of before a resumption).
     axioms: tuple[str, ...] | None = None
+    # A proof carried over from an earlier version and checked again, not searched: the
+    # commit it was found at.
+    carried_from: str | None = None
 
     @property
     def proved(self) -> bool:
@@ -382,6 +385,7 @@ class RepositoryProver:
                         seconds=check.seconds,
                         detail=f"{found}; Lean accepts it at {stored.commit[:12]} too",
                         axioms=check.axioms,
+                        carried_from=carried.checked_at,
                     )
                 )
             elif check.verdict is Verdict.TIMEOUT:

@@ -452,10 +452,10 @@ def test_exercises_are_counted_but_never_proved(
     assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
 
 
-def _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, exact_h: dict, *extra: str) -> dict:
+def _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, exact_h: dict, *extra: str) -> tuple[dict, dict]:
     """Run 1 proves both sorries of Demo.lean; a theorem is added, so both proofs carry over
     to the new version; run 2 (with ``extra``) meets a Lean whose answer to imp_self2's
-    ``exact h`` is now ``exact_h``. Returns run 2's payload."""
+    ``exact h`` is now ``exact_h``. Returns both runs' payloads."""
     repos = _two_provable_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
     code, first, err = _run_untrained(capsys, data, repos, generator)
@@ -469,19 +469,25 @@ def _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, exact_h: d
     code, second, err = _run_untrained(capsys, data, repos, generator, *extra)
     assert code == 0, err
     assert [o["carried_proofs"] for o in second["ingest"]] == [2]
-    return second
+    return first, second
 
 
 def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypatch, capsys, caplog, generator) -> None:
     """Lean at the new commit accepts imp_self''s carried proof: run 2's own, reported and
     patched against the new file, with no search. It rejects imp_self2's (as a renamed lemma
     would make it): withdrawn, its theorem searched again."""
-    second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, {"error": "unknown identifier 'h'"})
+    first, second = _run_after_a_new_commit(
+        tmp_path, monkeypatch, capsys, generator, {"error": "unknown identifier 'h'"}
+    )
     attempts = {a["theorem"]: a for a in second["proving"]["attempts"]}
     kept, again = attempts["Demo.imp_self'"], attempts["Demo.imp_self2"]
     assert (kept["outcome"], kept["expansions"], kept["axioms"]) == ("proved", 0, [])
     assert kept["detail"].startswith("carried over from ") and "Lean accepts it at" in kept["detail"]
-    assert again["outcome"] == "failed" and again["expansions"] > 0
+    assert again["outcome"] == "failed" and again["expansions"] > 0 and again["carried_from"] is None
+    [ingested] = first["ingest"]
+    assert kept["carried_from"] == ingested["commit"]
+    markdown = Path(second["report"][1]).read_text(encoding="utf-8")
+    assert "(1 sorry theorem(s) targeted; 1 proof(s) carried over from an earlier commit, checked again)" in markdown
     assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
     patch = Path(second["proving"]["patches"][str(tmp_path / "repo")])
     assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
@@ -494,7 +500,9 @@ def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypa
 
 def test_a_carried_proof_whose_check_runs_out_of_time_stays_carried(tmp_path, monkeypatch, capsys, caplog, generator):
     """Unknown is no rejection: imp_self2 is neither withdrawn nor searched, nor written back."""
-    second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, {"hang": True}, "--check-timeout", "3")
+    _, second = _run_after_a_new_commit(
+        tmp_path, monkeypatch, capsys, generator, {"hang": True}, "--check-timeout", "3"
+    )
     assert [a["theorem"] for a in second["proving"]["attempts"]] == ["Demo.imp_self'"]
     assert "Demo.imp_self2: the check of its proof carried over from" in caplog.text
     assert _statuses(tmp_path / "data")["Demo.imp_self2"] is TheoremStatus.PROVED_BY_US
