@@ -115,7 +115,7 @@ def _proving_section(result: LifelongResult) -> str:
     if proving is None:
         return result.proving_skipped or f"not asked (--no-prove): {result.sorries} sorry theorem(s) left"
     proved = sum(a.proved for a in proving.attempts)
-    carried = sum(a.carried_from is not None for a in proving.attempts)
+    carried = sum(a.carried for a in proving.attempts)
     summary = (
         f"{proved} of {len(proving.attempts)} attempted proved and checked by Lean "
         f"({proving.targets} sorry theorem(s) targeted"

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The backend recorded for a carried proof that Lean checked again (no search made it).
+CARRIED_BACKEND = "carried"
 # The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
 _CHECKED = (AttemptOutcome.PROVED, AttemptOutcome.VACUOUS)
 # Runs proof jobs somewhere (this process, Ray workers) and yields each as it finishes.
@@ -53,9 +55,8 @@ class AttemptReport:
     # The axioms the final check's audit found the theorem to depend on; None: no audit (no
     # proof checked, Lean printed none, or an attempt of before a resumption).
     axioms: tuple[str, ...] | None = None
-    # A proof carried over from an earlier version and checked again, not searched: the
-    # commit it was found at.
-    carried_from: str | None = None
+    # A proof carried over from an earlier version and checked again here, not searched.
+    carried: bool = False
 
     @property
     def proved(self) -> bool:
@@ -193,7 +194,10 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
             tactics=None,
             expansions=a.nodes,
             seconds=a.seconds,
-            detail="attempted before the run resumed",
+            detail="carried over; checked again before the run resumed"
+            if a.backend == CARRIED_BACKEND
+            else "attempted before the run resumed",
+            carried=a.backend == CARRIED_BACKEND,
         )
         for a in store.attempts(run_id=run_id)
         if a.theorem_id in by_id
@@ -245,6 +249,7 @@ class RepositoryProver:
         data_dir: Path,
         skipped: dict[str, int] | None = None,
         check_timeout: float = DEFAULT_TIMEOUT,
+        skip: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -256,7 +261,12 @@ class RepositoryProver:
         self.cache_dir = data_dir / "cache"  # the clones of URL repositories
         self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
         self.check_timeout = check_timeout  # seconds for Lean's check of a carried proof
-        self._unconfirmed: dict[str, list[CarriedProof]] = {loc: store.unconfirmed_proofs(loc) for loc in targets}
+        # The carried proofs to check, but in paths a repository's skip globs leave alone.
+        skip = skip or {}
+        self._unconfirmed: dict[str, list[CarriedProof]] = {
+            loc: [c for c in store.unconfirmed_proofs(loc) if not is_skipped(c.stored.theorem.path, skip.get(loc, ()))]
+            for loc in targets
+        }
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {(t.location, t.theorem.full_name): t for t in known}
@@ -310,6 +320,7 @@ class RepositoryProver:
             data_dir=data_dir,
             skipped=skipped,
             check_timeout=config.check_timeout,
+            skip=skip,
         )
 
     @property
@@ -348,8 +359,9 @@ class RepositoryProver:
     def _confirm_carried(self, location: str) -> None:
         """Have Lean check, in the checkout of ``location``, each proof carried over to it and
         not checked there yet: accepted, it is recorded as this run's; rejected or vacuous,
-        it is withdrawn and its theorem becomes a target; a timeout, or a check that could
-        not run, leaves it carried (unknown), to be checked by the next run."""
+        it is withdrawn and its theorem becomes a target; a timeout, errors only outside the
+        theorem (the file is broken, not the proof), or a check that could not run leave it
+        carried (unknown), to be checked by the next run. Skipped paths are not checked."""
         from lean_env.lean.runner import LeanRunner
 
         directory = self.checkouts[location]
@@ -371,7 +383,7 @@ class RepositoryProver:
                     outcome=AttemptOutcome.PROVED,
                     seconds=check.seconds,
                     nodes=0,
-                    backend="carried",
+                    backend=CARRIED_BACKEND,
                     proof=carried.proof,
                 )
                 self.attempts.append(
@@ -385,17 +397,21 @@ class RepositoryProver:
                         seconds=check.seconds,
                         detail=f"{found}; Lean accepts it at {stored.commit[:12]} too",
                         axioms=check.axioms,
-                        carried_from=carried.checked_at,
+                        carried=True,
                     )
                 )
-            elif check.verdict is Verdict.TIMEOUT:
-                log.warning("%s: the check of its proof %s ran out of time; it stays carried", theorem.full_name, found)
+            elif check.verdict is Verdict.TIMEOUT or check.only_elsewhere:
+                why = "ran out of time" if check.verdict is Verdict.TIMEOUT else "; ".join(check.reasons)
+                log.warning(
+                    "%s: the check of its proof %s is unknown (%s); it stays carried", theorem.full_name, found, why
+                )
             else:
                 self.store.withdraw_found_proof(stored.id)
                 reasons = "; ".join(check.reasons) or check.verdict
                 log.warning("%s: Lean rejects its proof %s (%s); proving it again", theorem.full_name, found, reasons)
                 reopened = dataclasses.replace(theorem, status=TheoremStatus.SORRY, tactics=(), premises=())
-                self.targets.setdefault(location, []).append(dataclasses.replace(stored, theorem=reopened))
+                targets = [*self.targets.get(location, ()), dataclasses.replace(stored, theorem=reopened)]
+                self.targets[location] = sorted(targets, key=lambda t: t.id)  # trace order
 
     def write_patches(self, directory: Path, name: str) -> WrittenBack:
         """One patch per repository with proofs found in this run (``git apply`` format),

@@ -95,20 +95,22 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
         .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
     ):
         proofs[theorem_id] = (proof, version)
-    found: dict[tuple[str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
-    # In ingest order, so that the newest version's proof of a statement wins.
+    found: dict[tuple[str, str], tuple[str, int]] = {}  # carry key -> (proof, version)
     versions = sorted({version for _, version in proofs.values() if version in earlier})
     for theorem_id, theorem in bulk.read_theorems(conn, versions, status=TheoremStatus.PROVED_BY_US):
         key = carry_key(theorem)
         if key is not None and theorem_id in proofs:
             proof, version = proofs[theorem_id]
-            found[key] = (proof, earlier[version])
+            # The newest version's proof of a statement wins; within one, the first (as
+            # carry_found_proofs picks the steps it carries).
+            if key not in found or found[key][1] < version:
+                found[key] = (proof, version)
     unconfirmed = []
     for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US):
         key = carry_key(theorem)
         if theorem_id not in proofs and key in found:
-            proof, commit = found[key]
-            unconfirmed.append((theorem_id, theorem, proof, commit))
+            proof, version = found[key]
+            unconfirmed.append((theorem_id, theorem, proof, earlier[version]))
     return unconfirmed
 
 

@@ -454,25 +454,6 @@ class Store(ClosesOnExit):
                 raise ValueError(f"theorem {theorem_id} is {theorem.status}, not proved_by_us")
             found_proofs.withdraw_found_proof(session.connection(), theorem_id, theorem.version_id)
 
-    def attempted_theorems(self, run_id: int) -> list[StoredTheorem]:
-        """The theorems run ``run_id`` attempted, of whatever version: a run resumed after a
-        new commit was ingested made some of its attempts at the version before the newest."""
-        with self._guard(f"reading the theorems run {run_id} attempted"), Session(self._engine) as session:
-            version_of = dict(
-                session.execute(
-                    select(TheoremRow.id, TheoremRow.version_id)
-                    .join(AttemptRow, AttemptRow.theorem_id == TheoremRow.id)
-                    .where(AttemptRow.run_id == run_id)
-                ).all()
-            )
-            keys = self._version_keys(session)
-            versions = sorted(set(version_of.values()))
-            return [
-                StoredTheorem(id_, *keys[version_of[id_]], theorem)
-                for id_, theorem in bulk.read_theorems(session.connection(), versions)
-                if id_ in version_of
-            ]
-
     def attempts(self, *, run_id: int | None = None) -> list[AttemptRecord]:
         """Proof attempts in the order they were recorded, optionally of one run."""
         with self._guard("listing attempts"), Session(self._engine) as session:

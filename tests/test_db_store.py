@@ -542,10 +542,15 @@ class _BusyCursor:
             raise sqlite3.OperationalError(self.error)
 
 
-def test_the_switch_to_wal_mode_waits_out_a_lock_and_nothing_else() -> None:
+def test_the_switch_to_wal_mode_waits_out_a_lock_for_a_while_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
     cursor = _BusyCursor(busy=3)
     store_module._use_wal(cursor)
     assert cursor.switches == 4
+    always = _BusyCursor(busy=10**9)
+    monkeypatch.setattr(store_module, "_SQLITE_WAIT", 0.05)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # not forever
+        store_module._use_wal(always)
+    assert 1 < always.switches < 10**9
     broken = _BusyCursor(busy=1, error="disk I/O error")
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
         store_module._use_wal(broken)

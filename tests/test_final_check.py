@@ -95,6 +95,7 @@ def _check(repo: Path, name: str, proof: str, timeout: float = 20.0):
 def test_verdicts(repo, name, proof, verdict, reason):
     result = _check(repo, name, proof)
     assert result.verdict is verdict
+    assert not result.only_elsewhere  # every rejection here blames the proof
     if reason is None:
         assert result.reasons == () and result.accepted
     else:
@@ -121,8 +122,10 @@ def test_error_elsewhere_in_the_file_rejects(repo, monkeypatch, tmp_path):
     script = {**SCRIPT, "errors": [{"line": 1, "column": 0, "message": "unknown namespace"}]}
     fake_lean.activate(monkeypatch, tmp_path / "bin2", script)
     result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  exact h")
-    assert result.verdict is Verdict.REJECTED
+    assert result.verdict is Verdict.REJECTED and result.only_elsewhere  # the file is at fault
     assert "error elsewhere in the file (line 1): unknown namespace" in result.reasons
+    worse = _check(repo, "Demo.imp_self'", "by\n  intro h")  # and the proof too
+    assert worse.verdict is Verdict.REJECTED and not worse.only_elsewhere
 
 
 # A placeholder definition, a theorem about it, and a theorem whose proof may use a sorry lemma.

@@ -383,11 +383,6 @@ def _run_untrained(capsys, data: Path, repos: Path, generator: Path, *extra: str
     return code, (json.loads(out) if code == 0 else {}), err
 
 
-def _statuses(data: Path) -> dict[str, TheoremStatus]:
-    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
-        return {t.theorem.full_name: t.theorem.status for t in store.theorems()}
-
-
 def test_a_patch_holds_every_proof_of_one_file(tmp_path, monkeypatch, capsys, generator) -> None:
     """Both theorems of Demo.lean are proved: the repository's one patch replaces both
     sorries and applies."""
@@ -452,24 +447,39 @@ def test_exercises_are_counted_but_never_proved(
     assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
 
 
-def _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, exact_h: dict, *extra: str) -> tuple[dict, dict]:
+def _run_after_a_new_commit(
+    tmp_path, monkeypatch, capsys, generator, imp_self2: dict, *extra: str, script: dict | None = None
+) -> tuple[dict, dict]:
     """Run 1 proves both sorries of Demo.lean; a theorem is added, so both proofs carry over
-    to the new version; run 2 (with ``extra``) meets a Lean whose answer to imp_self2's
-    ``exact h`` is now ``exact_h``. Returns both runs' payloads."""
+    to the new version; run 2 (with ``extra``) meets a Lean whose script entry for
+    imp_self2 is now ``imp_self2``, and ``script``'s other keys. Returns both payloads."""
     repos = _two_provable_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
     code, first, err = _run_untrained(capsys, data, repos, generator)
     assert code == 0 and {a["outcome"] for a in first["proving"]["attempts"]} == {"proved"}, err
     source = tmp_path / "repo" / "Demo.lean"
     source.write_text(TWO_PROVABLE.replace("end Demo", "theorem more : True := trivial\n\nend Demo"), encoding="utf-8")
-    changed = {"goals": START, "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": exact_h}}
-    fake_lean.activate(
-        monkeypatch, tmp_path / "bin", {"theorems": {"Demo.imp_self'": _STEPS, "Demo.imp_self2": changed}}
-    )
+    theorems = {"Demo.imp_self'": _STEPS, "Demo.imp_self2": imp_self2}
+    fake_lean.activate(monkeypatch, tmp_path / "bin", {**(script or {}), "theorems": theorems})
     code, second, err = _run_untrained(capsys, data, repos, generator, *extra)
     assert code == 0, err
     assert [o["carried_proofs"] for o in second["ingest"]] == [2]
     return first, second
+
+
+def _exact_h(outcome: dict) -> dict:
+    """imp_self2's script entry with ``outcome`` for ``intro h; exact h``."""
+    return {"goals": START, "steps": {"intro h": {"goals": AFTER_INTRO}, "intro h\nexact h": outcome}}
+
+
+def _statuses(data: Path) -> dict[str, TheoremStatus]:
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        return {t.theorem.full_name: t.theorem.status for t in store.theorems()}
+
+
+def _unconfirmed(tmp_path: Path) -> list[str]:
+    with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
+        return [c.stored.theorem.full_name for c in store.unconfirmed_proofs(str(tmp_path / "repo"))]
 
 
 def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypatch, capsys, caplog, generator) -> None:
@@ -477,18 +487,19 @@ def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypa
     patched against the new file, with no search. It rejects imp_self2's (as a renamed lemma
     would make it): withdrawn, its theorem searched again."""
     first, second = _run_after_a_new_commit(
-        tmp_path, monkeypatch, capsys, generator, {"error": "unknown identifier 'h'"}
+        tmp_path, monkeypatch, capsys, generator, _exact_h({"error": "unknown identifier 'h'"})
     )
     attempts = {a["theorem"]: a for a in second["proving"]["attempts"]}
     kept, again = attempts["Demo.imp_self'"], attempts["Demo.imp_self2"]
-    assert (kept["outcome"], kept["expansions"], kept["axioms"]) == ("proved", 0, [])
-    assert kept["detail"].startswith("carried over from ") and "Lean accepts it at" in kept["detail"]
-    assert again["outcome"] == "failed" and again["expansions"] > 0 and again["carried_from"] is None
+    assert (kept["outcome"], kept["expansions"], kept["axioms"], kept["carried"]) == ("proved", 0, [], True)
     [ingested] = first["ingest"]
-    assert kept["carried_from"] == ingested["commit"]
+    assert kept["detail"] == f"carried over from {ingested['commit'][:12]}; Lean accepts it at " + (
+        f"{second['ingest'][0]['commit'][:12]} too"
+    )
+    assert (again["outcome"], again["carried"]) == ("failed", False) and again["expansions"] > 0
+    assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
     markdown = Path(second["report"][1]).read_text(encoding="utf-8")
     assert "(1 sorry theorem(s) targeted; 1 proof(s) carried over from an earlier commit, checked again)" in markdown
-    assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
     patch = Path(second["proving"]["patches"][str(tmp_path / "repo")])
     assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path / "repo", check=True)
@@ -496,20 +507,78 @@ def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypa
     assert (
         statuses["Demo.imp_self'"] is TheoremStatus.PROVED_BY_US and statuses["Demo.imp_self2"] is TheoremStatus.SORRY
     )
+    assert _unconfirmed(tmp_path) == []
 
 
-def test_a_carried_proof_whose_check_runs_out_of_time_stays_carried(tmp_path, monkeypatch, capsys, caplog, generator):
-    """Unknown is no rejection: imp_self2 is neither withdrawn nor searched, nor written back."""
-    _, second = _run_after_a_new_commit(
-        tmp_path, monkeypatch, capsys, generator, {"hang": True}, "--check-timeout", "3"
-    )
-    assert [a["theorem"] for a in second["proving"]["attempts"]] == ["Demo.imp_self'"]
-    assert "Demo.imp_self2: the check of its proof carried over from" in caplog.text
+def test_a_carried_proof_that_is_vacuous_now_is_withdrawn(tmp_path, monkeypatch, capsys, generator) -> None:
+    """At the new commit imp_self2 depends on sorryAx (a lemma it uses became a sorry, say):
+    withdrawn, searched again, and vacuous again; never patched."""
+    _, second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, {**_STEPS, "axioms": ["sorryAx"]})
+    attempts = {a["theorem"]: (a["outcome"], a["carried"]) for a in second["proving"]["attempts"]}
+    assert attempts == {"Demo.imp_self'": ("proved", True), "Demo.imp_self2": ("vacuous", False)}
+    assert _statuses(tmp_path / "data")["Demo.imp_self2"] is TheoremStatus.SORRY
+
+
+@pytest.mark.parametrize(
+    ("imp_self2", "extra", "script", "logged"),
+    [
+        pytest.param(
+            _exact_h({"hang": True}), ("--check-timeout", "3"), None, "is unknown (ran out of time)", id="timeout"
+        ),
+        pytest.param(
+            _STEPS,
+            (),
+            {"errors": [{"line": 1, "column": 0, "message": "unknown package 'Mathlib'"}]},
+            "is unknown (error elsewhere in the file (line 1): unknown package 'Mathlib')",
+            id="the-file-is-broken",
+        ),
+    ],
+)
+def test_a_carried_proof_whose_check_tells_nothing_stays_carried(
+    tmp_path, monkeypatch, capsys, caplog, generator, imp_self2, extra, script, logged
+) -> None:
+    """Unknown is no rejection: a check that runs out of time, or a file Lean rejects only for
+    errors outside the theorem (the new checkout's, not the proof's), leaves imp_self2's
+    proof carried: not withdrawn, not searched, not written back."""
+    first, second = _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, imp_self2, *extra, script=script)
+    checked = [a["theorem"] for a in second["proving"]["attempts"]]
+    assert checked == ([] if script else ["Demo.imp_self'"])
+    found_at = first["ingest"][0]["commit"][:12]
+    assert f"Demo.imp_self2: the check of its proof carried over from {found_at} {logged}" in caplog.text
     assert _statuses(tmp_path / "data")["Demo.imp_self2"] is TheoremStatus.PROVED_BY_US
-    with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
-        assert [c.stored.theorem.full_name for c in store.unconfirmed_proofs(str(tmp_path / "repo"))] == [
-            "Demo.imp_self2"
-        ]
+    assert _unconfirmed(tmp_path) == (["Demo.imp_self'", "Demo.imp_self2"] if script else ["Demo.imp_self2"])
+
+
+def test_carried_proofs_in_skipped_paths_are_not_checked(tmp_path, monkeypatch, capsys, generator) -> None:
+    """Run 2 leaves Demo.lean alone (--skip): its carried proofs are neither checked, nor
+    withdrawn, nor written back; they stay carried."""
+    _, second = _run_after_a_new_commit(
+        tmp_path, monkeypatch, capsys, generator, _exact_h({"error": "no h"}), "--skip", "Demo.lean"
+    )
+    assert second["proving"]["attempts"] == [] and second["proving"]["patches"] == {}
+    assert _unconfirmed(tmp_path) == ["Demo.imp_self'", "Demo.imp_self2"]
+
+
+def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path, monkeypatch, capsys, generator):
+    """Interrupted right after the carried proofs were checked (before any search), the
+    resumed run reports imp_self''s checked proof once, still as carried, and patches it."""
+    real, calls = agent.proving.prove_targets, []
+
+    def second_interrupted(*args, **kwargs):  # run 1 proves; run 2 is stopped before its search
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agent.proving, "prove_targets", second_interrupted)
+    with pytest.raises(AssertionError, match="assert 130 == 0"):  # run 2: exit 130, no payload
+        _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, _exact_h({"error": "no h"}))
+    code, third, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
+    assert code == 0 and third["resumed"] is True and len(calls) == 3, err
+    reported = [(a["theorem"], a["outcome"], a["carried"]) for a in third["proving"]["attempts"]]
+    assert sorted(reported) == [("Demo.imp_self'", "proved", True), ("Demo.imp_self2", "failed", False)]
+    patch = Path(third["proving"]["patches"][str(tmp_path / "repo")])
+    assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
 
 
 def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, monkeypatch, capsys, generator) -> None:

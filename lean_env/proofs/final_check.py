@@ -67,6 +67,9 @@ class FinalCheckResult:
     # Lean printed none (no run, a timeout, the audit refused: see `audit_note`).
     axioms: tuple[str, ...] | None = None
     audit_note: str = ""
+    # REJECTED only for errors outside the theorem (an upstream declaration broken, an import
+    # not built): the file is at fault, and the proof may be sound.
+    only_elsewhere: bool = False
 
     @property
     def accepted(self) -> bool:
@@ -148,15 +151,19 @@ def _judge(
     diagnostics = parse_diagnostics(output if found is None else found.rest).diagnostics
     axioms = None if found is None else found.axioms
     reasons, note = [], ""
+    blamed = False  # a reason within the theorem's own span
     for d in diagnostics:
         first = d.message.splitlines()[0] if d.message else ""
+        inside = own[0] <= d.start <= own[1]
         if d.is_error and d.start.line >= audit_line and is_audit_failure(d.message):
             note = f"Lean did not print the axioms: {first}"
         elif d.is_error:
-            where = f"in {theorem.full_name}" if own[0] <= d.start <= own[1] else "elsewhere in the file"
+            where = f"in {theorem.full_name}" if inside else "elsewhere in the file"
             reasons.append(f"error {where} (line {d.start.line}): {first}")
-        elif own[0] <= d.start <= own[1] and d.is_sorry_warning:
+            blamed = blamed or inside
+        elif inside and d.is_sorry_warning:
             reasons.append(f"theorem {theorem.full_name} still uses sorry (line {d.start.line})")
+            blamed = True
     verdict = Verdict.REJECTED if reasons else Verdict.ACCEPTED
     if reasons:
         note = ""  # the audit of a rejected proof tells nothing
@@ -171,5 +178,13 @@ def _judge(
         note = note or "Lean printed no axioms for the theorem (does something in the file stop it early?)"
         log.warning("the axioms of %s were not audited: %s", theorem.full_name, note)
     return FinalCheckResult(
-        theorem.full_name, theorem.path, proof, verdict, tuple(reasons), diagnostics, axioms=axioms, audit_note=note
+        theorem.full_name,
+        theorem.path,
+        proof,
+        verdict,
+        tuple(reasons),
+        diagnostics,
+        axioms=axioms,
+        audit_note=note,
+        only_elsewhere=bool(reasons) and verdict is Verdict.REJECTED and not blamed,
     )
