@@ -77,41 +77,50 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
     """The proofs carried over to the version ``version_id`` that Lean has not checked there:
     (row id, theorem, proof text, commit it was checked at) for each `proved_by_us` theorem of
     the version with no PROVED attempt of its own, in trace order. The text is that of the
-    newest PROVED attempt at a theorem of an earlier version of the repository with its
-    :func:`carry_key` (a proof carried on over several commits came from the oldest)."""
+    newest PROVED attempt at a theorem with its :func:`carry_key` in the newest earlier
+    version of the repository that has one (a proof carried on over several commits is the
+    one last checked); within a version, the first such theorem's, as
+    :func:`carry_found_proofs` picks the steps it carries."""
+    waiting = [
+        (theorem_id, theorem, key)
+        for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US)
+        if (key := carry_key(theorem)) is not None
+    ]
+    checked_here = _proved_attempts(conn, version_id)
+    waiting = [w for w in waiting if w[0] not in checked_here]
+    if not waiting:
+        return []
+    wanted = {key for _, _, key in waiting}
+    found: dict[tuple[str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
     repository_id = conn.execute(select(VersionRow.repository_id).where(VersionRow.id == version_id)).scalar_one()
-    earlier = dict(
+    earlier = conn.execute(
+        select(VersionRow.id, VersionRow.commit)
+        .where(VersionRow.repository_id == repository_id, VersionRow.id < version_id)
+        .order_by(VersionRow.id.desc())  # newest first, as ingested
+    ).all()
+    for earlier_id, commit in earlier:
+        if wanted <= found.keys():
+            break
+        proofs = _proved_attempts(conn, earlier_id)
+        if not proofs:
+            continue
+        for theorem_id, theorem in bulk.read_theorems(conn, [earlier_id], status=TheoremStatus.PROVED_BY_US):
+            key = carry_key(theorem)
+            if theorem_id in proofs and key in wanted and key not in found:
+                found[key] = (proofs[theorem_id], commit)
+    return [(theorem_id, theorem, *found[key]) for theorem_id, theorem, key in waiting if key in found]
+
+
+def _proved_attempts(conn: Connection, version_id: int) -> dict[int, str]:
+    """Theorem row -> the proof of its newest PROVED attempt, for the theorems of a version."""
+    return dict(
         conn.execute(
-            select(VersionRow.id, VersionRow.commit).where(
-                VersionRow.repository_id == repository_id, VersionRow.id < version_id
-            )
+            select(AttemptRow.theorem_id, AttemptRow.proof)
+            .join(TheoremRow, TheoremRow.id == AttemptRow.theorem_id)
+            .where(TheoremRow.version_id == version_id, AttemptRow.outcome == AttemptOutcome.PROVED)
+            .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
         ).all()
     )
-    proofs: dict[int, tuple[str, int]] = {}  # theorem row -> (proof, its version)
-    for theorem_id, proof, version in conn.execute(
-        select(AttemptRow.theorem_id, AttemptRow.proof, TheoremRow.version_id)
-        .join(TheoremRow, TheoremRow.id == AttemptRow.theorem_id)
-        .where(TheoremRow.version_id.in_([*earlier, version_id]), AttemptRow.outcome == AttemptOutcome.PROVED)
-        .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
-    ):
-        proofs[theorem_id] = (proof, version)
-    found: dict[tuple[str, str], tuple[str, int]] = {}  # carry key -> (proof, version)
-    versions = sorted({version for _, version in proofs.values() if version in earlier})
-    for theorem_id, theorem in bulk.read_theorems(conn, versions, status=TheoremStatus.PROVED_BY_US):
-        key = carry_key(theorem)
-        if key is not None and theorem_id in proofs:
-            proof, version = proofs[theorem_id]
-            # The newest version's proof of a statement wins; within one, the first (as
-            # carry_found_proofs picks the steps it carries).
-            if key not in found or found[key][1] < version:
-                found[key] = (proof, version)
-    unconfirmed = []
-    for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US):
-        key = carry_key(theorem)
-        if theorem_id not in proofs and key in found:
-            proof, version = found[key]
-            unconfirmed.append((theorem_id, theorem, proof, earlier[version]))
-    return unconfirmed
 
 
 def withdraw_found_proof(conn: Connection, theorem_id: int, version_id: int) -> None:
