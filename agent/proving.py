@@ -274,6 +274,8 @@ class RepositoryProver:
         # proved_by_us, those it proved are no sorry targets any more).
         self.attempts: list[AttemptReport] = earlier_attempts(store, run_id, known)
         self._proved: set[str] = set()
+        # (location, full name) -> why Lean withdrew its carried proof, for its new attempt's report
+        self._withdrawn: dict[tuple[str, str], str] = {}
 
     @classmethod
     def start(
@@ -352,9 +354,15 @@ class RepositoryProver:
             runner = runner.with_retriever(
                 retriever, (self._traces[location],), snapshot=self.snapshot, indexes=indexes
             )
-        self.attempts += prove_targets(
+        reports = prove_targets(
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )
+        self.attempts += [
+            dataclasses.replace(r, detail=f"{note}; {r.detail}")
+            if (note := self._withdrawn.get((r.repository, r.theorem)))
+            else r
+            for r in reports
+        ]
 
     def _confirm_carried(self, location: str) -> None:
         """Have Lean check, in the checkout of ``location``, each proof carried over to it and
@@ -409,6 +417,7 @@ class RepositoryProver:
                 self.store.withdraw_found_proof(stored.id)
                 reasons = "; ".join(check.reasons) or check.verdict
                 log.warning("%s: Lean rejects its proof %s (%s); proving it again", theorem.full_name, found, reasons)
+                self._withdrawn[(location, theorem.full_name)] = f"Lean rejected its proof {found} ({reasons})"
                 reopened = dataclasses.replace(theorem, status=TheoremStatus.SORRY, tactics=(), premises=())
                 targets = [*self.targets.get(location, ()), dataclasses.replace(stored, theorem=reopened)]
                 self.targets[location] = sorted(targets, key=lambda t: t.id)  # trace order

@@ -497,6 +497,9 @@ def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypa
         f"{second['ingest'][0]['commit'][:12]} too"
     )
     assert (again["outcome"], again["carried"]) == ("failed", False) and again["expansions"] > 0
+    assert again["detail"].startswith(
+        f"Lean rejected its proof carried over from {ingested['commit'][:12]} (error in Demo.imp_self2"
+    )
     assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
     markdown = Path(second["report"][1]).read_text(encoding="utf-8")
     assert "(1 sorry theorem(s) targeted; 1 proof(s) carried over from an earlier commit, checked again)" in markdown
