@@ -81,13 +81,12 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
     version of the repository that has one (a proof carried on over several commits is the
     one last checked); within a version, the first such theorem's, as
     :func:`carry_found_proofs` picks the steps it carries."""
+    checked_here = _proved_attempts(conn, version_id)
     waiting = [
         (theorem_id, theorem, key)
         for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US)
-        if (key := carry_key(theorem)) is not None
+        if theorem_id not in checked_here and (key := carry_key(theorem)) is not None
     ]
-    checked_here = _proved_attempts(conn, version_id)
-    waiting = [w for w in waiting if w[0] not in checked_here]
     if not waiting:
         return []
     wanted = {key for _, _, key in waiting}
