@@ -344,6 +344,8 @@ class RepositoryProver:
             return
         self._proved.add(location)
         self._confirm_carried(location)
+        if not self.targets.get(location):  # only carried proofs to check: no retriever needed
+            return
         runner = self.runner
         if retriever is not None:
             from retrieval.embeddings import EmbeddingStore, PremiseIndexes

@@ -562,6 +562,25 @@ def test_carried_proofs_in_skipped_paths_are_not_checked(tmp_path, monkeypatch, 
     assert _unconfirmed(tmp_path) == ["Demo.imp_self'", "Demo.imp_self2"]
 
 
+def test_carried_proofs_alone_are_checked_after_their_repositorys_step(tmp_path, monkeypatch, capsys, models) -> None:
+    """With training, a repository is proved after its step; one whose sorries all carry over
+    still has work: its carried proofs are checked there, and written back."""
+    encoder, generator = models
+    repos = _two_provable_repo(tmp_path, monkeypatch)
+    data = tmp_path / "data"
+    code, _, err = _run_untrained(capsys, data, repos, generator)
+    assert code == 0, err
+    source = tmp_path / "repo" / "Demo.lean"
+    source.write_text(TWO_PROVABLE.replace("end Demo", "theorem more : True := trivial\n\nend Demo"), encoding="utf-8")
+    args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
+    code, second, err = _run(capsys, data, repos, *args)
+    assert code == 0, err
+    assert [s["repo"] for s in second["training"]["steps"]] == [str(tmp_path / "repo")]
+    checked = sorted((a["theorem"], a["outcome"], a["carried"]) for a in second["proving"]["attempts"])
+    assert checked == [("Demo.imp_self'", "proved", True), ("Demo.imp_self2", "proved", True)]
+    assert second["proving"]["targets"] == 0 and str(tmp_path / "repo") in second["proving"]["patches"]
+
+
 def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path, monkeypatch, capsys, generator):
     """Interrupted right after the carried proofs were checked (before any search), the
     resumed run reports imp_self''s checked proof once, still as carried, and patches it."""
