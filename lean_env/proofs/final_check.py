@@ -186,5 +186,5 @@ def _judge(
         diagnostics,
         axioms=axioms,
         audit_note=note,
-        only_elsewhere=bool(reasons) and verdict is Verdict.REJECTED and not blamed,
+        only_elsewhere=verdict is Verdict.REJECTED and not blamed,
     )
