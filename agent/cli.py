@@ -34,6 +34,7 @@ from verify.errors import VerifyError, VerifyInputError
 # heavy dependencies (torch, pysmt, sqlalchemy) inside handlers so that ``--help`` is fast.
 COMMAND_MODULES = (
     "agent.commands.data",
+    "agent.commands.evaluate",
     "agent.commands.generator",
     "agent.commands.lean",
     "agent.commands.prove",

@@ -19,6 +19,7 @@ under its own id when started again with the same options (:meth:`LifelongOption
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from agent.proving import AttemptReport, RepositoryProver, WrittenBack
 from agent.report import check_directory, write_report
 from agent.settings import Settings
 from agent.workspace import ingest_repositories, open_store
-from lean_env.errors import LeanNotFoundError
+from lean_env.errors import LeanAgentError, LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import RETRIEVER_LENGTH
@@ -42,6 +43,19 @@ if TYPE_CHECKING:
     from curriculum.ordering import Curriculum
     from retrieval.embeddings import EmbeddingCounts
     from retrieval.progressive import ProgressiveReport, ProgressRow
+
+
+class WriteBackFailed(LeanAgentError):
+    """A run did its work and wrote its report, but the proofs of some repository could not
+    be written back (a remote that cannot be fetched, a file that changed): the run stays
+    unfinished, so that running it again retries the write-back."""
+
+    def __init__(self, failed: Mapping[str, str], report: Path) -> None:
+        reasons = "; ".join(f"{location}: {why}" for location, why in failed.items())
+        super().__init__(
+            f"the proofs of {len(failed)} repositor{'y' if len(failed) == 1 else 'ies'} could not be written back "
+            f"({reasons}); the run's report is {report}; run it again to retry"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +238,9 @@ class LifelongJob:
                 sections=report_sections(result),
                 images=result.plots,
             )
+            if proving is not None and proving.written.failed:
+                # Reported, and the run left unfinished: started again, it writes them back.
+                raise WriteBackFailed(proving.written.failed, paths[1])
         return dataclasses.replace(result, report=tuple(paths))
 
     def _train(

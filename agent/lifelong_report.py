@@ -138,5 +138,7 @@ def _proving_section(result: LifelongResult) -> str:
         for location, proofs in written.stale.items()
         for p in proofs
     ]
+    failed = [f"the proofs of {location} could not be written back: {why}" for location, why in written.failed.items()]
     table = [attempts_table(proving.attempts)] if proving.attempts else []
-    return "\n".join([*table, summary, *left_alone, *audit_summary(proving.attempts), *patches, *branches, *stale])
+    lines = [*table, summary, *left_alone, *audit_summary(proving.attempts), *patches, *branches, *stale, *failed]
+    return "\n".join(lines)

@@ -11,12 +11,13 @@ search itself is unchanged: it sees a generator and a session, as before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from agent.search import TacticGenerator
-from lean_env.interactive.interface import ProofSession, TacticResult, TacticState
+from lean_env.interactive.interface import ProofSession, TacticResult, TacticState, tactic_outcomes
 from lean_env.records import Theorem, TracedTactic
 
 
@@ -47,16 +48,25 @@ class RecordingSession:
         self._session = session
         self._episode = episode
         self._outcomes: dict[tuple[TacticState, str], TacticResult] = {}
+        self.lean_seconds = 0.0  # wall time spent in the proof environment's tactic runs
 
     @property
     def initial_state(self) -> TacticState:
         return self._session.initial_state
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
-        outcome = self._session.run_tactic(state, tactic)
-        self._outcomes[(state, tactic)] = outcome
-        self._episode.observe(state, tactic, outcome)
-        return outcome
+        return next(self.run_tactics(state, (tactic,)))
+
+    def run_tactics(self, state: TacticState, tactics: Sequence[str]) -> Iterator[TacticResult]:
+        """As the wrapped session runs them (in one batch where it batches), each recorded
+        and shown to the episode as it is read."""
+        started = time.monotonic()
+        for tactic, outcome in zip(tactics, tactic_outcomes(self._session, state, tactics), strict=True):
+            self.lean_seconds += time.monotonic() - started
+            self._outcomes[(state, tactic)] = outcome
+            self._episode.observe(state, tactic, outcome)
+            yield outcome
+            started = time.monotonic()
 
     def steps(self, proof: Sequence[str]) -> tuple[TracedTactic, ...]:
         """The tactics of ``proof`` (a path this session ran from its initial state), each

@@ -121,6 +121,21 @@ def device_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def retriever_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retriever",
+        default=None,
+        metavar="NAME|DIR",
+        help="premise encoder to condition the generator on (default: no premises)",
+    )
+
+
+def repo_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
+    )
+
+
 def retriever_length_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retriever-len",

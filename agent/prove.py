@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,10 @@ class ProvingConfig:
     check_timeout: float = 600.0
     # 1: prove in this process; more: on that many Ray workers (the same attempts).
     workers: int = 1
+    # Whether a proof Lean accepted is learned before the next theorem (LeanAgent's online
+    # learning). Evaluation turns it off: each theorem is then proved as if it were the only
+    # one, so Pass@1 does not depend on the order, and no evaluated proof informs another.
+    learn: bool = True
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match: every option that changes the attempts (not the
@@ -95,6 +100,7 @@ class ProvingConfig:
             "time_limit": self.search.time_limit,
             "tactic_timeout": self.tactic_timeout,
             "check_timeout": self.check_timeout,
+            "learn": self.learn,
         }
 
     @property
@@ -129,6 +135,8 @@ class ProofAttempt:
     # The found proof's steps with the goals they ran in (and, once learned, the premises
     # they use); () without a found proof.
     steps: tuple[TracedTactic, ...] = ()
+    # Wall seconds in Lean: opening the theorem, running the search's tactics, the final check.
+    lean_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
@@ -149,59 +157,53 @@ def prove_theorem(
     """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
     ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
     The generator sees every tactic's outcome."""
+    started = time.monotonic()
+    opening = 0.0
+    recorded: RecordingSession | None = None
     try:
         with backend.open(repo_dir, theorem) as session:
+            opening = time.monotonic() - started
             recorded = RecordingSession(session, generator)
             result = best_first_search(recorded, generator, search, premises_for=premises)
     except BackendError as error:
-        return ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
+        lean = time.monotonic() - started if recorded is None else opening + recorded.lean_seconds
+        return ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}", lean_seconds=lean)
+    searching = opening + recorded.lean_seconds
     if result.status is not SearchStatus.PROVED:
         timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= search.time_limit
         outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
-        return ProofAttempt(outcome, None, result, None, detail)
+        return ProofAttempt(outcome, None, result, None, detail, lean_seconds=searching)
     assert result.proof is not None
     steps = recorded.steps(result.proof)
     proof = tactic_proof(result.proof)
     try:
         check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
-        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, f"the final check could not run: {error}", steps)
+        detail = f"the final check could not run: {error}"
+        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, detail, steps, lean_seconds=searching)
+    outcome, detail = _judge_check(theorem, result, check)
+    return ProofAttempt(outcome, proof, result, check, detail, steps, lean_seconds=searching + check.seconds)
+
+
+def _judge_check(theorem: Theorem, result: SearchResult, check: FinalCheckResult) -> tuple[AttemptOutcome, str]:
+    """The outcome of a found proof, by the final check's verdict, and why, for people."""
     if check.accepted:
         beyond = check.nonstandard_axioms
-        return ProofAttempt(
-            AttemptOutcome.PROVED,
-            proof,
-            result,
-            check,
-            f"proved in {len(result.proof)} tactics; Lean accepted the file"
-            + (f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""),
-            steps,
+        return AttemptOutcome.PROVED, f"proved in {len(result.proof or ())} tactics; Lean accepted the file" + (
+            f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""
         )
     if check.verdict is Verdict.VACUOUS:
-        # Steps kept for the record only: the theorem is not proved, so nothing is learned.
-        return ProofAttempt(
+        # Steps are kept for the record only: the theorem is not proved, so nothing is learned.
+        return (
             AttemptOutcome.VACUOUS,
-            proof,
-            result,
-            check,
             f"Lean accepted the file, but {theorem.full_name} depends on sorryAx (a sorry in its statement "
             "or in what the proof uses): no proof, not written back",
-            steps,
         )
     if check.verdict is Verdict.TIMEOUT:
-        return ProofAttempt(
-            AttemptOutcome.TIMEOUT, proof, result, check, "search found a proof; the final check ran out of time", steps
-        )
+        return AttemptOutcome.TIMEOUT, "search found a proof; the final check ran out of time"
     reasons = "; ".join(check.reasons) or check.verdict
-    return ProofAttempt(
-        AttemptOutcome.FAILED,
-        proof,
-        result,
-        check,
-        f"search found a proof, the final check rejected it: {reasons}",
-        steps,
-    )
+    return AttemptOutcome.FAILED, f"search found a proof, the final check rejected it: {reasons}"
 
 
 class TheoremProver:
@@ -217,10 +219,12 @@ class TheoremProver:
         open_backend: Callable[[Path], ProofBackend],
         search: SearchConfig = SearchConfig(),
         check_timeout: float = 600.0,
+        learn: bool = True,
     ) -> None:
         self.generator = generator
         self.search = search
         self.check_timeout = check_timeout
+        self.learn = learn  # learn each accepted proof before the next theorem
         self._open_backend = open_backend
         self._backends: dict[Path, ProofBackend] = {}
 
@@ -248,6 +252,7 @@ class TheoremProver:
             open_backend=config.backend_opener(data_dir),
             search=config.search,
             check_timeout=config.check_timeout,
+            learn=config.learn,
         )
 
     def prove(
@@ -269,7 +274,7 @@ class TheoremProver:
             check_timeout=self.check_timeout,
             premises=premises.premises_for(location, theorem) if premises else None,
         )
-        if attempt.outcome is AttemptOutcome.PROVED:
+        if self.learn and attempt.outcome is AttemptOutcome.PROVED:
             attempt = dataclasses.replace(attempt, steps=self.generator.learn(location, theorem, attempt.steps))
         return attempt, backend.name
 

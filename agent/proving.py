@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from agent.prove import ProofAttempt, ProvingConfig
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.suggester import StepMemory
-from curriculum.results import CarriedProof, StoredTheorem
+from agent.theorem_refs import TheoremRef, resolve_refs
+from curriculum.results import CarriedProof, StoredTheorem, TheoremKey
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import nonstandard
@@ -46,6 +47,7 @@ class AttemptReport:
 
     theorem: str  # the theorem's full name
     repository: str  # its repository's location
+    path: str  # its file, relative to the repository: full names repeat across files
     outcome: AttemptOutcome
     proof: str | None  # the checked proof (PROVED, VACUOUS), or the candidate the final check rejected
     tactics: int | None  # tactics in the found proof (0 without one); None: not known any more
@@ -57,10 +59,16 @@ class AttemptReport:
     axioms: tuple[str, ...] | None = None
     # A proof carried over from an earlier version and checked again here, not searched.
     carried: bool = False
+    # Wall seconds in Lean (opening, tactics, final check); None: not known any more.
+    lean_seconds: float | None = None
 
     @property
     def proved(self) -> bool:
         return self.outcome is AttemptOutcome.PROVED
+
+    @property
+    def key(self) -> TheoremKey:
+        return (self.repository, self.path, self.theorem)
 
     @property
     def nonstandard_axioms(self) -> tuple[str, ...]:
@@ -80,6 +88,7 @@ class AttemptReport:
         return cls(
             theorem=stored.theorem.full_name,
             repository=stored.location,
+            path=stored.theorem.path,
             outcome=attempt.outcome,
             proof=attempt.proof,
             tactics=len(search.proof or ()) if search else 0,
@@ -87,6 +96,7 @@ class AttemptReport:
             seconds=attempt.seconds,
             detail=attempt.detail,
             axioms=attempt.check.axioms if attempt.check else None,
+            lean_seconds=attempt.lean_seconds,
         )
 
 
@@ -100,8 +110,9 @@ class Targets:
 
 def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, *, skip: Sequence[str] = ()) -> Targets:
     """The stored sorry theorems to prove: all, those of the repository ``repo`` (a spec),
-    or those called ``names`` (each must name exactly one); none in a path ``skip`` leaves
-    alone (:func:`lean_env.repos.is_skipped`), and naming one of those is an error."""
+    or those ``names`` name (``NAME`` or ``PATH:NAME``, :mod:`agent.theorem_refs`; each must
+    name exactly one); none in a path ``skip`` leaves alone (:func:`lean_env.repos.is_skipped`),
+    and naming one of those is an error."""
     location = parse_spec(repo).location if repo else None
     sorries = store.theorems(status=TheoremStatus.SORRY, location=location)
     if repo and not store.theorems(location=location):
@@ -109,19 +120,10 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, 
     kept = [t for t in sorries if not is_skipped(t.theorem.path, skip)]
     if names is None:
         return Targets(kept, len(sorries) - len(kept))
-    chosen = []
-    for name in dict.fromkeys(names):
-        found = [t for t in sorries if t.theorem.full_name == name]
-        if not found:
-            raise UserInputError(f"no stored sorry theorem is called {name!r}")
-        if len(found) > 1:
-            raise UserInputError(
-                f"{name!r} is a sorry theorem of several repositories "
-                f"({', '.join(t.location for t in found)}); choose one with --repo"
-            )
-        if is_skipped(found[0].theorem.path, skip):
-            raise UserInputError(f"{name!r} is in {found[0].theorem.path}, which --skip leaves alone")
-        chosen += found
+    chosen = resolve_refs([TheoremRef.parse(n) for n in names], sorries, what="stored sorry theorem")
+    for stored in chosen:
+        if is_skipped(stored.theorem.path, skip):
+            raise UserInputError(f"{stored.theorem.full_name!r} is in {stored.theorem.path}, which --skip leaves alone")
     return Targets(chosen, 0)
 
 
@@ -189,6 +191,7 @@ def earlier_attempts(store: Store, run_id: int, theorems: Sequence[StoredTheorem
         AttemptReport(
             theorem=by_id[a.theorem_id].theorem.full_name,
             repository=by_id[a.theorem_id].location,
+            path=by_id[a.theorem_id].theorem.path,
             outcome=a.outcome,
             proof=a.proof,
             tactics=None,
@@ -213,10 +216,12 @@ class WrittenBack:
     patches: dict[str, str]  # repository -> its patch file (git apply format)
     branches: dict[str, FreshBranch]  # URL repository -> the branch in its clone
     stale: dict[str, tuple[StaleProof, ...]]  # URL repository -> the proofs left out
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)  # repository -> why its write-back failed
 
     def to_json(self) -> dict[str, Any]:
         return {
             "patches": self.patches,
+            "write_back_failed": self.failed,
             "branches": {location: branch.to_json() for location, branch in self.branches.items()},
             "stale": [
                 {"repository": location, **dataclasses.asdict(proof)}
@@ -269,13 +274,13 @@ class RepositoryProver:
         }
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
-        self._known = {(t.location, t.theorem.full_name): t for t in known}
+        self._known = {t.key: t for t in known}
         # A resumed run reports the attempts it made before the interruption too (by then
         # proved_by_us, those it proved are no sorry targets any more).
         self.attempts: list[AttemptReport] = earlier_attempts(store, run_id, known)
         self._proved: set[str] = set()
-        # (location, full name) -> why Lean withdrew its carried proof, for its new attempt's report
-        self._withdrawn: dict[tuple[str, str], str] = {}
+        # theorem -> why Lean withdrew its carried proof, for its new attempt's report
+        self._withdrawn: dict[TheoremKey, str] = {}
 
     @classmethod
     def start(
@@ -360,9 +365,7 @@ class RepositoryProver:
             self.store, self.run_id, self.targets[location], checkouts=self.checkouts, prove=runner.run
         )
         self.attempts += [
-            dataclasses.replace(r, detail=f"{note}; {r.detail}")
-            if (note := self._withdrawn.get((r.repository, r.theorem)))
-            else r
+            dataclasses.replace(r, detail=f"{note}; {r.detail}") if (note := self._withdrawn.get(r.key)) else r
             for r in reports
         ]
 
@@ -400,6 +403,7 @@ class RepositoryProver:
                     AttemptReport(
                         theorem=theorem.full_name,
                         repository=location,
+                        path=theorem.path,
                         outcome=AttemptOutcome.PROVED,
                         proof=carried.proof,
                         tactics=len(theorem.tactics),
@@ -408,6 +412,7 @@ class RepositoryProver:
                         detail=f"{found}; Lean accepts it at {stored.commit[:12]} too",
                         axioms=check.axioms,
                         carried=True,
+                        lean_seconds=check.seconds,
                     )
                 )
             elif check.verdict is Verdict.TIMEOUT or check.only_elsewhere:
@@ -419,7 +424,7 @@ class RepositoryProver:
                 self.store.withdraw_found_proof(stored.id)
                 reasons = "; ".join(check.reasons) or check.verdict
                 log.warning("%s: Lean rejects its proof %s (%s); proving it again", theorem.full_name, found, reasons)
-                self._withdrawn[(location, theorem.full_name)] = f"Lean rejected its proof {found} ({reasons})"
+                self._withdrawn[stored.key] = f"Lean rejected its proof {found} ({reasons})"
                 reopened = dataclasses.replace(theorem, status=TheoremStatus.SORRY, tactics=(), premises=())
                 targets = [*self.targets.get(location, ()), dataclasses.replace(stored, theorem=reopened)]
                 self.targets[location] = sorted(targets, key=lambda t: t.id)  # trace order
@@ -432,26 +437,33 @@ class RepositoryProver:
         from agent.report import write_text_atomically
         from lean_env.proofs.writeback import ProofEdit, render_diff, write_back_fresh
 
-        patches, branches, stale = {}, {}, {}
+        patches, branches, stale, failed = {}, {}, {}, {}
         for number, location in enumerate(self.locations, start=1):
-            proved = [(self._known[(location, a.theorem)], a) for a in self.attempts if a.repository == location]
+            proved = [(self._known[a.key], a) for a in self.attempts if a.repository == location]
             edits = [ProofEdit(stored.theorem, a.proof or "") for stored, a in proved if a.proved]
             if not edits:
                 continue
-            if RepoSpec(location).is_remote:
-                # Every theorem of a repository here is of its newest stored commit.
-                checked = proved[0][0].commit
-                fresh = write_back_fresh(self._traces[location].spec, edits, checked=checked, cache_dir=self.cache_dir)
-                diff, stale[location] = fresh.diff, fresh.stale
-                if fresh.branch is not None:
-                    branches[location] = fresh.branch
-            else:
-                diff = render_diff(self.checkouts[location], edits)
-            if diff:
-                path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
-                write_text_atomically(path, diff)
-                patches[location] = str(path)
-        return WrittenBack(patches, branches, {loc: found for loc, found in stale.items() if found})
+            # One repository's write-back failing (its clone, its files, a position that does
+            # not fit) loses that patch, never the report of the run that found the proofs.
+            try:
+                if RepoSpec(location).is_remote:
+                    # Every theorem of a repository here is of its newest stored commit.
+                    checked = proved[0][0].commit
+                    spec = self._traces[location].spec
+                    fresh = write_back_fresh(spec, edits, checked=checked, cache_dir=self.cache_dir)
+                    diff, stale[location] = fresh.diff, fresh.stale
+                    if fresh.branch is not None:
+                        branches[location] = fresh.branch
+                else:
+                    diff = render_diff(self.checkouts[location], edits)
+                if diff:
+                    path = directory / f"{name}-{number}-{Path(location).name or 'repo'}.patch"
+                    write_text_atomically(path, diff)
+                    patches[location] = str(path)
+            except LeanAgentError as error:
+                log.error("the proofs of %s could not be written back: %s", location, error)
+                failed[location] = str(error)
+        return WrittenBack(patches, branches, {loc: found for loc, found in stale.items() if found}, failed)
 
     def close(self) -> None:
         self.runner.close()

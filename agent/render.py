@@ -207,9 +207,9 @@ def cell(value: float | None) -> object:
 
 def attempts_table(attempts: Sequence[AttemptReport]) -> str:
     return table(
-        ["theorem", "outcome", "tactics", "seconds", "detail"],
+        ["theorem", "file", "outcome", "tactics", "seconds", "detail"],
         [
-            [a.theorem, a.outcome.value, "-" if a.tactics is None else a.tactics, round(a.seconds, 1), a.detail]
+            [a.theorem, a.path, a.outcome.value, "-" if a.tactics is None else a.tactics, round(a.seconds, 1), a.detail]
             for a in attempts
         ],
     )

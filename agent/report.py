@@ -73,7 +73,7 @@ def plot_matrix(
     """A line per repository: ``metric`` at each evaluation (``matrix[row][repo]``, None where
     not scored; the cells in ``before`` are scores before the repository's step, drawn
     hollow), saved as a PNG at ``path``; None when matplotlib is not installed."""
-    figure = _figure(1.1 * len(steps) + 2, 3.6)
+    figure = new_figure(1.1 * len(steps) + 2, 3.6)
     if figure is None:
         return None
     axes = figure.subplots()
@@ -88,7 +88,7 @@ def plot_matrix(
     axes.set_ylabel(metric)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def plot_heatmap(
@@ -103,7 +103,7 @@ def plot_heatmap(
     """``matrix`` as a heat map (rows: evaluations, columns: repositories), each cell with its
     value (the ``before`` cells in italics, blank where not scored), saved as a PNG at
     ``path``; None when matplotlib is not installed."""
-    figure = _figure(0.9 * len(repos) + 5, 0.45 * len(steps) + 2.4)  # the step names take ~3 inches
+    figure = new_figure(0.9 * len(repos) + 5, 0.45 * len(steps) + 2.4)  # the step names take ~3 inches
     if figure is None:
         return None
     axes = figure.subplots()
@@ -120,10 +120,10 @@ def plot_heatmap(
     axes.set_xlabel("repository (italics: before its own step)")
     axes.set_ylabel("after the step on")
     figure.colorbar(image, ax=axes, label=metric)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
-def _figure(width: float, height: float) -> Figure | None:
+def new_figure(width: float, height: float) -> Figure | None:
     """A figure of (at least 4) inches; None without matplotlib."""
     try:
         from matplotlib.figure import Figure  # the object API: no global pyplot state, no display
@@ -132,7 +132,7 @@ def _figure(width: float, height: float) -> Figure | None:
     return Figure(figsize=(max(4.0, width), height))
 
 
-def _save(figure: Figure, path: Path) -> Path:
+def save_figure(figure: Figure, path: Path) -> Path:
     figure.tight_layout()
     _write_atomically(path, lambda partial: figure.savefig(partial, dpi=100))
     return path

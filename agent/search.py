@@ -3,7 +3,9 @@ ReProver's search tree).
 
 Nodes are proof states. The frontier is ordered by the sum of the log-probabilities of the
 tactics on the path to a node, so the most likely partial proof is expanded first. Expanding
-a node asks the generator for ``num_candidates`` tactics and runs each in Lean:
+a node asks the generator for ``num_candidates`` tactics and runs each in Lean (all in one Lean run
+where the session batches them, as the file check does; else one at a time, so that none
+runs after a proof):
 
 * a :class:`~lean_env.interactive.interface.ProofFinished` ends the search with the path as the proof;
 * a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals,
@@ -35,6 +37,7 @@ from lean_env.interactive.interface import (
     ProofSession,
     TacticState,
     TacticTimeout,
+    tactic_outcomes,
 )
 from retrieval.formats import CANDIDATES_PER_EXPANSION, PremiseCode, PremisesFor
 
@@ -119,8 +122,9 @@ def best_first_search(
         expanded.add(node.state)
         expansions += 1
         premises = premises_for(node.state.pp) if premises_for else ()
-        for candidate in _distinct(generator.generate(node.state.pp, premises=premises, n=config.num_candidates)):
-            outcome = session.run_tactic(node.state, candidate.tactic)
+        candidates = _distinct(generator.generate(node.state.pp, premises=premises, n=config.num_candidates))
+        outcomes = tactic_outcomes(session, node.state, [c.tactic for c in candidates])
+        for candidate, outcome in zip(candidates, outcomes):
             tactics_run += 1
             path = (*node.path, candidate.tactic)
             if isinstance(outcome, ProofFinished):

@@ -36,9 +36,10 @@ import math
 import re
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,9 @@ from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.formats import PremiseCode
+
+if TYPE_CHECKING:
+    from curriculum.results import TheoremKey
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +149,17 @@ class StepMemory:
     premises: tuple[str, ...] = ()  # full names of every known premise
 
     @classmethod
-    def from_traces(cls, traces: Iterable[RepoTrace]) -> StepMemory:
+    def from_traces(cls, traces: Iterable[RepoTrace], *, leave_out: Collection[TheoremKey] = ()) -> StepMemory:
+        """The steps of every proof of ``traces`` but those of the theorems ``leave_out``
+        names (the proofs an evaluation hides), and every premise's name."""
         traces = list(traces)
-        steps = tuple(s for trace in traces for theorem in trace.theorems for s in steps_of(theorem))
+        steps = tuple(
+            s
+            for trace in traces
+            for theorem in trace.theorems
+            if (trace.spec.location, theorem.path, theorem.full_name) not in leave_out
+            for s in steps_of(theorem)
+        )
         names = tuple(dict.fromkeys(p.full_name for trace in traces for p in trace.premises))
         return cls(steps, names)
 

@@ -50,12 +50,12 @@ def store_found_proof(conn: Connection, theorem_id: int, version_id: int, steps:
 def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id: int) -> list[str]:
     """Store the proofs found in the version ``earlier_version_id`` again in ``version_id``
     (a newer version of the same repository, just written): every theorem of it that is
-    still `sorry` and has the :func:`carry_key` (full name, statement whitespace aside, as
-    write-back's staleness check compares them) of a ``proved_by_us`` theorem of the
+    still `sorry` and has the :func:`carry_key` (file, full name, statement whitespace aside,
+    as write-back's staleness check compares them) of a ``proved_by_us`` theorem of the
     earlier version gets that proof's steps, as :func:`store_found_proof` stores them. A
     theorem whose statement changed, or is not known, is left `sorry`: the proof may be of
     another statement. Returns the full names carried over, in trace order."""
-    proved: dict[tuple[str, str], Theorem] = {}
+    proved: dict[tuple[str, str, str], Theorem] = {}
     for _, theorem in bulk.read_theorems(conn, [earlier_version_id], status=TheoremStatus.PROVED_BY_US):
         key = carry_key(theorem)
         if key is not None:
@@ -90,7 +90,7 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
     if not waiting:
         return []
     wanted = {key for _, _, key in waiting}
-    found: dict[tuple[str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
+    found: dict[tuple[str, str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
     repository_id = conn.execute(select(VersionRow.repository_id).where(VersionRow.id == version_id)).scalar_one()
     earlier = conn.execute(
         select(VersionRow.id, VersionRow.commit)
@@ -135,8 +135,9 @@ def withdraw_found_proof(conn: Connection, theorem_id: int, version_id: int) -> 
     )
 
 
-def carry_key(theorem: Theorem) -> tuple[str, str] | None:
+def carry_key(theorem: Theorem) -> tuple[str, str, str] | None:
     """What a theorem of the next version shares with one whose found proof carries over to
-    it: the full name and the statement, whitespace aside; None when the statement is not
-    known (a benchmark file may give none), so "the same" cannot be told."""
-    return (theorem.full_name, theorem.plain_statement) if theorem.plain_statement else None
+    it: the file, the full name (which other files may repeat) and the statement, whitespace
+    aside; None when the statement is not known (a benchmark file may give none), so "the
+    same" cannot be told."""
+    return (theorem.path, theorem.full_name, theorem.plain_statement) if theorem.plain_statement else None

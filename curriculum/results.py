@@ -40,6 +40,11 @@ class AddedTrace:
     carried_proofs: tuple[str, ...] = ()
 
 
+# What names one theorem across runs and reports: (repository location, file, full name).
+# A full name alone does not: exercise/solution twins and standalone test files repeat them.
+TheoremKey = tuple[str, str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class StoredTheorem:
     """A theorem of the merged view with the id that proof attempts refer to."""
@@ -48,6 +53,10 @@ class StoredTheorem:
     location: str
     commit: str
     theorem: Theorem
+
+    @property
+    def key(self) -> TheoremKey:
+        return (self.location, self.theorem.path, self.theorem.full_name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from prove_cases import AFTER_INTRO, START, VACUOUS_SCRIPT, VACUOUS_SOURCE, demo
 import agent.lifelong
 import agent.prove
 import agent.proving
-from agent.cli import EXIT_INTERRUPTED, EXIT_USAGE, main
+from agent.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
 from retrieval.train import ProgressiveTrainer
@@ -780,12 +780,15 @@ def test_proofs_of_a_url_repository_go_onto_its_newest_commit(remote, tmp_path, 
 def test_a_fetch_that_fails_before_write_back_is_one_line_and_the_run_resumes(
     remote, tmp_path, monkeypatch, capsys, generator
 ):
-    """The remote is unreachable when the proofs are to be written back: exit 2 with one line
-    (the run failed, its attempts recorded); reachable again, the run resumes."""
+    """The remote is unreachable when the proofs are to be written back: the report is
+    written, then exit 1 with one line (the run unfinished, its attempts recorded);
+    reachable again, the run resumes and writes them back."""
     moved = tmp_path / "remote-moved.git"
     _upstream_moves_on_while_proving(monkeypatch, tmp_path / "work", then=lambda: remote.rename(moved))
     code, _, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
-    assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "cannot fetch" in err, err
+    assert code == EXIT_FAILURE and len(err.strip().splitlines()) == 1 and "cannot fetch" in err, err
+    report = tmp_path / "data" / "reports" / "run-1.md"
+    assert "could not be written back" in report.read_text(encoding="utf-8") and str(report) in err
 
     moved.rename(remote)
     monkeypatch.undo()  # the fake lean and the environment again, without the push

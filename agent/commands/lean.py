@@ -22,7 +22,7 @@ from agent.options import positive_seconds
 from agent.output import emit, table
 from agent.render import axioms_line
 from agent.settings import Settings
-from lean_env.errors import UserInputError
+from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     if result.accepted and (args.diff or args.apply):
         try:
             payload.update(_write_back(repo, theorem, proof, apply=args.apply, branch=args.branch))
-        except UserInputError:
+        except LeanAgentError:
             # The verdict took a Lean run: show it before the write-back's one-line error.
             emit(payload, _render_check(result, steps, payload), as_json=args.json)
             raise

@@ -20,7 +20,9 @@ from agent.options import (
     device_option,
     json_option,
     proving_config,
+    repo_option,
     retriever_length_option,
+    retriever_option,
     skip_option,
     wait_option,
 )
@@ -35,18 +37,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     add_prove_options(prove, backend_flag="--backend")
+    retriever_option(prove)
     prove.add_argument(
-        "--retriever",
+        "--theorem",
+        action="append",
         default=None,
-        metavar="NAME|DIR",
-        help="premise encoder to condition the generator on (default: no premises)",
+        metavar="NAME|PATH:NAME",
+        help="only this theorem (repeatable): its full name, or PATH:NAME for the one in that file",
     )
-    prove.add_argument(
-        "--theorem", action="append", default=None, metavar="NAME", help="only this theorem (repeatable)"
-    )
-    prove.add_argument(
-        "--repo", default=None, metavar="LOCATION", help="only the theorems of this stored repository (its URL or path)"
-    )
+    repo_option(prove)
     skip_option(prove)
     retriever_length_option(prove)
     device_option(prove)

@@ -29,13 +29,14 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, UserInputError
+from lean_env.interactive.batch import batch_file, batchable, needs_confirming
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
@@ -59,6 +60,8 @@ from lean_env.records import Position, Theorem
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 120.0
+# The candidates of an expansion's first Lean run together; each next batch is twice as large.
+FIRST_BATCH = 8
 SORRY_REJECTED = "tactics that use `sorry` or `admit` are rejected: they close goals without proof"
 
 
@@ -147,19 +150,43 @@ class FileCheckSession(ClosesOnExit):
 
     def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
         """Run ``tactic`` after the state's prefix by re-elaborating the theorem."""
+        return next(self.run_tactics(state, (tactic,)))
+
+    def run_tactics(self, state: TacticState, tactics: Sequence[str]) -> Iterator[TacticResult]:
+        """Each of ``tactics`` after the state's prefix, in order, with the verdicts one run
+        each gives, computed as they are read: the tactics not known yet run together, in
+        one Lean run per batch (:mod:`lean_env.interactive.batch`), batches of
+        :data:`FIRST_BATCH`, then twice as many each time, so that a search that stops at
+        the first proof elaborates at most about twice what it reads; what a batch leaves
+        to a run of its own (a proof it says is finished, a verdict it is unsure of) runs
+        when it is read."""
         if self._closed:
             raise SessionClosedError(f"the session on {self._theorem.full_name} is closed")
         if not isinstance(state.handle, tuple):
             raise ValueError(f"state {state.pp!r} does not come from a file-check session")
-        if uses_sorry(tactic):
-            return LeanError(SORRY_REJECTED)
-        problem = proof_problem(tactic)  # a command hidden in the tactic
-        if problem is not None:
-            return LeanError(problem)
-        prefix: Prefix = (*state.handle, tactic)
-        if prefix not in self._results:
-            self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
-        return self._results[prefix]
+        refused = {t: problem for t in tactics if (problem := _refusal(t)) is not None}
+        prefixes = [None if t in refused else (*state.handle, t) for t in tactics]
+        return self._outcomes(tactics, refused, prefixes)
+
+    def _outcomes(
+        self, tactics: Sequence[str], refused: dict[str, str], prefixes: list[Prefix | None]
+    ) -> Iterator[TacticResult]:
+        size = FIRST_BATCH
+        tried: set[Prefix] = set()  # in a batch already: what it left runs alone
+        for index, (tactic, prefix) in enumerate(zip(tactics, prefixes, strict=True)):
+            if prefix is None:
+                yield LeanError(refused[tactic])
+                continue
+            if prefix not in self._results and prefix not in tried and batchable(tactic, self._theorem):
+                later = (p for p in prefixes[index:] if p is not None and p not in self._results and p not in tried)
+                batch = [p for p in dict.fromkeys(later) if batchable(p[-1], self._theorem)][:size]
+                if len(batch) > 1:
+                    self._run_batch(batch)
+                    tried.update(batch)
+                    size *= 2
+            if prefix not in self._results:  # alone, or what the batch left to a run of its own
+                self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
+            yield self._results[prefix]
 
     def close(self) -> None:
         if not self._closed:
@@ -187,26 +214,62 @@ class FileCheckSession(ClosesOnExit):
         self._file.write_text(text + "\n", encoding="utf-8")
         return self._runner.run(self._file, timeout=self._timeout)
 
+    def _run_batch(self, prefixes: list[Prefix]) -> None:
+        """Elaborate ``prefixes`` in one run and keep each verdict, but a "finished" that a
+        run of its own must confirm (an earlier copy may be what closed it) and those a parse
+        error makes unsure; nothing when the batch cannot be built, or runs out of time (each
+        then runs alone, with its own limit)."""
+        batch = batch_file(self._source, self._theorem, [tactic_proof(p) for p in prefixes])
+        if batch is None:
+            return
+        self._file.write_text(batch.text, encoding="utf-8")
+        run = self._runner.run(self._file, timeout=self._timeout)
+        if run.timed_out:
+            log.debug("a batch of %d tactics ran out of time; each runs alone", len(prefixes))
+            return
+        self._refuse_outside(batch.before_copies(run.errors))
+        unsure = batch.unsure(run.diagnostics)
+        for index, prefix in enumerate(prefixes):
+            verdict = _verdict(prefix, batch.diagnostics_of(index, run.diagnostics), by=batch.copies[index].by)
+            finished = isinstance(verdict, ProofFinished)
+            if index not in unsure and not (finished and needs_confirming(prefix[-1], index)):
+                self._results[prefix] = verdict
+
     def _classify(self, prefix: Prefix, run: LeanRun) -> TacticResult:
         if run.timed_out:
             return TacticTimeout(self._timeout)
-        outside = [d for d in run.errors if d.start < self._theorem.start]
-        if outside:
+        self._refuse_outside([d for d in run.errors if d.start < self._theorem.start])
+        return _verdict(prefix, [d for d in run.diagnostics if d.start >= self._theorem.start], by=self._by)
+
+    def _refuse_outside(self, errors: list[Diagnostic]) -> None:
+        if errors:
             raise FileCheckError(
                 f"{self._theorem.path} has errors outside theorem {self._theorem.full_name}, so "
-                f"its tactics cannot be checked: {_render(outside)}"
+                f"its tactics cannot be checked: {_render(errors)}"
             )
-        own = [d for d in run.errors if d.unsolved_goals is not None and d.start <= self._by]
-        others = [d for d in run.errors if d not in own]
-        if others:
-            return LeanError("\n\n".join(d.message for d in others))
-        if own:
-            goals = "\n\n".join(d.unsolved_goals or "" for d in own)
-            return TacticState(goals, handle=prefix)
-        mine = [d for d in run.diagnostics if d.start >= self._theorem.start]
-        if any(d.is_sorry_warning for d in mine):
-            return LeanError(SORRY_REJECTED)
-        return ProofFinished("\n".join(d.message for d in mine))
+
+
+def _refusal(tactic: str) -> str | None:
+    """Why ``tactic`` is rejected without running it, if it is."""
+    if uses_sorry(tactic):
+        return SORRY_REJECTED
+    return proof_problem(tactic)  # a command hidden in the tactic
+
+
+def _verdict(prefix: Prefix, diagnostics: list[Diagnostic], *, by: Position) -> TacticResult:
+    """The outcome of ``prefix`` from the diagnostics of the theorem's elaboration, whose
+    proof's ``by`` is at ``by``: its ``unsolved goals`` error (at or before the ``by``) gives
+    the new state, any other error is the tactic's, else the proof is finished."""
+    errors = [d for d in diagnostics if d.is_error]
+    own = [d for d in errors if d.unsolved_goals is not None and d.start <= by]
+    others = [d for d in errors if d not in own]
+    if others:
+        return LeanError("\n\n".join(d.message for d in others))
+    if own:
+        return TacticState("\n\n".join(d.unsolved_goals or "" for d in own), handle=prefix)
+    if any(d.is_sorry_warning for d in diagnostics):
+        return LeanError(SORRY_REJECTED)
+    return ProofFinished("\n".join(d.message for d in diagnostics))
 
 
 def _render(diagnostics: list[Diagnostic]) -> str:

@@ -20,6 +20,7 @@ do not know.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -110,6 +111,26 @@ class ProofSession(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class BatchSession(ProofSession, Protocol):
+    """A session that runs many tactics of one state together (the file check runs them in
+    one Lean run): the outcomes, in order, are those :meth:`ProofSession.run_tactic` gives
+    one by one."""
+
+    def run_tactics(self, state: TacticState, tactics: Sequence[str]) -> Iterable[TacticResult]: ...
+
+
+def tactic_outcomes(session: ProofSession, state: TacticState, tactics: Sequence[str]) -> Iterator[TacticResult]:
+    """The outcome of each of ``tactics`` after ``state``, in order: all at once where the
+    session batches, else one at a time as they are read (a search that stops at a proof
+    runs no tactic after it)."""
+    if isinstance(session, BatchSession):
+        yield from session.run_tactics(state, tactics)
+    else:
+        for tactic in tactics:
+            yield session.run_tactic(state, tactic)
 
 
 @runtime_checkable

@@ -26,12 +26,13 @@ import enum
 import logging
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lean_env.interactive.filecheck import TheoremFileError
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
-from lean_env.lean.runner import LeanRunner
+from lean_env.lean.runner import LeanRun, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.records import Position, Theorem
@@ -125,13 +126,7 @@ def check_proof(
     span_end = position_of(checked, len(checked) - (len(text) - offset_of(text, theorem.end)))
     checked += "" if checked.endswith("\n") else "\n"
     audit_line = checked.count("\n") + 1
-    workdir = Path(tempfile.mkdtemp(prefix="leanagent-check-"))
-    try:
-        file = workdir / Path(theorem.path).name
-        file.write_text(f"{checked}{audit_command(theorem.full_name)}\n", encoding="utf-8")
-        run = runner.run(file, timeout=timeout)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    run = _run_copy(runner, theorem.path, f"{checked}{audit_command(theorem.full_name)}\n", timeout=timeout)
     if run.timed_out:
         reason = f"Lean did not finish within {timeout:g}s"
         result = FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.TIMEOUT, (reason,), run.diagnostics)
@@ -139,6 +134,37 @@ def check_proof(
         result = _judge(theorem, proof, run.stdout, own=(theorem.start, span_end), audit_line=audit_line)
     log.debug("final check of %s: %s %s axioms=%s", theorem.full_name, result.verdict, result.reasons, result.axioms)
     return dataclasses.replace(result, seconds=run.seconds)
+
+
+def audit_original(
+    repo_dir: Path, path: str, full_names: Sequence[str], *, runner: LeanRunner, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, tuple[str, ...] | None]:
+    """The axioms each theorem ``full_names`` of the file ``path`` depends on with the proofs
+    the file has: one Lean run over a copy with the audit commands at its end. What a found
+    proof's axioms are compared with (a proof that needs ``sorryAx`` where the original needs
+    it too is no worse than the original). None for a theorem Lean printed nothing about (a
+    timeout, an error that stops the file early)."""
+    file = repo_dir / path
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except OSError as e:
+        raise TheoremFileError(f"cannot read {file}: {e}") from e
+    text += "" if text.endswith("\n") else "\n"
+    commands = "".join(f"{audit_command(name)}\n" for name in full_names)
+    run = _run_copy(runner, path, text + commands, timeout=timeout)
+    found = {name: None if run.timed_out else find_axioms(run.stdout, name) for name in full_names}
+    return {name: None if axioms is None else axioms.axioms for name, axioms in found.items()}
+
+
+def _run_copy(runner: LeanRunner, path: str, text: str, *, timeout: float) -> LeanRun:
+    """Lean's run over ``text`` as a temporary file named like ``path`` (never the user's)."""
+    workdir = Path(tempfile.mkdtemp(prefix="leanagent-check-"))
+    try:
+        file = workdir / Path(path).name
+        file.write_text(text, encoding="utf-8")
+        return runner.run(file, timeout=timeout)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _judge(

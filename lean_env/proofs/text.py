@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from lean_env.errors import UserInputError
+from lean_env.errors import LeanAgentError
 from lean_env.records import Position, Theorem
 from lean_env.trace.source.lexer import mask
 
@@ -41,8 +41,9 @@ _CONTINUATIONS = ("|", "<;>")
 INDENT = "  "
 
 
-class ProofTextError(UserInputError):
-    """A position or proof text that does not fit the file it is meant for."""
+class ProofTextError(LeanAgentError):
+    """A position or proof text that does not fit the file it is meant for. Positions come
+    from our own reading of the file, so this is our failure (exit 1), not the user's input."""
 
 
 def offset_of(text: str, position: Position) -> int:

@@ -31,8 +31,9 @@ Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``
 the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
 any of them) adds that warning at the theorem's name. A tactic whose first word is one of
 ``unknown_tactics`` is Lean's parse error ``unknown tactic``; any other prefix that is not
-scripted is an error too (:data:`UNSCRIPTED`). Tactics are compared with whitespace folded, ``skip`` dropped and
-``--`` comments ignored. A proof containing ``sorry`` outside comments gets Lean's
+scripted is an error too (:data:`UNSCRIPTED`). A theorem named ``NAME_leanagent_batchK`` (a
+copy in a batch of candidates) follows ``NAME``'s script. Tactics are compared with whitespace
+folded, ``skip`` dropped and ``--`` comments ignored. A proof containing ``sorry`` outside comments gets Lean's
 ``declaration uses 'sorry'`` warning at the theorem's name (a ``def`` or ``abbrev`` whose
 body has one, too). Theorems the script does not name are accepted silently.
 
@@ -80,6 +81,9 @@ _NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
 _END_RE = re.compile(r"^\s*end\s+(\S+)")
 _SORRY_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 _LINE_COMMENT_RE = re.compile(r"--[^\n]*")
+# A copy of a theorem in a batch of candidates (lean_env.interactive.batch) is elaborated as
+# the theorem itself would be: real Lean does not care what a declaration is called.
+_BATCH_COPY_RE = re.compile(r"_leanagent_batch\d+$")
 # The error of a tactic prefix the script has no answer for (not Lean's parse error
 # `unknown tactic`, which callers read as "this toolchain lacks the tactic").
 UNSCRIPTED = "tactic failed: the fake lean has no answer scripted for these tactics"
@@ -247,7 +251,7 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
             line, col = line_col(text, thm["name_offset"])
             out.append((line, col, "warning", "declaration uses 'sorry'"))
             continue
-        entry = theorems.get(thm["name"])
+        entry = theorems.get(_BATCH_COPY_RE.sub("", thm["name"]))
         if entry is None:
             continue
         unknown = frozenset(script.get("unknown_tactics", ()))

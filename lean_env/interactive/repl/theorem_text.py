@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from lean_env.interactive.repl.errors import TheoremSourceError
 from lean_env.interactive.repl.protocol import ReplPos
-from lean_env.proofs.text import offset_of
+from lean_env.proofs.text import ProofTextError, offset_of
 from lean_env.records import Position, Theorem
 
 # The header's tokens: whitespace and comments (block comments nest; handled below), then
@@ -119,7 +119,7 @@ def theorem_command(text: str, theorem: Theorem) -> TheoremCommand:
 def _offset(text: str, theorem: Theorem, position: Position) -> int:
     try:
         return offset_of(text, position)
-    except ValueError as e:
+    except ProofTextError as e:  # the file is not the one the theorem was read from
         raise TheoremSourceError(
             f"theorem {theorem.full_name}: position {position.line}:{position.column} is not in {theorem.path} ({e})"
         ) from e

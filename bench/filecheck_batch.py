@@ -1,0 +1,139 @@
+"""Lean seconds per expansion of the file-check backend, batched against one run per
+candidate, on a real Lean and a real corpus (the 2021 Lean 4's ``tests/lean/run``).
+
+    python bench/filecheck_batch.py --lean-src GIT_DIR --lean-bin DIR [--theorems N] [--candidates 8 64]
+        [--work DIR] [--json OUT]
+
+For each of ``--theorems`` theorems of the corpus (a seeded choice among those with proofs),
+the built-in suggester proposes ``--candidates`` tactics for the theorem's first goal (its
+memory: every other proof of the corpus); the same tactics then run once one by one, each
+its own ``lean`` run over the file up to the theorem, and once as one batch
+(:mod:`lean_env.interactive.batch`: one run, then a run of its own for a candidate the
+batch says finishes the proof, when it is read). An expansion's cost is what the search
+pays: the outcomes read up to the first proof (one by one, the tactics after it never run).
+An expansion that finds no proof reads every outcome: the table gives both, as mean wall
+seconds of Lean per expansion one by one and batched, their ratio, and whether every verdict
+agreed (it must, up to the numbers of metavariables in messages,
+which count up through a file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from evaluate_real import build_projects, corpus_files, lean_version  # noqa: E402
+
+from agent.output import table  # noqa: E402
+from agent.suggester import StepMemory, TacticSuggester  # noqa: E402
+from lean_env.errors import LeanAgentError  # noqa: E402
+from lean_env.interactive.filecheck import FileCheckBackend  # noqa: E402
+from lean_env.interactive.interface import LeanError, ProofFinished, TacticState  # noqa: E402
+from lean_env.records import RepoSpec, TheoremStatus  # noqa: E402
+from lean_env.trace.source import extract_repo  # noqa: E402
+
+_MVAR_RE = re.compile(r"\?[mu]\.\d+")
+
+
+def same_verdict(a: object, b: object) -> bool:
+    """The same verdict, up to the numbers of metavariables, which count up through a file:
+    ``?m.4578`` alone is ``?m.13057`` among 64 copies."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, LeanError) and isinstance(b, LeanError):
+        return _MVAR_RE.sub("?m", a.message) == _MVAR_RE.sub("?m", b.message)
+    if isinstance(a, TacticState) and isinstance(b, TacticState):
+        return _MVAR_RE.sub("?m", a.key) == _MVAR_RE.sub("?m", b.key)
+    return a == b
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lean-src", type=Path, required=True)
+    parser.add_argument("--lean-bin", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/leanagent-evaluate-real"))
+    parser.add_argument("--theorems", type=int, default=20)
+    parser.add_argument("--candidates", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Lean run")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    os.environ["PATH"] = f"{args.lean_bin.resolve()}{os.pathsep}{os.environ.get('PATH', '')}"
+    version = lean_version(args.lean_bin)
+    projects = build_projects(corpus_files(args.lean_src), args.work, toolchain="leanprover/lean4:nightly-2021-06")
+    root = projects["dev"]
+    trace = extract_repo(root, spec=RepoSpec(str(root)), commit="bench", lean_version=version)
+    proved = [t for t in trace.theorems if t.status is TheoremStatus.PROVEN and t.proof_start is not None]
+    chosen = random.Random(args.seed).sample(proved, min(args.theorems, len(proved)))
+    backend = FileCheckBackend(timeout=args.timeout)
+    rows, measured = [], []
+    for n in args.candidates:
+        single, batched, single_all, batched_all, agreed, counted = 0.0, 0.0, 0.0, 0.0, True, 0
+        for theorem in chosen:
+            key = (trace.spec.location, theorem.path, theorem.full_name)
+            suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
+            try:
+                with backend.open(root, theorem) as session:
+                    state = session.initial_state
+                    tactics = [c.tactic for c in suggester.episode("", theorem).generate(state.pp, n=n)]
+                    one, times = [], []
+                    for tactic in tactics:
+                        started = time.monotonic()
+                        one.append(session.run_tactic(state, tactic))
+                        times.append(time.monotonic() - started)
+                # The search reads an expansion's outcomes up to the first proof, either way.
+                stop = next((i + 1 for i, o in enumerate(one) if isinstance(o, ProofFinished)), len(one))
+                single += sum(times[:stop])
+                with backend.open(root, theorem) as session:
+                    started = time.monotonic()
+                    outcomes = session.run_tactics(session.initial_state, tactics)
+                    many = [next(outcomes) for _ in range(stop)]
+                    batched += time.monotonic() - started
+                    many += list(outcomes)  # the rest too, untimed: every verdict is compared
+                # An expansion that finds no proof reads every outcome.
+                single_all += sum(times)
+                with backend.open(root, theorem) as session:
+                    started = time.monotonic()
+                    list(session.run_tactics(session.initial_state, tactics))
+                    batched_all += time.monotonic() - started
+            except LeanAgentError as error:  # a file that does not elaborate around the theorem
+                print(f"skipped {theorem.path}:{theorem.full_name}: {str(error).splitlines()[0]}", file=sys.stderr)
+                continue
+            counted += 1
+            agreed = agreed and all(map(same_verdict, one, many))
+            measured.append({"theorem": f"{theorem.path}:{theorem.full_name}", "candidates": len(tactics)})
+        rows.append(
+            [
+                n,
+                counted,
+                round(single / counted, 3),
+                round(batched / counted, 3),
+                f"{single / batched:.1f}x",
+                round(single_all / counted, 3),
+                round(batched_all / counted, 3),
+                f"{single_all / batched_all:.1f}x",
+                agreed,
+            ]
+        )
+    print(f"{version}; file-check backend, one expansion of each theorem's first goal")
+    headers = ["candidates", "theorems", "to a proof: one by one s", "batched s", "gain"]
+    headers += ["all read: one by one s", "batched s", "gain", "same verdicts"]
+    print(table(headers, rows))
+    if args.json:
+        payload = {"lean": version, "rows": rows, "theorems": measured}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""The file-check backend's batches (lean_env/interactive/batch.py): many candidates of one
+state in one Lean run, with the verdicts one run per candidate gives, against the fake lean,
+and against the 2021 Lean 4 where LEANAGENT_TEST_OLD_LEAN names its bin directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from fakes import fake_lean
+
+from lean_env.interactive.batch import BATCH_MARK, batch_file, needs_confirming
+from lean_env.interactive.filecheck import FileCheckBackend, FileCheckError
+from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
+from lean_env.lean.runner import LeanRunner
+from lean_env.trace.source import extract_file
+
+SOURCE = """\
+namespace Demo
+
+theorem helper (p : Prop) (h : p) : p := h
+
+/-- the one under test -/
+@[simp] theorem imp_self' (p : Prop) : p → p := by
+  sorry
+
+end Demo
+"""
+START, AFTER_INTRO = "p : Prop\n⊢ p → p", "p : Prop\nh : p\n⊢ p"
+SCRIPT = {
+    "unknown_tactics": ["nonsense"],
+    "theorems": {
+        "Demo.imp_self'": {
+            "goals": START,
+            "steps": {
+                "intro h": {"goals": AFTER_INTRO},
+                "intro x": {"goals": "p : Prop\nx : p\n⊢ p"},
+                "intros": {"goals": AFTER_INTRO},
+                "intro h\nexact h": {"done": True},
+                "intro h\nassumption": {"done": True},
+                "intro h\nexact helper p h": {"done": True},
+                "intro h\nexact x": {"error": "unknown identifier 'x'"},
+                "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
+                "intro h\nexact foo": {"done": True, "warning": "declaration uses 'sorry'"},
+                "intro h\nspin": {"hang": True},
+            },
+        },
+    },
+}
+THEOREM = next(t for t in extract_file(SOURCE, path="Demo/Basic.lean").theorems if t.full_name == "Demo.imp_self'")
+AT_INTRO = [
+    "exact h",
+    "exact x",
+    "assumption",
+    "refine ?_\n· skip",
+    "nonsense",
+    "simp",
+    "exact foo",
+    "exact sorry",
+    "exact helper p h",
+    "exact h",  # twice: run once
+]
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "lean.log"))
+    root = tmp_path / "repo"
+    (root / "Demo").mkdir(parents=True)
+    (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
+    return root
+
+
+def _runs(repo: Path) -> int:
+    log = repo.parent / "lean.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _one_by_one(repo: Path, tactics: list[str]) -> list[object]:
+    with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        return [session.run_tactic(state, t) for t in tactics]
+
+
+def test_a_batch_gives_the_verdicts_of_one_run_each_in_one_run(repo: Path) -> None:
+    expected = _one_by_one(repo, AT_INTRO)
+    assert isinstance(expected[0], ProofFinished) and expected[1] == LeanError("unknown identifier 'x'")
+    with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        before = _runs(repo)
+        assert list(session.run_tactics(state, AT_INTRO)) == expected
+        # One batch: none of the three finished proofs searches the environment.
+        assert _runs(repo) - before == 1
+        assert list(session.run_tactics(state, AT_INTRO)) == expected  # known now: no run at all
+        assert _runs(repo) - before == 1
+        # The first state's candidates, goals included, the same way.
+        first = ["intro h", "intro x", "intros", "nonsense", "exact h"]
+        assert list(session.run_tactics(session.initial_state, first)) == [
+            TacticState(AFTER_INTRO),
+            TacticState("p : Prop\nx : p\n⊢ p"),
+            TacticState(AFTER_INTRO),
+            LeanError("unknown tactic"),
+            LeanError(fake_lean.UNSCRIPTED),
+        ]
+
+
+def test_batches_grow_as_the_outcomes_are_read(repo: Path) -> None:
+    """8 candidates in the first batch, then 16: a search that stops at the first outcome
+    has Lean elaborate 8, not all 20; one that reads all, 2 runs, not 20."""
+    wrong = [f"exact wrong{i}" for i in range(20)]
+    with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        before = _runs(repo)
+        outcomes = session.run_tactics(state, wrong)
+        assert _runs(repo) == before  # nothing runs before it is read
+        assert next(outcomes) == LeanError(fake_lean.UNSCRIPTED)
+        assert _runs(repo) == before + 1
+        assert list(outcomes) == [LeanError(fake_lean.UNSCRIPTED)] * 19
+        assert _runs(repo) == before + 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_any_order_and_subset_gives_the_same_verdicts(repo: Path, seed: int) -> None:
+    tactics = random.Random(seed).sample(AT_INTRO, k=6)
+    expected = _one_by_one(repo, tactics)
+    with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert list(session.run_tactics(state, tactics)) == expected
+
+
+def test_a_batch_that_hangs_runs_each_alone_with_its_own_limit(repo: Path) -> None:
+    with FileCheckBackend(timeout=2).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        outcomes = list(session.run_tactics(state, ["exact x", "spin", "exact h"]))
+    assert outcomes == [LeanError("unknown identifier 'x'"), TacticTimeout(2), ProofFinished()]
+
+
+def test_a_finished_search_of_the_environment_is_confirmed_alone(repo: Path) -> None:
+    """A tactic that searches the environment by statement could find an earlier copy of
+    the theorem: the batch's word "finished" is not taken, the candidate runs alone."""
+
+    class EarlierCopyFound(LeanRunner):
+        """Lean as if `exact?` found an earlier copy of the theorem in a batch."""
+
+        def run(self, file: Path, *, timeout: float):  # type: ignore[no-untyped-def]
+            text = file.read_text(encoding="utf-8")
+            if BATCH_MARK in text:
+                file.write_text(text.replace("exact?", "exact h"), encoding="utf-8")
+            return super().run(file, timeout=timeout)
+
+    backend = FileCheckBackend(timeout=20, runner_factory=lambda d: EarlierCopyFound(d.resolve(), ("lean",)))
+    with backend.open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert list(session.run_tactics(state, ["simp", "exact?"])) == [LeanError(fake_lean.UNSCRIPTED)] * 2
+
+
+@pytest.mark.parametrize(
+    ("tactic", "index", "confirm"),
+    [
+        ("exact?", 1, True),
+        ("apply? using h", 3, True),
+        ("first | simp | library_search", 2, True),
+        ("exact?", 0, False),  # the first copy sees no other
+        ("simp [h] -- exact? would do", 1, False),
+        ("exact h", 1, False),
+        ("simp!", 1, False),
+    ],
+)
+def test_which_finished_copies_are_confirmed(tactic: str, index: int, confirm: bool) -> None:
+    assert needs_confirming(tactic, index) is confirm
+
+
+def test_errors_outside_the_theorem_fail_a_batch_as_they_fail_one_run(repo: Path, tmp_path: Path) -> None:
+    script = {**SCRIPT, "errors": [{"line": 3, "column": 0, "message": "unknown constant 'Nat.foo'"}]}
+    with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        (tmp_path / "bin" / "script.json").write_text(json.dumps(script), encoding="utf-8")
+        with pytest.raises(FileCheckError, match="errors outside theorem Demo.imp_self'"):
+            list(session.run_tactics(state, ["exact x", "simp"]))
+
+
+def test_the_copies_are_renamed_and_lose_their_attributes() -> None:
+    nested = SOURCE.replace("@[simp]", "@[simp, aesop safe [constructors]] private")
+    source = nested[: nested.index("sorry") + len("sorry")]
+    theorem = next(t for t in extract_file(nested, path="Demo/Basic.lean").theorems if t.full_name == "Demo.imp_self'")
+    batch = batch_file(source, theorem, ["by\n  intro h\n  exact h", "by\n  simp"])
+    assert batch is not None
+    assert batch.text.startswith(source[: source.index("/--")])
+    assert batch.text.count(f"private theorem imp_self'{BATCH_MARK}0 (p : Prop)") == 1
+    assert batch.text.count(f"theorem imp_self'{BATCH_MARK}1 (p : Prop)") == 1
+    assert "@[" not in batch.text and "aesop" not in batch.text
+    lines = batch.text.splitlines()
+    for copy in batch.copies:
+        assert lines[copy.by.line - 1][copy.by.column - 1 :].startswith("by")
+    assert [lines[c.start.line - 1] for c in batch.copies] == ["/-- the one under test -/"] * 2
+
+
+def test_a_parse_error_makes_its_copy_and_both_neighbours_unsure() -> None:
+    """A copy that ends early reads on into the next, whose start then shows the error; a
+    parse error skips ahead into the next: those verdicts are left to runs of their own."""
+    from lean_env.lean.diagnostics import Diagnostic, Severity
+
+    source = SOURCE[: SOURCE.index("sorry") + len("sorry")]
+    batch = batch_file(source, THEOREM, [f"by\n  exact w{i}" for i in range(5)])
+    assert batch is not None
+
+    def error_at(index: int, message: str) -> Diagnostic:
+        return Diagnostic("B.lean", batch.copies[index].by, Severity.ERROR, message)
+
+    assert batch.unsure([error_at(2, "unexpected token 'theorem'; expected term")]) == {1, 2, 3}
+    assert batch.unsure([error_at(0, "expected ')'"), error_at(4, "unexpected end of input")]) == {0, 1, 3, 4}
+    assert batch.unsure([error_at(2, "unknown identifier 'w2'"), error_at(3, "type mismatch")]) == set()
+
+
+def test_an_anonymous_or_quoted_declaration_is_not_batched() -> None:
+    quoted = SOURCE.replace("imp_self'", "«imp self»")
+    theorem = extract_file(quoted, path="Demo/Basic.lean").theorems[1]
+    assert batch_file(quoted[: quoted.index("sorry") + 5], theorem, ["by\n  simp", "by\n  rfl"]) is None
+
+
+OLD_LEAN = os.environ.get("LEANAGENT_TEST_OLD_LEAN")
+OLD_SOURCE = """\
+theorem helper (a b : Nat) (h : a = b) : b = a := h.symm
+
+@[simp] theorem target (a b : Nat) (h : a = b) : b + 0 = a := by
+  skip
+"""
+OLD_TACTICS = [
+    "exact h.symm",
+    "rw [h]",
+    "simp",
+    "exact helper a b h",
+    "intro x",
+    "apply Eq.symm",
+    "exact Nat.add_comm",
+    "nonsense",
+    "rfl",
+    "simp [h]",
+    "cases h",
+]
+
+
+@pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
+def test_on_the_2021_lean_a_batch_gives_the_verdicts_of_one_run_each(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{OLD_LEAN}{os.pathsep}{os.environ.get('PATH', '')}")
+    (tmp_path / "Old.lean").write_text(OLD_SOURCE, encoding="utf-8")
+    theorem = next(t for t in extract_file(OLD_SOURCE, path="Old.lean").theorems if t.full_name == "target")
+    with FileCheckBackend(timeout=60).open(tmp_path, theorem) as session:
+        one_by_one = [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS]
+    with FileCheckBackend(timeout=60).open(tmp_path, theorem) as session:
+        batched = list(session.run_tactics(session.initial_state, OLD_TACTICS))
+    assert batched == one_by_one
+    kinds = {type(o) for o in batched}
+    assert {TacticState, LeanError, ProofFinished} <= kinds  # the list exercises each verdict
+    for a, b in zip(batched, one_by_one, strict=True):
+        if isinstance(a, LeanError):
+            assert a.message == b.message  # the copy's name never shows
