@@ -67,6 +67,9 @@ class Selection:
     split_test: bool = False
     test_fraction: float = 0.2
     split_seed: int = 0
+    # A LeanDojo Benchmark 4 directory whose `test` split of this strategy is evaluated.
+    benchmark: Path | None = None
+    benchmark_split: str = "random"
     sample: int | None = None  # a seeded sample of this many (of the split, with split_test)
     seed: int = 0
 
@@ -75,6 +78,9 @@ class Selection:
             "repo": self.repo,
             "theorems": None if self.theorems is None else str(self.theorems.resolve()),
             "split": {"test_fraction": self.test_fraction, "seed": self.split_seed} if self.split_test else None,
+            "benchmark": None
+            if self.benchmark is None
+            else {"directory": str(self.benchmark.resolve()), "split": self.benchmark_split},
             "sample": None if self.sample is None else {"n": self.sample, "seed": self.seed},
         }
 
@@ -144,7 +150,7 @@ class EvaluationResult:
 
     def curve(self) -> list[tuple[float, float]]:
         """Pass@1 against the time budget: (t, share of the theorems proved within t
-        seconds, search and final check), one point per proved theorem, in order of t."""
+        seconds, opening, search and final check), one point per proved theorem, in order of t."""
         total = len(self.attempts)
         times = sorted(a.seconds for a in self.attempts if a.proved)
         return [(t, (i + 1) / total) for i, t in enumerate(times)]
@@ -203,6 +209,8 @@ def select_theorems(store: Store, selection: Selection) -> list[StoredTheorem]:
         refs = read_theorem_refs(selection.theorems)
         return resolve_refs(refs, candidates, what="stored theorem with a proof")
     chosen = candidates
+    if selection.benchmark is not None:
+        chosen = benchmark_test(chosen, selection.benchmark, selection.benchmark_split)
     if selection.split_test:
         chosen = held_out(chosen, test_fraction=selection.test_fraction, seed=selection.split_seed)
     if selection.sample is not None and selection.sample < len(chosen):
@@ -211,6 +219,15 @@ def select_theorems(store: Store, selection: Selection) -> list[StoredTheorem]:
     if not chosen:
         raise UserInputError("no stored theorem with a proof to evaluate" + (f" in {location}" if location else ""))
     return chosen
+
+
+def benchmark_test(theorems: Sequence[StoredTheorem], directory: Path, strategy: str) -> list[StoredTheorem]:
+    """The theorems in the ``test`` split of ``strategy`` of the benchmark ``directory``
+    (matched by repository, file and full name)."""
+    from lean_env.benchmark.read import split_members
+
+    members = {(RepoSpec(url).location, path, name) for url, path, name in split_members(directory, strategy)}
+    return [t for t in theorems if t.key in members]
 
 
 def held_out(theorems: Sequence[StoredTheorem], *, test_fraction: float, seed: int) -> list[StoredTheorem]:
@@ -316,7 +333,7 @@ def evaluate(
         data_dir,
         retriever=retriever,
         retriever_len=retriever_len,
-        corpus=traces if retriever else (),
+        corpus=traces,
         # The suggester never sees an evaluated proof, the one being proved or any other.
         memory=StepMemory.from_traces(traces, leave_out={t.key for t in targets}),
     )

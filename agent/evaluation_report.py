@@ -71,7 +71,7 @@ def plot_budget_curve(result: EvaluationResult, path: Path) -> Path | None:
     axes.set_xscale("symlog", linthresh=1.0)
     axes.set_xlim(0, max(result.time_limit, times[-1]))
     axes.set_ylim(0, 100)
-    axes.set_xlabel("time budget per theorem (s): search and final check")
+    axes.set_xlabel("time budget per theorem (s): opening, search, final check")
     axes.set_ylabel("Pass@1 (%)")
     axes.set_title(f"{len(result.attempts)} theorems, run {result.run_id}", fontsize=9)
     axes.grid(alpha=0.3)

@@ -137,10 +137,14 @@ class ProofAttempt:
     steps: tuple[TracedTactic, ...] = ()
     # Wall seconds in Lean: opening the theorem, running the search's tactics, the final check.
     lean_seconds: float = 0.0
+    # Wall seconds to open the theorem in the proof environment (or to fail to).
+    opening_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return (self.search.seconds if self.search else 0.0) + (self.check.seconds if self.check else 0.0)
+        """The whole attempt's wall time: opening, search, final check."""
+        searched = self.search.seconds if self.search else 0.0
+        return self.opening_seconds + searched + (self.check.seconds if self.check else 0.0)
 
 
 def prove_theorem(
@@ -158,7 +162,6 @@ def prove_theorem(
     ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
     The generator sees every tactic's outcome."""
     started = time.monotonic()
-    opening = 0.0
     recorded: RecordingSession | None = None
     try:
         with backend.open(repo_dir, theorem) as session:
@@ -166,14 +169,17 @@ def prove_theorem(
             recorded = RecordingSession(session, generator)
             result = best_first_search(recorded, generator, search, premises_for=premises)
     except BackendError as error:
-        lean = time.monotonic() - started if recorded is None else opening + recorded.lean_seconds
-        return ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}", lean_seconds=lean)
-    searching = opening + recorded.lean_seconds
+        failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
+        if recorded is None:  # it could not be opened
+            spent = time.monotonic() - started
+            return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)
+        return dataclasses.replace(failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds)
+    timing = {"opening_seconds": opening, "lean_seconds": opening + recorded.lean_seconds}
     if result.status is not SearchStatus.PROVED:
         timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= search.time_limit
         outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
-        return ProofAttempt(outcome, None, result, None, detail, lean_seconds=searching)
+        return ProofAttempt(outcome, None, result, None, detail, **timing)
     assert result.proof is not None
     steps = recorded.steps(result.proof)
     proof = tactic_proof(result.proof)
@@ -181,9 +187,10 @@ def prove_theorem(
         check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
         detail = f"the final check could not run: {error}"
-        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, detail, steps, lean_seconds=searching)
+        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, detail, steps, **timing)
     outcome, detail = _judge_check(theorem, result, check)
-    return ProofAttempt(outcome, proof, result, check, detail, steps, lean_seconds=searching + check.seconds)
+    timing["lean_seconds"] += check.seconds
+    return ProofAttempt(outcome, proof, result, check, detail, steps, **timing)
 
 
 def _judge_check(theorem: Theorem, result: SearchResult, check: FinalCheckResult) -> tuple[AttemptOutcome, str]:

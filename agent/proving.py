@@ -315,7 +315,9 @@ class RepositoryProver:
         checkouts = checkout_all(known, cache_dir=data_dir / "cache")
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
-        runner = ProofRunner.start(ProverRecipe(config, data_dir, memory=StepMemory.from_traces(traces)))
+        runner = ProofRunner.start(
+            ProverRecipe(config, data_dir, corpus=tuple(traces), memory=StepMemory.from_traces(traces))
+        )
         return cls(
             store,
             run_id,

@@ -63,7 +63,9 @@ class ProverRecipe:
     data_dir: Path  # the proof environments' caches (REPL builds, LeanDojo traces)
     retriever: str | None = None  # premise encoder, name or directory
     retriever_len: int = RETRIEVER_LENGTH  # tokens of a goal or premise it embeds
-    corpus: tuple[RepoTrace, ...] = ()  # the premises the retriever chooses from
+    # The premises the retriever chooses from (without one, and without a model, those the
+    # suggester's templates are offered by name: retrieval.lexical).
+    corpus: tuple[RepoTrace, ...] = ()
     memory: StepMemory = StepMemory()  # the suggester's stored steps and premise names
 
     def check(self) -> None:
@@ -79,7 +81,7 @@ class ProverRecipe:
     def build(self) -> tuple[TheoremProver, PremiseSource | None]:
         from retrieval.embeddings import EmbeddingStore
 
-        premises = None
+        premises: PremiseSource | None = None
         if self.retriever:
             # The data directory's store: a worker finds what the driver (or a run before) embedded.
             premises = premise_source(
@@ -88,6 +90,13 @@ class ProverRecipe:
                 k=self.config.premises,
                 store=EmbeddingStore.of_data_dir(self.data_dir),
             )
+        elif self.config.generator is None and self.corpus:
+            # The suggester alone, no trained retriever: the premises its goals name, for its
+            # templates (a model is given what the user asked for: none).
+            from retrieval.corpus import PremiseCorpus
+            from retrieval.lexical import LexicalRetriever
+
+            premises = LexicalRetriever(PremiseCorpus(self.corpus), k=self.config.premises)
         return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
 
     def _encoder(self) -> TextEncoder:

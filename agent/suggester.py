@@ -1,7 +1,7 @@
 """The built-in tactic suggester: model-free, CPU-cheap tactic candidates, after
 Tactician's online k-nearest-neighbour prediction for Coq.
 
-For a goal it pools three kinds of candidates, each with a weight, and gives each its
+For a goal it pools four kinds of candidates, each with a weight, and gives each its
 share of the pool's weight as a log-probability (so best-first search adds them along a
 path as it adds a model's):
 
@@ -13,6 +13,9 @@ path as it adds a model's):
 * **Premise templates.** ``exact P``, ``apply P``, ``rw [P]``, ``simp [P]`` for the
   premises the retriever gives (weight falling with rank) and those the neighbours' steps
   use (weight their similarity).
+* **Structure.** What the goal's shape asks for (:func:`structural`): ``simp`` with the
+  goal's best premises, induction or case analysis on a data local followed by that
+  ``simp``, ``cases`` on a split hypothesis, ``constructor``, ``intros``.
 * **Closers.** A short list of tactics that often finish a goal (``rfl``, ``simp``,
   ``omega``, ``decide``, ...), each with a small fixed weight.
 
@@ -78,6 +81,23 @@ CLOSERS = (
     ("norm_num", 0.05),
     ("linarith", 0.05),
 )
+# Premises a structural candidate's `simp [...]` unfolds (the best by weight).
+SIMP_PREMISES = 4
+# Structural candidates (:func:`structural`), by weight: the shapes of the proofs a goal's
+# locals and target ask for, with no stored proof to copy them from.
+SIMP_WITH = 0.2  # simp [P, Q, ...]: the goal's definitions and lemmas at once
+SIMP_ALL_WITH = 0.15  # simp [*, P, ...]: and the hypotheses
+SPLIT_THEN_SIMP = 0.15  # induction x <;> simp [*, P, ...] (cases: two thirds of it)
+SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
+CONSTRUCTOR = 0.15  # a conjunction or an iff
+EXACT_LOCAL = 1.0  # exact h, where h's type is the target
+INTROS = 0.1  # an implication or a universal
+# A local is data (something to split by induction or cases) unless its type is a
+# proposition (it has a relation or a connective) or a universe.
+_PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆]|\b(?:True|False)\b")
+_UNIVERSE_RE = re.compile(r"^\s*(?:Prop|Type|Sort)\b")
+# Hypotheses that `cases` takes apart.
+_SPLITTABLE_RE = re.compile(r"[∧∨∃↔]")
 # A feature in more than this share of the stored steps (and more than STOP_MIN of them)
 # is a stop feature: its idf is at most log(1 + 1/share), so its part of a dot product is a
 # few percent of a rare feature's, while its postings are most of the index. Similarity
@@ -375,12 +395,61 @@ class TacticSuggester:
         for name, weight in best:
             for template, share in TEMPLATES:
                 pool[template.format(name)] += weight * share
+        for tactic, weight in structural(view, [name for name, _ in best[:SIMP_PREMISES]]):
+            pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
         offered = {t.strip(): w for t, w in pool.items() if t.strip() and self.offered(t.strip())}
         total = sum(offered.values())
         ranked = sorted(offered.items(), key=lambda item: -item[1])[:n]
         return [Candidate(tactic, math.log(weight / total)) for tactic, weight in ranked]
+
+
+def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float]]:
+    """Candidates from the goal's shape, not from a stored proof: ``exact h`` for a local
+    whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
+    unfold, lemmas rewrite), induction or case analysis on a
+    data local followed by that ``simp``, ``cases`` on a hypothesis that is a conjunction,
+    disjunction, existential or iff, ``constructor`` on a conjunction or iff, ``intros`` on
+    an implication or a universal."""
+    listed = ", ".join(premises)
+    simp_all = f"simp [*, {listed}]" if premises else "simp [*]"
+    out = []
+    if len(premises) > 1:  # one premise: the templates offer `simp [P]` already
+        out += [(f"simp [{listed}]", SIMP_WITH), (simp_all, SIMP_ALL_WITH)]
+    target = view.target.strip()
+    for local in view.locals:
+        if not local.name or local.name.startswith("inst") or not local.type:
+            continue
+        if " ".join(local.type.split()) == " ".join(target.split()):
+            out.append((f"exact {local.name}", EXACT_LOCAL))
+        if not _PROPOSITION_RE.search(local.type) and not _UNIVERSE_RE.match(local.type):
+            out += [
+                (f"induction {local.name} <;> {simp_all}", SPLIT_THEN_SIMP),
+                (f"cases {local.name} <;> {simp_all}", SPLIT_THEN_SIMP * 2 / 3),
+                (f"induction {local.name}", SPLIT),
+                (f"cases {local.name}", SPLIT),
+            ]
+        elif _SPLITTABLE_RE.search(local.type):
+            out.append((f"cases {local.name}", SPLIT))
+    if _top_level(target, ("∧", "↔")):
+        out.append(("constructor", CONSTRUCTOR))
+    if target.startswith(("∀", "¬")) or _top_level(target, ("→",)):
+        out.append(("intros", INTROS))
+    return out
+
+
+def _top_level(text: str, symbols: Sequence[str]) -> bool:
+    """Whether one of ``symbols`` occurs in ``text`` outside every bracket."""
+    depth = 0
+    for char in text:
+        if char in "([{⟨":
+            depth += 1
+        elif char in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and char in symbols:
+            return True
+    return False
 
 
 class SuggesterEpisode:

@@ -178,6 +178,23 @@ def test_the_test_split_is_the_retrievers_held_out_side(data: Path) -> None:
     assert sizes == sorted(sizes) and 0 < sizes[-1] < len(ALL)
 
 
+def test_a_benchmark_split_evaluates_its_test_theorems(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The stored project exported as LeanDojo Benchmark 4: each strategy's test split is
+    what is evaluated."""
+    exported = data.parent / "benchmark"
+    assert main(["--data-dir", str(data), "export", str(exported)]) == 0
+    for strategy in ("random", "novel_premises"):
+        test = json.loads((exported / strategy / "test.json").read_text(encoding="utf-8"))
+        wanted = {(t["file_path"], t["full_name"]) for t in test} & {("Ev/Basic.lean", name) for name in ALL}
+        code, payload = _evaluate(capsys, data, "--benchmark", str(exported), "--benchmark-split", strategy)
+        assert code == 0, payload
+        assert {(t["path"], t["theorem"]) for t in payload["theorems"]} == wanted and wanted
+    code, payload = _evaluate(capsys, data, "--benchmark-split", "random")
+    assert code == 2 and "go together" in payload["error"]
+    code, payload = _evaluate(capsys, data, "--benchmark", str(data), "--benchmark-split", "random")
+    assert code == 2 and "no random/test.json" in payload["error"]
+
+
 def test_a_sample_is_seeded(data: Path, capsys) -> None:
     from agent.evaluation import Selection, select_theorems
 

@@ -10,6 +10,7 @@ from lean_env.proofs.text import (
     offset_of,
     position_of,
     proof_problem,
+    splice_proof,
     split_tactics,
     tactic_proof,
     uses_sorry,
@@ -142,3 +143,14 @@ def test_splice_follows_the_block_for_either_proof_start(proof_start, expected):
     text, body = splice_proof(NEXT_LINE, record, "by\n  skip\n  trivial")
     assert text == expected
     assert text[body:].startswith("by\n")
+
+
+def test_equations_replaced_by_a_tactic_block_get_their_assignment() -> None:
+    from lean_env.trace.source import extract_file
+
+    text = "theorem symm' {α} : {a b : α} → a = b → b = a\n| _, _, rfl => rfl\n"
+    (equations,) = extract_file(text, path="A.lean").theorems
+    spliced, at = splice_proof(text, equations, "by\n  intro a b h\n  exact h.symm")
+    assert spliced == "theorem symm' {α} : {a b : α} → a = b → b = a\n:= by\n  intro a b h\n  exact h.symm\n"
+    assert spliced[at:].startswith("by")
+    assert splice_proof(text, equations, "| _, _, rfl => rfl")[0] == text  # equations stay equations

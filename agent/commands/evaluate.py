@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     repo_option(evaluate)
-    chosen = evaluate.add_mutually_exclusive_group()
+    chosen = evaluate.add_mutually_exclusive_group()  # the theorems: all, unless one of these
     chosen.add_argument(
         "--theorems",
         type=Path,
@@ -56,6 +56,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="test: the retriever's held-out split (as 'run' and 'retrieval train' hold theorems out, with "
         "--test-fraction and --split-seed), so a trained retriever is never evaluated on its training theorems",
+    )
+    chosen.add_argument(
+        "--benchmark-split",
+        choices=("random", "novel_premises"),
+        default=None,
+        help="the test split of this strategy of the LeanDojo Benchmark 4 directory --benchmark (its theorems, "
+        "stored with their sources, e.g. by ingesting the repository at that commit)",
+    )
+    evaluate.add_argument(
+        "--benchmark", type=Path, default=None, metavar="DIR", help="with --benchmark-split: the benchmark directory"
     )
     evaluate.add_argument(
         "--test-fraction",
@@ -88,12 +98,16 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.sample is None and args.seed is not None:
         raise UserInputError("--seed is the seed of --sample; give --sample N too")
+    if (args.benchmark is None) != (args.benchmark_split is None):
+        raise UserInputError("--benchmark DIR and --benchmark-split STRATEGY go together")
     selection = Selection(
         repo=args.repo,
         theorems=args.theorems,
         split_test=args.split == "test",
         test_fraction=args.test_fraction,
         split_seed=args.split_seed,
+        benchmark=args.benchmark,
+        benchmark_split=args.benchmark_split or "random",
         sample=args.sample,
         seed=args.seed or 0,
     )

@@ -84,7 +84,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             settings.data_dir,
             retriever=args.retriever,
             retriever_len=args.retriever_len,
-            corpus=traces if args.retriever else (),
+            corpus=traces,
             memory=StepMemory.from_traces(traces),
         )
         # Models load before the run starts: a bad name is the user's error, not a failed run

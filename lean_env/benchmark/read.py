@@ -197,6 +197,25 @@ def read_benchmark(root: Path) -> list[RepoTrace]:
     return traces
 
 
+def split_members(root: Path, strategy: str, split: str = "test") -> list[tuple[str, str, str]]:
+    """``(url, file_path, full_name)`` of every theorem in ``root/strategy/split.json`` (a
+    benchmark's held-out theorems: LeanDojo's evaluation set is ``test``), in file order."""
+    if strategy not in SPLIT_STRATEGIES or split not in SPLIT_NAMES:
+        raise BenchmarkFormatError(f"no split {strategy}/{split}: the splits are {SPLIT_STRATEGIES} x {SPLIT_NAMES}")
+    path = root / strategy / f"{split}.json"
+    if not path.is_file():
+        raise BenchmarkFormatError(f"{root} has no {strategy}/{split}.json; is it a LeanDojo Benchmark 4 directory?")
+    members = []
+    for line, index, entry in iter_json_array(path):
+        try:
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"a theorem must be an object, got {type(entry).__name__}")
+            members.append((string(entry, "url"), string(entry, "file_path"), string(entry, "full_name")))
+        except ValueError as e:
+            raise BenchmarkFormatError(f"{path}: line {line} (entry {index}): {reason(e)}") from e
+    return members
+
+
 def _assign_files(
     lines: Sequence[_CorpusLine],
     keys: Sequence[tuple[str, str]],

@@ -171,7 +171,9 @@ def splice_proof(text: str, theorem: Theorem, proof: str) -> tuple[str, int]:
     is put in between. The proof's continuation lines are indented by the indentation of
     the line the proof starts on, so a proof written relative to column 0 lands inside a
     ``namespace`` or ``section`` block, or under a ``:=`` ending the line above, at the
-    right depth. The text before and after the span is kept byte for byte.
+    right depth. A proof by equations (``| pat => ...``, after no ``:=``) replaced by a term
+    or a tactic block gets its ``:=``. The text before and after the span is kept byte for
+    byte.
     """
     start, end = proof_span(theorem)
     begin, stop = offset_of(text, start), offset_of(text, end)
@@ -181,6 +183,10 @@ def splice_proof(text: str, theorem: Theorem, proof: str) -> tuple[str, int]:
     lines = _normalize(proof.strip("\n")).split("\n")
     body = "\n".join([lines[0].strip()] + [base + line if line.strip() else "" for line in lines[1:]])
     gap = "" if begin > 0 and text[begin - 1].isspace() else " "
+    if not body.startswith("|") and not text[:begin].rstrip().endswith(":="):
+        # The proof replaced was equations (`| pat => ...`, no `:=` before them): a term or
+        # tactic block needs its `:=`.
+        gap += ":= "
     return text[:begin] + gap + body + text[stop:], begin + len(gap)
 
 

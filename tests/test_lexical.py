@@ -1,0 +1,72 @@
+"""The suggester's help without a trained retriever: the premises a goal names and its
+file's lemmas about them (retrieval/lexical.py), and the candidates a goal's shape asks for
+(agent.suggester.structural)."""
+
+from __future__ import annotations
+
+import pytest
+from builders import premise, repo_trace, theorem
+
+from agent.goals import goal_view
+from agent.suggester import structural
+from retrieval.corpus import PremiseCorpus
+from retrieval.lexical import LexicalRetriever
+
+REPO = "/repo"
+PREMISES = [
+    premise("Ex.flat", line=1, code="def flat : Expr → Expr"),
+    premise("Ex.denote", line=4, code="def denote (ctx : Context) : Expr → Nat"),
+    premise("Ex.denote_concat", line=7, code="theorem denote_concat : denote ctx (concat a b) = denote ctx a"),
+    premise("Ex.unrelated", line=10, code="theorem unrelated : 1 + 1 = 2"),
+    premise("Ex.flat_flat", line=13, code="theorem flat_flat : flat (flat e) = flat e"),
+    premise("Ex.later", line=40, code="theorem later : denote ctx (flat e) = 0"),  # after the theorem
+    premise("Lib.helper", path="Lib.lean", line=1, code="theorem helper : True"),  # not imported
+]
+TARGET = theorem("Ex.denote_flat", line=20, path="A.lean")
+
+
+@pytest.fixture
+def premises_for():
+    corpus = PremiseCorpus([repo_trace(REPO, premises=PREMISES, theorems=[TARGET])])
+    return LexicalRetriever(corpus, k=4).premises_for(REPO, TARGET)
+
+
+def test_the_goal_s_names_then_the_file_s_lemmas_about_them(premises_for) -> None:
+    names = [name for name, _ in premises_for("ctx : Context\ne : Expr\n⊢ denote ctx (flat e) = denote ctx e")]
+    # Named by the goal, in its order; then the file's lemmas about them, nearest first.
+    assert names == ["Ex.denote", "Ex.flat", "Ex.flat_flat", "Ex.denote_concat"]
+
+
+def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names(premises_for) -> None:
+    assert premises_for("⊢ later = helper") == []
+    assert premises_for("n : Nat\n⊢ n + 0 = n") == []  # no declaration of the file is named
+    assert len(premises_for("⊢ denote ctx (flat e) = flat e")) == 4  # k
+
+
+@pytest.mark.parametrize(
+    ("goal", "premises", "wanted", "unwanted"),
+    [
+        pytest.param(
+            "ctx : Context\ne : Expr\n⊢ denote ctx (flat e) = denote ctx e",
+            ["Ex.denote", "Ex.flat"],
+            ["simp [Ex.denote, Ex.flat]", "induction e <;> simp [*, Ex.denote, Ex.flat]", "cases ctx"],
+            ["constructor", "intros"],
+            id="data-locals",
+        ),
+        pytest.param(
+            "p q : Prop\nh : p ∧ q\n⊢ q ∧ p",
+            [],
+            ["cases h", "constructor"],
+            ["induction h", "induction p", "simp [*, ]"],
+            id="a-conjunction",
+        ),
+        pytest.param("a b : Nat\nh : a = b\n⊢ a = b", [], ["exact h"], ["cases h"], id="a-local-is-the-target"),
+        pytest.param("⊢ ∀ (n : Nat), n = n", [], ["intros"], ["constructor"], id="a-universal"),
+        pytest.param("α : Type\nxs : List α\n⊢ xs = xs", ["X.p"], ["induction xs"], ["induction α"], id="a-universe"),
+    ],
+)
+def test_structural_candidates(goal: str, premises: list[str], wanted: list[str], unwanted: list[str]) -> None:
+    offered = dict(structural(goal_view(goal), premises))
+    assert set(wanted) <= set(offered), offered
+    assert not set(unwanted) & set(offered), offered
+    assert all(0 < weight <= 1 for weight in offered.values())
