@@ -81,13 +81,14 @@ CLOSERS = (
     ("norm_num", 0.05),
     ("linarith", 0.05),
 )
-# Premises a structural candidate's `simp [...]` unfolds (the best by weight).
+# Premises a structural candidate's `simp [...]` unfolds: the retriever's first ones, else
+# the neighbours' best by weight.
 SIMP_PREMISES = 4
 # Structural candidates (:func:`structural`), by weight: the shapes of the proofs a goal's
 # locals and target ask for, with no stored proof to copy them from.
 SIMP_WITH = 0.2  # simp [P, Q, ...]: the goal's definitions and lemmas at once
-SIMP_ALL_WITH = 0.15  # simp [*, P, ...]: and the hypotheses
-SPLIT_THEN_SIMP = 0.15  # induction x <;> simp [*, P, ...] (cases: two thirds of it)
+SIMP_ALL_WITH = 0.15  # simp_all [P, ...]: and the hypotheses
+SPLIT_THEN_SIMP = 0.15  # induction x <;> simp_all [P, ...] (cases: two thirds of it)
 SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
 CONSTRUCTOR = 0.15  # a conjunction or an iff
 EXACT_LOCAL = 1.0  # exact h, where h's type is the target
@@ -395,7 +396,9 @@ class TacticSuggester:
         for name, weight in best:
             for template, share in TEMPLATES:
                 pool[template.format(name)] += weight * share
-        for tactic, weight in structural(view, [name for name, _ in best[:SIMP_PREMISES]]):
+        # The retriever's premises first (those the goal is about), else the neighbours'.
+        unfolded = [name for name, _ in premises] or [name for name, _ in best]
+        for tactic, weight in structural(view, unfolded[:SIMP_PREMISES]):
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
@@ -413,7 +416,9 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     disjunction, existential or iff, ``constructor`` on a conjunction or iff, ``intros`` on
     an implication or a universal."""
     listed = ", ".join(premises)
-    simp_all = f"simp [*, {listed}]" if premises else "simp [*]"
+    # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
+    # Lean 4 (the June 2021 one has no `*` in simp lists).
+    simp_all = f"simp_all [{listed}]" if premises else "simp_all"
     out = []
     if len(premises) > 1:  # one premise: the templates offer `simp [P]` already
         out += [(f"simp [{listed}]", SIMP_WITH), (simp_all, SIMP_ALL_WITH)]

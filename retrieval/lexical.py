@@ -12,15 +12,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from lean_env.records import Theorem
+from lean_env.records import DeclKind, Theorem
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
 
+# Declarations that are types (with their constructors), not facts or definitions to unfold.
+_TYPES = frozenset({DeclKind.STRUCTURE, DeclKind.INDUCTIVE, DeclKind.CLASS})
+
 
 class LexicalRetriever:
     """Up to ``k`` premises per goal, as ``(full_name, code)``: first the accessible
-    premises whose full or short name the goal mentions (in the order it mentions them),
+    premises (no types) whose full or short name the goal mentions (in the order it
+    mentions them),
     then those declared before the theorem in its own file whose code uses the most of the
     file's declarations that the goal names (ties: the nearest first; none that use none,
     so a goal about library names only gets the premises it names)."""
@@ -29,6 +33,8 @@ class LexicalRetriever:
         self.corpus, self.k = corpus, k
         self._by_name: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
+            if premise.kind in _TYPES:  # a type a goal names is no premise to rewrite or apply
+                continue
             self._by_name[premise.full_name].append(index)
             short = premise.full_name.rsplit(".", 1)[-1]
             if short != premise.full_name:

@@ -9,12 +9,14 @@ from builders import premise, repo_trace, theorem
 
 from agent.goals import goal_view
 from agent.suggester import structural
+from lean_env.records import DeclKind
 from retrieval.corpus import PremiseCorpus
 from retrieval.lexical import LexicalRetriever
 
 REPO = "/repo"
 PREMISES = [
-    premise("Ex.flat", line=1, code="def flat : Expr → Expr"),
+    premise("Ex.Expr", line=1, code="inductive Expr", kind=DeclKind.INDUCTIVE),  # a type: never offered
+    premise("Ex.flat", line=2, code="def flat : Expr → Expr"),
     premise("Ex.denote", line=4, code="def denote (ctx : Context) : Expr → Nat"),
     premise("Ex.denote_concat", line=7, code="theorem denote_concat : denote ctx (concat a b) = denote ctx a"),
     premise("Ex.unrelated", line=10, code="theorem unrelated : 1 + 1 = 2"),
@@ -49,7 +51,7 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
         pytest.param(
             "ctx : Context\ne : Expr\n⊢ denote ctx (flat e) = denote ctx e",
             ["Ex.denote", "Ex.flat"],
-            ["simp [Ex.denote, Ex.flat]", "induction e <;> simp [*, Ex.denote, Ex.flat]", "cases ctx"],
+            ["simp [Ex.denote, Ex.flat]", "induction e <;> simp_all [Ex.denote, Ex.flat]", "cases ctx"],
             ["constructor", "intros"],
             id="data-locals",
         ),
@@ -57,7 +59,7 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
             "p q : Prop\nh : p ∧ q\n⊢ q ∧ p",
             [],
             ["cases h", "constructor"],
-            ["induction h", "induction p", "simp [*, ]"],
+            ["induction h", "induction p", "simp_all []"],
             id="a-conjunction",
         ),
         pytest.param("a b : Nat\nh : a = b\n⊢ a = b", [], ["exact h"], ["cases h"], id="a-local-is-the-target"),

@@ -177,6 +177,8 @@ class FileCheckSession(ClosesOnExit):
             if prefix is None:
                 yield LeanError(refused[tactic])
                 continue
+            if self._closed and prefix not in self._results:  # closed while its outcomes were read
+                raise SessionClosedError(f"the session on {self._theorem.full_name} is closed")
             if prefix not in self._results and prefix not in tried and batchable(tactic, self._theorem):
                 later = (p for p in prefixes[index:] if p is not None and p not in self._results and p not in tried)
                 batch = [p for p in dict.fromkeys(later) if batchable(p[-1], self._theorem)][:size]
