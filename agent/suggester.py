@@ -108,6 +108,9 @@ STOP_SHARE = 0.1
 STOP_MIN = 1000
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
+# Evaluating by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom the
+# final check's audit refuses (lean_env.proofs.axioms), so it is never worth a step.
+_COMPILED_RE = re.compile(r"(?<![\w.'])(?:native_decide|nativeDecide)(?![\w'!?])")
 
 # Lean 4's parser error for a tactic it has no syntax for (a tactic of a package the
 # project does not import, or of a newer Lean).
@@ -136,7 +139,8 @@ class StoredStep:
 
 def steps_of(theorem: Theorem) -> list[StoredStep]:
     """The steps of a proven theorem worth remembering: its tactic steps, or for a short
-    term-mode proof the one step ``exact TERM``; none for a ``sorry`` theorem."""
+    term-mode proof the one step ``exact TERM``; none for a ``sorry`` theorem, nor a step
+    that gives up or has the compiler decide (``native_decide``)."""
     if theorem.status is TheoremStatus.SORRY:
         return []
     if theorem.tactics:
@@ -149,10 +153,12 @@ def steps_of(theorem: Theorem) -> list[StoredStep]:
                 t.premises,
             )
             for i, t in enumerate(theorem.tactics)
-            if not uses_sorry(t.tactic)
+            if not uses_sorry(t.tactic) and not _COMPILED_RE.search(t.tactic)
         ]
     term = " ".join((theorem.proof or "").split())
-    if not term or term.startswith(("by ", "|")) or term == "by" or len(term) > MAX_TERM or uses_sorry(term):
+    if not term or term.startswith(("by ", "|")) or term == "by" or len(term) > MAX_TERM:
+        return []
+    if uses_sorry(term) or _COMPILED_RE.search(term):
         return []
     return [StoredStep(f"exact {term}", theorem.statement, False, None, theorem.premises)]
 

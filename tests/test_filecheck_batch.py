@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from lean_env.interactive.batch import BATCH_MARK, batch_file, needs_confirming
+from lean_env.interactive.batch import BATCH_MARK, END_MARK, batch_file, needs_confirming
 from lean_env.interactive.filecheck import FileCheckBackend, FileCheckError
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
 from lean_env.lean.runner import LeanRunner
@@ -199,21 +199,36 @@ def test_the_copies_are_renamed_and_lose_their_attributes() -> None:
     assert [lines[c.start.line - 1] for c in batch.copies] == ["/-- the one under test -/"] * 2
 
 
-def test_a_parse_error_makes_its_copy_and_both_neighbours_unsure() -> None:
-    """A copy that ends early reads on into the next, whose start then shows the error; a
-    parse error skips ahead into the next: those verdicts are left to runs of their own."""
+def test_a_parse_error_or_a_marker_that_says_more_makes_only_that_copy_unsure() -> None:
+    """After each copy its marker's one error says the parser read the copy to its end and
+    started afresh. A parse error in a copy, a copy that read on into its marker (which then
+    says more) or a marker the parser skipped (which then says nothing) leaves that copy's
+    verdict to a run of its own; its neighbours keep theirs."""
     from lean_env.lean.diagnostics import Diagnostic, Severity
 
     source = SOURCE[: SOURCE.index("sorry") + len("sorry")]
     batch = batch_file(source, THEOREM, [f"by\n  exact w{i}" for i in range(5)])
     assert batch is not None
+    assert batch.text.count(f"#check @{END_MARK}") == 5
 
-    def error_at(index: int, message: str) -> Diagnostic:
-        return Diagnostic("B.lean", batch.copies[index].by, Severity.ERROR, message)
+    def error_at(index: int, message: str, *, marker: bool = False) -> Diagnostic:
+        copy = batch.copies[index]
+        return Diagnostic("B.lean", copy.marker if marker else copy.by, Severity.ERROR, message)
 
-    assert batch.unsure([error_at(2, "unexpected token 'theorem'; expected term")]) == {1, 2, 3}
-    assert batch.unsure([error_at(0, "expected ')'"), error_at(4, "unexpected end of input")]) == {0, 1, 3, 4}
-    assert batch.unsure([error_at(2, "unknown identifier 'w2'"), error_at(3, "type mismatch")]) == set()
+    def markers(*but: int) -> list[Diagnostic]:
+        unknown = f"unknown identifier '{END_MARK}'"
+        return [error_at(i, unknown, marker=True) for i in range(5) if i not in but]
+
+    assert batch.unsure(markers()) == set()
+    assert batch.unsure([*markers(), error_at(2, "unknown identifier 'w2'"), error_at(3, "type mismatch")]) == set()
+    decide = "expected type must not contain free or meta variables\n  a + 0 = a"  # the elaborator's
+    assert batch.unsure([*markers(), error_at(1, decide)]) == set()
+    assert batch.unsure([*markers(), error_at(2, "expected '{' or tactic")]) == {2}
+    assert batch.unsure([*markers(), error_at(0, "expected ')'"), error_at(4, "unexpected end of input")]) == {0, 4}
+    assert batch.unsure([*markers(), error_at(1, "expected term", marker=True)]) == {1}  # read on into it
+    assert batch.unsure(markers(3)) == {3}  # skipped
+    # The markers' errors are no copy's.
+    assert batch.diagnostics_of(2, [*markers(), error_at(2, "type mismatch")]) == [error_at(2, "type mismatch")]
 
 
 def test_an_anonymous_or_quoted_declaration_is_not_batched() -> None:
@@ -240,6 +255,9 @@ OLD_TACTICS = [
     "nonsense",
     "rfl",
     "simp [h]",
+    "exact fun x =>",  # wants more: reads on into its marker
+    "unif_hint (n : Nat) where\n    |- n =?= 1",  # a command: a parse error, then Lean reads on
+    "decide",
     "cases h",
 ]
 

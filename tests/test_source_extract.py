@@ -202,6 +202,12 @@ def test_commands_after_a_declaration_end_it() -> None:
     assert [p.code for p in extract.premises] == ["def f := 1", "def g := 2"]
 
 
+def test_a_unification_hint_ends_the_proof_before_it() -> None:
+    extract = _extract("theorem t : True := by\n  trivial\n\nunif_hint (n : Nat) where\n  |- n =?= 1\ndef g := 2")
+    assert next(t for t in extract.theorems if t.full_name == "t").proof == "by\n  trivial"
+    assert [p.full_name for p in extract.premises] == ["t", "g"]
+
+
 def test_deriving_clause_at_column_one_stays_with_its_type() -> None:
     extract = _extract("structure P where\n  x : Nat\nderiving Repr\n\nderiving instance BEq for P\ndef f := 1")
     assert extract.premises[0].code == "structure P where\n  x : Nat\nderiving Repr"
@@ -317,6 +323,13 @@ def test_statement_may_hold_absolute_value_bars_and_named_arguments() -> None:
     thm = _theorem("theorem t (f : (x : Nat) → Nat := id) : |a| = |a| := rfl", "t")
     assert thm.statement == "theorem t (f : (x : Nat) → Nat := id) : |a| = |a|"
     assert thm.proof == "rfl"
+
+
+def test_a_let_in_the_statement_keeps_its_own_assignment() -> None:
+    thm = _theorem("theorem ex : let x := 1; let y : Nat := x; y < 2 := by\n  intro x y\n  decide", "ex")
+    assert thm.statement == "theorem ex : let x := 1; let y : Nat := x; y < 2"
+    assert thm.proof == "by\n  intro x y\n  decide"
+    assert _extract("def f : Nat := let x := 1; x").premises[0].code == "def f : Nat := let x := 1; x"
 
 
 # --- tactic steps ------------------------------------------------------------------------

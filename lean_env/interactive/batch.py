@@ -13,9 +13,13 @@ without their attributes (a copy that is a ``simp`` lemma would change its sibli
 one; such a tactic's "finished" is confirmed by a run of its own (:func:`needs_confirming`;
 :class:`~lean_env.interactive.filecheck.FileCheckSession` does it). And what the parser does
 after an error, and what the theorem's own name means inside its proof: a candidate whose
-brackets do not balance, or that names the theorem, is never batched (:func:`batchable`),
-and a copy with a parse error, and the ones before and after it, run alone
-(:meth:`BatchFile.unsure`).
+brackets do not balance, or that names the theorem, is never batched (:func:`batchable`).
+After each copy comes a marker, ``#check @`` :data:`END_MARK`, whose one error ("unknown
+identifier") says that the parser read the copy to its end and started afresh: a copy
+whose text wants more reads on into its marker, and after a parse error the parser skips
+ahead to the next command, at the latest that marker. So a copy with a parse error, or
+whose marker says anything else, runs alone (:meth:`BatchFile.unsure`); its neighbours
+keep their verdicts.
 Every other verdict is the one the candidate alone gets, up to the numbers of metavariables
 in its messages (``?m.4578`` alone is ``?m.13057`` among many copies: they count up through
 a file).
@@ -35,15 +39,19 @@ from lean_env.trace.source.lexer import IDENT_RE, mask
 # What a copy's name gets after the declared name, then its index.
 BATCH_MARK = "_leanagent_batch"
 _MARK_RE = re.compile(re.escape(BATCH_MARK) + r"\d+")
+# The name each copy's marker checks: declared nowhere, so Lean always says it is unknown.
+END_MARK = "leanagent_batch_end"
+_MARKER = f"#check @{END_MARK}"
 # The declaration keyword and the declared name (in comment-masked text).
 _DECLARATION_RE = re.compile(r"(?<![\w.'])(?:theorem|lemma)\s+([^\s:({\[⦃]+)")
-# Text separating two copies.
+# Text between a copy and its marker, and between the marker and the next copy.
 _GAP = "\n\n"
 # Tactics that search the environment by statement, and could find an earlier copy: `exact?`,
 # `apply?`, `rw?` and the like, and the older names of library search.
 _SEARCHES_RE = re.compile(r"(?<![\w.'])(?:[\w.']+\?|library_search|hint|suggest)(?![\w'!?])")
-# Lean's parse errors: after one the parser skips ahead, maybe into the next copy.
-_PARSE_ERROR_RE = re.compile(r"(?:unexpected|expected) ")
+# Lean's parse errors (one line: "expected term", "unexpected token 'at'; expected ..."),
+# not the elaborator's "expected type must not contain free or meta variables\n  a = b".
+_PARSE_ERROR_RE = re.compile(r"(?:unexpected|expected) (?!type )[^\n]*")
 _OPENING, _CLOSING = "([{⟨⦃", ")]}⟩⦄"
 
 
@@ -54,6 +62,7 @@ class Copy:
     start: Position  # its first character
     by: Position  # its proof's ``by``
     end: Position  # just past its proof
+    marker: Position  # its marker's ``#check``, after the proof
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,23 +73,28 @@ class BatchFile:
     copies: tuple[Copy, ...]
 
     def diagnostics_of(self, index: int, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
-        """The diagnostics within copy ``index`` (up to the next copy), with the declared
-        name in place of the copy's."""
-        start = self.copies[index].start
-        stop = self.copies[index + 1].start if index + 1 < len(self.copies) else None
-        return [_unmarked(d) for d in diagnostics if start <= d.start and (stop is None or d.start < stop)]
+        """The diagnostics within copy ``index`` (up to its marker), with the declared name
+        in place of the copy's."""
+        copy = self.copies[index]
+        return [_unmarked(d) for d in diagnostics if copy.start <= d.start < copy.marker]
 
     def unsure(self, diagnostics: Sequence[Diagnostic]) -> set[int]:
-        """The copies whose verdict the batch may not give right: one with a parse error and
-        its neighbours. After a parse error Lean's parser skips ahead, so what it says next
-        can be the next copy's; and a copy whose text ends early (a term that wants more)
-        reads on into the next, whose start then shows the error."""
-        broken = {
+        """The copies whose verdict the batch may not give right: one with a parse error
+        (what the parser read after it is not what it reads alone, where the rest of the file
+        follows), and one whose marker does not say just that its name is unknown (the copy
+        read on into it, or the parser skipped over it)."""
+        return {
             index
             for index in range(len(self.copies))
-            if any(_PARSE_ERROR_RE.match(d.message) for d in self.diagnostics_of(index, diagnostics) if d.is_error)
+            if any(_PARSE_ERROR_RE.fullmatch(d.message) for d in self.diagnostics_of(index, diagnostics) if d.is_error)
+            or not self._marker_clean(index, diagnostics)
         }
-        return {near for index in broken for near in (index - 1, index, index + 1) if 0 <= near < len(self.copies)}
+
+    def _marker_clean(self, index: int, diagnostics: Sequence[Diagnostic]) -> bool:
+        start = self.copies[index].marker
+        stop = self.copies[index + 1].start if index + 1 < len(self.copies) else None
+        said = [d for d in diagnostics if start <= d.start and (stop is None or d.start < stop)]
+        return len(said) == 1 and said[0].is_error and END_MARK in said[0].message
 
     def before_copies(self, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics before the first copy: of the file around the theorem."""
@@ -100,13 +114,11 @@ def batch_file(source: str, theorem: Theorem, proofs: Sequence[str]) -> BatchFil
         if header is None:
             return None
         copy = header + spliced[proof_at:]
-        if index:
-            parts.append(_GAP)
-            at += len(_GAP)
-        spans.append((at, at + len(header), at + len(copy)))
-        parts.append(copy)
-        at += len(copy)
-    text = "".join(parts) + "\n"
+        marked = f"{copy}{_GAP}{_MARKER}{_GAP}"
+        spans.append((at, at + len(header), at + len(copy), at + len(copy) + len(_GAP)))
+        parts.append(marked)
+        at += len(marked)
+    text = "".join(parts)
     copies = tuple(Copy(*(position_of(text, offset) for offset in span)) for span in spans)
     return BatchFile(text, copies)
 

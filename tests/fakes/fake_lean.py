@@ -44,7 +44,10 @@ axioms: [...]`` or ``'NAME' does not depend on any axioms``. A theorem depends o
 statement or proof names a declaration of the file whose body does (a placeholder). With
 ``"info_headers": true`` in the script the message gets a ``FILE:LINE:0: info:`` header. An
 unknown NAME is an error at the command, and so is the command in a file that starts with
-``module`` (Lean's module system refuses it there). Nothing after ``#exit`` is read.
+``module`` (Lean's module system refuses it there). ``#check @NAME`` (a line of its own) of a
+name the file does not declare is the error ``unknown identifier 'NAME'`` at the name (a
+declared one prints its type bare, which nothing here reads, so it prints nothing). Nothing
+after ``#exit`` is read.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
 """
@@ -73,6 +76,7 @@ _DEF_RE = re.compile(
 )
 _EXIT_RE = re.compile(r"^#exit\b", re.M)
 _PRINT_AXIOMS_RE = re.compile(r"^#print\s+axioms\s+(\S+)[ \t]*$", re.M)
+_CHECK_RE = re.compile(r"^#check\s+@(\S+)[ \t]*$", re.M)
 _MODULE_ERROR = (
     "cannot use `#print axioms` in a `module`; consider temporarily removing the `module` header "
     "or placing the command in a separate file"
@@ -239,11 +243,22 @@ def print_axioms(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     return out
 
 
+def unknown_checked(text: str) -> list[tuple[int, int, str, str]]:
+    """What each ``#check @NAME`` line of ``text`` of an undeclared name says."""
+    declared = {t["name"] for t in find_theorems(text)} | {d["name"] for d in find_theorems(text, _DEF_RE)}
+    return [
+        (*line_col(text, m.start(1)), "error", f"unknown identifier '{m[1]}'")
+        for m in _CHECK_RE.finditer(text)
+        if m[1] not in declared
+    ]
+
+
 def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     out = [(e["line"], e["column"], "error", e["message"]) for e in script.get("errors", [])]
     if end := _EXIT_RE.search(text):  # Lean reads nothing after `#exit`
         text = text[: end.start()]
     out += print_axioms(text, script)
+    out += unknown_checked(text)
     theorems = script.get("theorems", {})
     for thm in find_theorems(text):
         thm["proof"] = uncommented(thm["proof"])

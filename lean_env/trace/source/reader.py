@@ -51,7 +51,7 @@ _COLUMN1_KEYWORDS = (
     "open set_option attribute export macro_rules macro syntax elab_rules elab notation infixl "
     "infixr infix prefix postfix initialize builtin_initialize run_cmd declare_syntax_cat omit "
     "include add_decl_doc alias assert_not_exists suppress_compilation unseal seal deriving "
-    "import prelude"
+    "import prelude unif_hint register_simp_attr register_option binder_predicate"
 ).split()
 # The commands whose text is read: the others only end the command before them.
 _READ_KEYWORDS = frozenset([*_DECL_KEYWORDS, "open", "set_option", "alias", "namespace", "section", "end", "mutual"])
@@ -76,7 +76,10 @@ _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 # may appear in a statement) except for inductive types, whose constructors use it inline.
 # Every alternative starts with a literal character (no group, no lookbehind first): `re`
 # then skips to candidate characters in C instead of trying the whole pattern at each one.
-_HEADER_STOPS = re.compile(r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])")
+# `let` too: in a type (`let x := 1; x < 2`) its `:=` is not the proof's.
+_HEADER_STOPS = re.compile(
+    r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])|l(?<![\w'!?.]l)et(?![\w'!?])"
+)
 _COLON_TOKENS = re.compile(r"(?<!:):(?![=:])|[(\[{⟨⦃]|[)\]}⟩⦄]")
 _BARS = re.compile(r"[(\[{⟨⦃]|[)\]}⟩⦄]|(?<![\w'!?.])deriving(?![\w'!?])|\|")
 _OPEN_BRACKETS = "([{⟨⦃"
@@ -534,6 +537,7 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
     ``str.count``, so the Python work is per candidate, not per bracket."""
     depth = 0
     last = pos
+    lets = 0  # `let`s outside brackets whose `:=` is still to come
     # `search` from stop to stop rather than `finditer`: most headers end at their first
     # stop, and an iterator costs more to set up than the one search it would make.
     t = _HEADER_STOPS.search(masked, pos, end)
@@ -545,7 +549,11 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
             last = t.start()
             if depth < 0:
                 return _HeaderSplit(end, "", last)
-            if depth == 0:
+            if depth == 0 and token == "let":
+                lets += 1
+            elif depth == 0 and token == ":=" and lets:
+                lets -= 1
+            elif depth == 0:
                 return _HeaderSplit(t.end() - 1, "|", 0) if bar else _HeaderSplit(t.start(), token, 0)
         t = _HEADER_STOPS.search(masked, t.end(), end)
     depth += _depth(masked, last, end)
