@@ -44,6 +44,9 @@ COMMAND_MODULES = (
 )
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# What an interrupted command says, unless it says what it keeps itself (a parser default
+# `interrupted`): the jobs keep their finished work in the database and resume from it.
+INTERRUPTED = "interrupted; finished work is saved, re-run to resume"
 
 log = logging.getLogger("leanagent")
 
@@ -96,6 +99,7 @@ def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
     undo finished work, and must not turn its exit code into 130."""
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
+    args = None
     try:
         if standalone:  # from here on, Ctrl-C is a KeyboardInterrupt that the except below ends
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -110,18 +114,22 @@ def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         return code
     except KeyboardInterrupt:
-        return _fail(None, EXIT_INTERRUPTED, as_json=as_json, argv=argv)
+        # What an interruption keeps is the command's to say (verify keeps nothing).
+        interrupted = getattr(args, "interrupted", INTERRUPTED)
+        return _fail(None, EXIT_INTERRUPTED, as_json=as_json, argv=argv, interrupted=interrupted)
     except (UserInputError, LeanNotFoundError, VerifyInputError) as e:
         return _fail(e, EXIT_USAGE, as_json=as_json, argv=argv)
     except (LeanAgentError, VerifyError) as e:
         return _fail(e, EXIT_FAILURE, as_json=as_json, argv=argv)
 
 
-def _fail(error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str]) -> int:
+def _fail(
+    error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str], interrupted: str = ""
+) -> int:
     """One line on stderr (``-v`` adds the traceback first), and with ``--json`` the same as
-    a JSON object on stdout. ``error`` None: interrupted."""
+    a JSON object on stdout. ``error`` None: interrupted, which ``interrupted`` says."""
     if error is None:
-        message = "interrupted; finished work is saved, re-run to resume"
+        message = interrupted
         print(f"leanagent: {message}", file=sys.stderr)
     else:
         # Read from the words, not the parsed options: the parse itself may have failed.

@@ -25,6 +25,8 @@ import functools
 import hashlib
 import os
 import socket
+import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +36,10 @@ from agent.settings import Settings
 from lean_env.errors import UserInputError
 
 LOCK_NAME = "leanagent.lock"
+# Seconds between the lines saying that a job given --wait is still waiting.
+WAIT_HEARTBEAT = 60.0
+# Seconds between a waiting job's tries of PostgreSQL's advisory lock.
+_ADVISORY_POLL = 1.0
 # A command handler: parsed arguments and settings in, exit code out.
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -57,7 +63,9 @@ def job_lock(settings: Settings, command: str, *, wait: bool = False) -> Iterato
         locks.enter_context(
             _file_lock(settings.data_dir / LOCK_NAME, me, what=f"the data directory {settings.data_dir}", wait=wait)
         )
-        sqlite = _sqlite_path(settings.db_url)
+        from curriculum.store import sqlite_file
+
+        sqlite = sqlite_file(settings.db_url)
         if sqlite is not None:
             # Taken even when the file is in this data directory: a job in another data
             # directory may name the same file with --db.
@@ -86,7 +94,7 @@ def holding_job_lock(command: str) -> Callable[[Handler], Handler]:
 
 @contextlib.contextmanager
 def _file_lock(path: Path, me: str, *, what: str, wait: bool) -> Iterator[None]:
-    from filelock import FileLock, Timeout
+    from filelock import FileLock
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,13 +103,17 @@ def _file_lock(path: Path, me: str, *, what: str, wait: bool) -> Iterator[None]:
     holder = path.with_name(path.name + ".holder")
     # A stale holder file (its process died) is overwritten by the next holder; it is only
     # read while the lock is held by someone, so it names that someone.
-    lock = FileLock(path, blocking=wait, thread_local=False)
+    lock = FileLock(path, thread_local=False)
     try:
-        lock.acquire()
-    except Timeout:
-        raise JobLockedError(
-            f"{what} is in use by {_read(holder) or 'another leanagent job'}; wait for it to end, or give --wait"
-        ) from None
+        taken = _try(lock.acquire, blocking=False)
+        if not taken and not wait:
+            raise JobLockedError(
+                f"{what} is in use by {_read(holder) or 'another leanagent job'}; wait for it to end, or give --wait"
+            )
+        waiting = Waiting(what)
+        while not taken:
+            waiting.say(_read(holder) or "another leanagent job")
+            taken = _try(lock.acquire, timeout=WAIT_HEARTBEAT)
     except OSError as error:
         raise UserInputError(f"cannot lock {path}: {error.strerror or error}") from error
     try:
@@ -113,25 +125,42 @@ def _file_lock(path: Path, me: str, *, what: str, wait: bool) -> Iterator[None]:
         lock.release()
 
 
+class Waiting:
+    """What a job given ``--wait`` says while it waits for ``what``: who holds it, once,
+    then every :data:`WAIT_HEARTBEAT` seconds that it is still waiting (on stderr, so that
+    ``--json`` output stays clean)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.since = time.monotonic()
+        self._said_at: float | None = None
+
+    def due(self) -> bool:
+        return self._said_at is None or time.monotonic() - self._said_at >= WAIT_HEARTBEAT
+
+    def say(self, holder: str) -> None:
+        waited = time.monotonic() - self.since
+        still = f"still waiting ({waited:.0f} s)" if self._said_at is not None else "waiting"
+        print(f"leanagent: {still} for {self.what}, in use by {holder}", file=sys.stderr, flush=True)
+        self._said_at = time.monotonic()
+
+
+def _try(acquire: Callable[..., object], **how: Any) -> bool:
+    """Whether ``acquire(**how)`` took the file lock (False: it timed out)."""
+    from filelock import Timeout
+
+    try:
+        acquire(**how)
+    except Timeout:
+        return False
+    return True
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8").strip()
     except OSError:
         return ""
-
-
-def _sqlite_path(url: str) -> Path | None:
-    """The database file of a SQLite URL (None for another backend, or an in-memory one)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return None  # Store.open says what is wrong with it
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database).expanduser()
 
 
 # The advisory lock's key: one bigint per database, the same for every leanagent job.
@@ -153,13 +182,15 @@ def _advisory_lock(url: str, me: str, *, wait: bool) -> Iterator[None]:
             yield  # unreachable: Store.open reports it, with the URL's reason
             return
         with connection:
-            if wait:
-                connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
-            elif not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _ADVISORY_KEY}).scalar():
-                raise JobLockedError(
-                    f"the database {engine.url.render_as_string(hide_password=True)} is in use by "
-                    f"{_advisory_holder(connection) or 'another leanagent job'}; wait for it to end, or give --wait"
-                )
+            shown = f"the database {engine.url.render_as_string(hide_password=True)}"
+            waiting = Waiting(shown)
+            while not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _ADVISORY_KEY}).scalar():
+                holder = _advisory_holder(connection) or "another leanagent job"
+                if not wait:
+                    raise JobLockedError(f"{shown} is in use by {holder}; wait for it to end, or give --wait")
+                if waiting.due():
+                    waiting.say(holder)
+                time.sleep(_ADVISORY_POLL)
             connection.commit()
             try:
                 yield

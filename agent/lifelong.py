@@ -194,7 +194,7 @@ class LifelongJob:
             training, embeddings = None, None
             try:
                 if options.training is not None:
-                    training, embeddings = self._train(ordered, options.training, prover)
+                    training, embeddings = self._train(ordered, options.training, prover, database=store.identity)
                 elif prover is not None:
                     for location in prover.locations:
                         prover.prove(location, retriever=None)
@@ -244,7 +244,12 @@ class LifelongJob:
         return dataclasses.replace(result, report=tuple(paths))
 
     def _train(
-        self, ordered: list[RepoTrace], training: RetrieverTraining, prover: RepositoryProver | None
+        self,
+        ordered: list[RepoTrace],
+        training: RetrieverTraining,
+        prover: RepositoryProver | None,
+        *,
+        database: str,
     ) -> tuple[ProgressiveReport, EmbeddingCounts]:
         """One step per repository the learner has not learned at its newest commit; with a
         prover, each file repository's sorries are attempted after its step. Also what was
@@ -258,15 +263,16 @@ class LifelongJob:
 
         settings = self.settings
         model_id = model_key(training.model)
-        # One learner per database, starting model and options, kept across runs: it is the
-        # lifelong state (another database or model starts another learner, it never mixes).
+        # One learner per database (its identity, whatever URL reached it), starting model
+        # and options, kept across runs: it is the lifelong state (another database or model
+        # starts another learner, it never mixes).
         encoder = TextEncoder.load(training.model, max_length=training.embed_length, device=training.device)
         name = learner_id(
             training.config,
             test_fraction=training.test_fraction,
             model_id=model_id,
             embed_length=encoder.max_length,
-            place=settings.db_url,
+            place=database,
         )
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)

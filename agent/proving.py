@@ -24,7 +24,7 @@ from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import nonstandard
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT, Verdict, check_proof
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
-from lean_env.repos import is_skipped, parse_spec, resolve
+from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
 
 if TYPE_CHECKING:
     from lean_env.proofs.writeback import FreshBranch, StaleProof
@@ -301,6 +301,11 @@ class RepositoryProver:
         from lean_env.lean.runner import LeanRunner
 
         skip = skip or {}
+        by_location = {t.spec.location: t for t in traces}
+        for loc in locations:
+            files = [f.path for f in by_location[loc].files] if loc in by_location else []
+            for glob in unmatched_globs(files, skip.get(loc, ())):
+                log.warning("skip=%s matches no file of %s: it leaves nothing alone", glob, loc)
         sorries = {loc: store.theorems(status=TheoremStatus.SORRY, location=loc) for loc in locations}
         targets = {
             loc: [t for t in found if not is_skipped(t.theorem.path, skip.get(loc, ()))]

@@ -16,15 +16,17 @@ if TYPE_CHECKING:
     from lean_env.trace.choice import TracerChoice
 
 
-def open_store(settings: Settings) -> Store:
-    """The database of ``settings`` (its data directory created first)."""
+def open_store(settings: Settings, *, read_only: bool = False) -> Store:
+    """The database of ``settings`` (its data directory created first); ``read_only`` for a
+    command that only reads (:meth:`~curriculum.store.Store.open_to_read`: an existing
+    database is read where it cannot be written)."""
     from curriculum.store import Store
 
-    try:
+    try:  # (nothing to do, and nothing written, where it exists)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UserInputError(f"cannot create the data directory {settings.data_dir}: {e.strerror or e}") from e
-    return Store.open(settings.db_url)
+    return Store.open_to_read(settings.db_url) if read_only else Store.open(settings.db_url)
 
 
 def ingest_repositories(

@@ -9,7 +9,7 @@ The models hold data only; every session and commit lives in :mod:`curriculum.st
      or path)      │                  ├─ theorems ── tactic_steps ── tactic_premises ─► premises
                    │                  └─ parse_problems
     runs ── proof_attempts ─► theorems
-    leanagent_schema (one row: the schema version)
+    leanagent_schema (one row: the schema version and the database's identity)
 
 A repository is keyed by its location (URL, or absolute path of a local project); a version
 by (repository, commit). Everything a trace holds hangs off its version, so equal file paths
@@ -22,12 +22,13 @@ Timestamps are timezone-aware UTC on every backend (SQLite stores them naive; th
 
 The database records the version of this schema it was made with (:class:`SchemaRow`);
 :meth:`curriculum.store.Store.open` opens only a database of :data:`SCHEMA_VERSION`, or an
-empty one, which it makes.
+empty one, which it makes, or one of version 1, which it gives its identity.
 """
 
 from __future__ import annotations
 
 import enum
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,11 +101,22 @@ class Base(DeclarativeBase):
 # The version of the tables below: bump it with any change to them. A database made at
 # another version (or by an older leanagent, before versions were recorded) is refused,
 # not read with columns it lacks or written with rows it cannot hold.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 1 had no identity; curriculum.store upgrades such a database in place.
+IDENTITY_SINCE = 2
+
+
+def new_identity() -> str:
+    """A database's identity: random, made once, when its schema is (32 hex digits)."""
+    return uuid.uuid4().hex
 
 
 class SchemaRow(Base):
-    """The version of the schema the database was made with: one row, id 1."""
+    """The version of the schema the database was made with, and its identity: one row, id 1.
+
+    The identity names this database wherever it is reached from (a path spelled two ways,
+    a copy moved elsewhere): what is kept beside it (the learner) is keyed by it, never by
+    the URL."""
 
     __tablename__ = "leanagent_schema"
     # One row only: two processes making one database both insert id 1, and one of them loses.
@@ -112,6 +124,7 @@ class SchemaRow(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     version: Mapped[int]
+    identity: Mapped[str] = mapped_column(String(32))
 
 
 class RepositoryRow(Base):

@@ -28,9 +28,11 @@ import logging
 import re
 import sqlite3
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -43,7 +45,9 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    update,
 )
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     ArgumentError,
     IntegrityError,
@@ -56,6 +60,7 @@ from sqlalchemy.orm import Session
 
 from curriculum import bulk, found_proofs
 from curriculum.db import (
+    IDENTITY_SINCE,
     SCHEMA_VERSION,
     AttemptOutcome,
     AttemptRow,
@@ -69,6 +74,7 @@ from curriculum.db import (
     TacticRow,
     TheoremRow,
     VersionRow,
+    new_identity,
     utcnow,
 )
 from curriculum.results import (
@@ -109,18 +115,21 @@ class RecordNotFoundError(LeanAgentError, LookupError):
 class Store(ClosesOnExit):
     """The dynamic database. Build with :meth:`open`; close (or use as a context manager)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, identity: str, *, url: str | None = None) -> None:
         self._engine = engine
         # Shown in error messages; never with the password.
-        self.url = engine.url.render_as_string(hide_password=True)
+        self.url = url or engine.url.render_as_string(hide_password=True)
+        # This database's own name (curriculum.db.SchemaRow), whatever URL reached it.
+        self.identity = identity
 
     @classmethod
     def open(cls, url: str) -> Store:
-        """Connect to ``url`` (any SQLAlchemy URL). An empty database gets the tables and the
-        schema version (:data:`~curriculum.db.SCHEMA_VERSION`), in one transaction; one of
-        this schema version opens as it is; any other (tables but no version: an older
-        leanagent's or another program's; another version) is refused with a
-        :class:`DatabaseUnavailableError` before anything is written to it."""
+        """Connect to ``url`` (any SQLAlchemy URL). An empty database gets the tables, the
+        schema version (:data:`~curriculum.db.SCHEMA_VERSION`) and its identity, in one
+        transaction; one of this schema version opens as it is; one of version 1 (the same
+        tables, no identity) is given its identity, in one transaction; any other (tables
+        but no version: an older leanagent's or another program's; another version) is
+        refused with a :class:`DatabaseUnavailableError` before anything is written to it."""
         try:
             engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
@@ -133,12 +142,16 @@ class Store(ClosesOnExit):
             # file: a database that is refused is left as it was), on a connection closed
             # afterwards, so that every later one has them.
             with engine.connect() as conn:
-                empty = _schema_is_missing(conn, shown)
+                version = _schema_version(conn, shown)
             engine.dispose()
             if engine.dialect.name == "sqlite":
                 event.listen(engine, "connect", _sqlite_pragmas)
-            if empty:
+            if version is None:
                 _make_schema(engine, shown)
+            elif version < IDENTITY_SINCE:
+                _give_identity(engine, shown)
+            with engine.connect() as conn:
+                identity = conn.scalar(select(SchemaRow.identity))
         except SQLAlchemyError as e:
             engine.dispose()
             # Whatever fails before the tables exist (no server, a path that cannot be
@@ -147,7 +160,42 @@ class Store(ClosesOnExit):
         except DatabaseUnavailableError:
             engine.dispose()
             raise
-        return cls(engine)
+        return cls(engine, identity)
+
+    @classmethod
+    def open_to_read(cls, url: str) -> Store:
+        """Like :meth:`open`, for a command that only reads: an existing SQLite file is
+        opened read-only, so that a database in a directory this user cannot write (which
+        WAL mode would need for its ``-shm`` file) is still read; where SQLite cannot
+        open it read-only in place, it reads it as immutable (a snapshot: nobody can be
+        writing where nobody may write). Anything else (a server, a file yet to be made)
+        opens as :meth:`open` does. Nothing is upgraded: a database of schema version 1
+        opened so has no identity yet (``""``)."""
+        database = sqlite_file(url)
+        if database is None or not database.is_file():
+            return cls.open(url)
+        located = make_url(url).set(database=f"file:{urllib.parse.quote(str(database))}")
+        shown = f"sqlite:///{database}"
+        failure: SQLAlchemyError | None = None
+        for query in ({"mode": "ro", "uri": "true"}, {"immutable": "1", "uri": "true"}):
+            engine = create_engine(located.set(query=query), connect_args={"timeout": _SQLITE_WAIT})
+            try:
+                with engine.connect() as conn:
+                    version = _schema_version(conn, shown)
+                    if version is None:
+                        raise DatabaseUnavailableError(f"the database {shown} is empty: there is nothing to read")
+                    identity = conn.scalar(select(SchemaRow.identity)) if version >= IDENTITY_SINCE else ""
+                return cls(engine, identity, url=shown)
+            except OperationalError as e:  # cannot be opened read-only so: try the next way
+                engine.dispose()
+                failure = e
+            except SQLAlchemyError as e:  # not a database, say
+                engine.dispose()
+                raise DatabaseUnavailableError(f"cannot use the database {shown} (opening it): {_reason(e)}") from e
+            except BaseException:
+                engine.dispose()
+                raise
+        raise DatabaseUnavailableError(f"cannot read the database {database}: {_reason(failure)}") from failure
 
     def close(self) -> None:
         """Release pooled connections; idempotent."""
@@ -496,44 +544,48 @@ class Store(ClosesOnExit):
         )
 
 
-def _schema_is_missing(conn: Connection, url: str) -> bool:
-    """True for an empty database (no tables), False for one of this schema version; any
-    other is refused (DatabaseUnavailableError). Reads only."""
+def _schema_version(conn: Connection, url: str) -> int | None:
+    """None for an empty database (no tables), else its schema version: this one, or 1
+    (upgraded by :func:`_give_identity`); any other is refused (DatabaseUnavailableError).
+    Reads only."""
     tables = set(inspect(conn).get_table_names())
     if not tables:
-        return True
+        return None
     if SchemaRow.__tablename__ not in tables:
         raise DatabaseUnavailableError(
             f"the database {url} was not made by this leanagent (it has tables but no schema "
             "version: an older leanagent's or another program's); use another --db or data directory"
         )
     versions = list(conn.scalars(select(SchemaRow.version)))
-    if versions != [SCHEMA_VERSION]:
+    if versions not in ([SCHEMA_VERSION], [1]):
         by = "a newer" if versions and max(versions) > SCHEMA_VERSION else "another"
         found = ", ".join(map(str, versions)) or "none"
         raise DatabaseUnavailableError(
             f"the database {url} was made by {by} leanagent (schema version {found}; this one "
             f"uses version {SCHEMA_VERSION}); use another --db or data directory, or that leanagent"
         )
-    _check_columns(inspect(conn), tables, url)
-    return False
+    (version,) = versions
+    _check_columns(inspect(conn), tables, url, version)
+    return version
 
 
-def _check_columns(inspector: Inspector, tables: set[str], url: str) -> None:
-    """Every table and column of this schema version is there: a database whose schema was
+def _check_columns(inspector: Inspector, tables: set[str], url: str, version: int) -> None:
+    """Every table and column of ``version`` is there: a database whose schema was
     changed by hand (a table dropped, a column renamed) is refused before it is used, not
     half-way through a run."""
     for table in Base.metadata.sorted_tables:
         if table.name not in tables:
             raise DatabaseUnavailableError(
-                f"the database {url} has schema version {SCHEMA_VERSION} but no table {table.name!r}; "
+                f"the database {url} has schema version {version} but no table {table.name!r}; "
                 "it was changed by hand: use another --db or data directory"
             )
         present = {c["name"] for c in inspector.get_columns(table.name)}
+        if version < IDENTITY_SINCE:
+            present.add(SchemaRow.identity.key)  # what the upgrade adds
         missing = [c.name for c in table.columns if c.name not in present]
         if missing:
             raise DatabaseUnavailableError(
-                f"the database {url} has schema version {SCHEMA_VERSION} but its table {table.name!r} lacks "
+                f"the database {url} has schema version {version} but its table {table.name!r} lacks "
                 f"the column(s) {', '.join(missing)}; it was changed by hand: use another --db or data directory"
             )
 
@@ -552,12 +604,35 @@ def _make_schema(engine: Engine, url: str) -> None:
                     # pysqlite begins no transaction before DDL (each CREATE TABLE would commit
                     # on its own); IMMEDIATE takes the write lock at once.
                     conn.exec_driver_sql("BEGIN IMMEDIATE")
-                if _schema_is_missing(conn, url):
+                if _schema_version(conn, url) is None:
                     Base.metadata.create_all(conn)
-                    conn.execute(insert(SchemaRow).values(id=1, version=SCHEMA_VERSION))
+                    conn.execute(insert(SchemaRow).values(id=1, version=SCHEMA_VERSION, identity=new_identity()))
                 conn.commit()
             return
         except (IntegrityError, ProgrammingError):
+            if attempt == 2:
+                raise
+
+
+def _give_identity(engine: Engine, url: str) -> None:
+    """Upgrade a database of schema version 1 to this one, in one transaction: the schema
+    row gets its identity column, a new identity, and this version. Another process may be
+    upgrading it at once: as in :func:`_make_schema`, the second one waits (SQLite) or fails
+    on the column the first added (a server) and looks again."""
+    for attempt in (1, 2):
+        try:
+            with engine.connect() as conn:
+                if engine.dialect.name == "sqlite":
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                if _schema_version(conn, url) == 1:
+                    conn.exec_driver_sql(
+                        f"ALTER TABLE {SchemaRow.__tablename__} ADD COLUMN {SchemaRow.identity.key} VARCHAR(32)"
+                    )
+                    conn.execute(update(SchemaRow).values(version=SCHEMA_VERSION, identity=new_identity()))
+                conn.commit()
+            log.info("gave the database %s its identity (schema version 1 -> %d)", url, SCHEMA_VERSION)
+            return
+        except ProgrammingError:
             if attempt == 2:
                 raise
 
@@ -614,6 +689,18 @@ def _hide_password(url: str) -> str:
 def _reason(error: SQLAlchemyError) -> str:
     """The first line of the driver's message (DBAPI errors carry it in ``orig``)."""
     return first_line(getattr(error, "orig", None) or error)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (None for another backend, an in-memory database,
+    or a URL that does not parse: :meth:`Store.open` says what is wrong with it)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

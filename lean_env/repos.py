@@ -44,7 +44,7 @@ import stat
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -108,7 +108,7 @@ def parse_repos_file(path: Path) -> list[RepoSpec]:
     """Every spec of a repos file, in order; a malformed line raises :class:`RepoSpecError`
     naming the file and line number."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # as editors write it, maybe with a BOM
     except (OSError, UnicodeDecodeError) as e:
         raise RepoSpecError(f"cannot read repos file {path}: {e}") from e
     specs = []
@@ -154,6 +154,12 @@ def is_skipped(path: str, globs: Sequence[str]) -> bool:
     (``Exercises/*``, ``*_exercise.lean``, ``*`` for the whole repository); a glob naming a
     directory (``MIL``, ``MIL/``) leaves everything under it alone."""
     return any(fnmatchcase(path, glob) or fnmatchcase(path, glob.rstrip("/") + "/*") for glob in globs)
+
+
+def unmatched_globs(paths: Iterable[str], globs: Sequence[str]) -> list[str]:
+    """The ``globs`` that leave none of ``paths`` alone (a typo, or a directory renamed)."""
+    paths = list(paths)
+    return [glob for glob in globs if not any(is_skipped(path, (glob,)) for path in paths)]
 
 
 def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> Checkout:

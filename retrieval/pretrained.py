@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,9 @@ from transformers.utils import logging as hf_logging
 from lean_env.errors import UserInputError, first_line
 
 log = logging.getLogger(__name__)
+
+# Seconds to wait for the hub to answer a connection before calling it unreachable.
+_HUB_PROBE_SECONDS = 5.0
 
 
 class ModelLoadError(UserInputError):
@@ -57,6 +62,8 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
             )
         if not source.is_dir():
             raise ModelLoadError(f"cannot load the {what} {text!r}: no such directory")
+    elif not Path(text).exists():
+        _reachable_or_cached(text, what)
     try:
         with _no_weight_bars():
             config = AutoConfig.from_pretrained(source)
@@ -71,6 +78,32 @@ def load_pretrained(source: str | Path, what: str, model_class: Callable[[Pretra
         raise ModelLoadError(f"cannot load the {what} {text!r} (expected {where}): {first_line(error)}") from error
     log.info("loaded %s %s (%s)", what, text, type(model).__name__)
     return Loaded(config, model, tokenizer)
+
+
+def _reachable_or_cached(name: str, what: str) -> None:
+    """Fail at once, with one line, for a Hugging Face name that can only be downloaded
+    (not in the local cache) where nothing can be: offline by ``HF_HUB_OFFLINE``, or the hub
+    (``HF_ENDPOINT``) unreachable. Otherwise transformers retries for half a minute, logging
+    each retry, before the same conclusion."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return  # cached: transformers finds it offline too
+    if constants.HF_HUB_OFFLINE:
+        raise ModelLoadError(
+            f"cannot load the {what} {name!r}: it is not in the local Hugging Face cache, and "
+            "HF_HUB_OFFLINE is set (give a local directory, or download it where there is a network)"
+        )
+    endpoint = urllib.parse.urlsplit(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname or "", port), timeout=_HUB_PROBE_SECONDS).close()
+    except OSError as error:
+        raise ModelLoadError(
+            f"cannot load the {what} {name!r}: it is not in the local Hugging Face cache, and "
+            f"{endpoint.hostname} cannot be reached from here ({error.strerror or error}); "
+            "give a local directory, or download it where there is a network"
+        ) from error
 
 
 def save_pretrained(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: Path) -> None:

@@ -107,3 +107,16 @@ def test_faults_become_one_line_and_an_exit_code(monkeypatch, capsys, error, cod
 def test_handler_exit_code_is_returned(monkeypatch):
     monkeypatch.setattr(cli, "build_parser", _parser_with(lambda args, settings: 3))
     assert cli.main(["boom"]) == 3
+
+
+def test_an_interrupted_command_says_what_it_keeps(monkeypatch, capsys) -> None:
+    """The jobs resume from the database; verify keeps nothing it did not report (a query
+    that decided lengths names them itself: tests/test_verify_cli.py)."""
+    import agent.commands.verify as verify_commands
+
+    monkeypatch.setattr(verify_commands, "run_trsat", _raiser(KeyboardInterrupt()))
+    assert cli.main(["verify", "trsat", "model.json", "--max-len", "2"]) == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "leanagent: interrupted before any length was decided; nothing is kept\n"
+    monkeypatch.setattr(cli, "build_parser", _parser_with(_raiser(KeyboardInterrupt())))
+    assert cli.main(["boom"]) == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err == f"leanagent: {cli.INTERRUPTED}\n"

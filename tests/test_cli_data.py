@@ -140,6 +140,36 @@ def test_curriculum_and_stats_of_an_empty_database(tmp_path: Path, capsys: pytes
     assert "no repositories ingested yet" in capsys.readouterr().out
 
 
+@contextlib.contextmanager
+def _unwritable(directory: Path):  # type: ignore[no-untyped-def]
+    """``directory`` made immutable (``chattr +i``): nobody, root included, can create a file
+    in it (tests run as root, for whom a mode of 555 changes nothing)."""
+    import subprocess
+
+    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+
+
+def test_reading_commands_read_a_database_in_a_directory_that_cannot_be_written(
+    tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 0
+    capsys.readouterr()
+    data = tmp_path / "data"
+    assert not list(data.glob("leanagent.db-*"))  # closed: no WAL files left beside it
+    with _unwritable(data):
+        assert cli(tmp_path, "db", "stats", "--json") == 0
+        assert json_out(capsys)["repositories"] == 2
+        assert cli(tmp_path, "curriculum", "--json") == 0
+        assert len(json_out(capsys)["order"]) == 2
+        assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 2  # a writer refuses
+        assert "leanagent: error: cannot use the database" in capsys.readouterr().err
+
+
 def _not_lean(tmp: Path) -> list[str]:
     (tmp / "plain").mkdir()
     return ["ingest", str(tmp / "plain")]

@@ -424,8 +424,51 @@ def test_a_fresh_database_gets_the_tables_and_the_schema_version(db_url: str) ->
     assert _tables(db_url) == sorted(Base.metadata.tables)
     engine = create_engine(db_url)
     with engine.connect() as conn:
-        assert conn.execute(select(SchemaRow.id, SchemaRow.version)).all() == [(1, SCHEMA_VERSION)]
+        ((id_, version, identity),) = conn.execute(select(SchemaRow.id, SchemaRow.version, SchemaRow.identity)).all()
     engine.dispose()
+    assert (id_, version) == (1, SCHEMA_VERSION) and re.fullmatch(r"[0-9a-f]{32}", identity)
+    with Store.open(db_url) as store:
+        assert store.identity == identity  # made once, read back ever after
+
+
+def test_each_database_has_an_identity_of_its_own(tmp_path: Path) -> None:
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as a, Store.open(f"sqlite:///{tmp_path / 'b.db'}") as b:
+        assert a.identity != b.identity
+        first = a.identity
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "a.db").rename(tmp_path / "moved" / "a.db")
+    with Store.open(f"sqlite:///{tmp_path / 'moved' / '..' / 'moved' / 'a.db'}") as moved:
+        assert moved.identity == first  # moved, and reached by another spelling
+
+
+def test_a_database_opened_to_read_is_read_and_never_written(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with Store.open(url) as store:
+        store.add_trace(rich_trace())
+        identity, before = store.identity, counts(store)
+    with Store.open_to_read(url) as reader:
+        assert reader.identity == identity and counts(reader) == before
+        with pytest.raises(DatabaseUnavailableError, match=re.escape(f"{url} (storing") + ".*readonly database"):
+            reader.add_trace(dataclasses.replace(rich_trace(), commit="f" * 40))
+    with Store.open(url) as store:
+        assert counts(store) == before
+
+
+def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: str) -> None:  # noqa: F811
+    """Version 1 had the same tables but no identity: opening it adds the column, an
+    identity and the version, and what it held stays."""
+    with Store.open(db_url) as store:
+        store.add_trace(rich_trace())
+    _execute(db_url, "ALTER TABLE leanagent_schema DROP COLUMN identity", "UPDATE leanagent_schema SET version = 1")
+    with Store.open(db_url) as store:
+        assert re.fullmatch(r"[0-9a-f]{32}", store.identity) and store.stats().repositories == 1
+        upgraded = store.identity
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        assert conn.execute(select(SchemaRow.version)).all() == [(SCHEMA_VERSION,)]
+    engine.dispose()
+    with Store.open(db_url) as store:
+        assert store.identity == upgraded
 
 
 @pytest.mark.parametrize(
@@ -443,7 +486,7 @@ def test_a_fresh_database_gets_the_tables_and_the_schema_version(db_url: str) ->
         ),
         pytest.param(
             ["CREATE TABLE leanagent_schema (id INTEGER PRIMARY KEY, version INTEGER)"],
-            "(schema version none; this one uses version 1)",
+            "(schema version none; this one uses version 2)",
             id="version-table-without-its-row",
         ),
     ],
@@ -466,7 +509,7 @@ def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  
     _execute(db_url, "UPDATE leanagent_schema SET version = 999")
     with pytest.raises(
         DatabaseUnavailableError,
-        match=re.escape("made by a newer leanagent (schema version 999; this one uses version 1)"),
+        match=re.escape("made by a newer leanagent (schema version 999; this one uses version 2)"),
     ):
         Store.open(db_url)
 
@@ -490,32 +533,32 @@ def test_making_the_schema_is_one_transaction(db_url: str) -> None:  # noqa: F81
     assert _tables(db_url) == sorted(Base.metadata.tables)
 
 
-def test_stores_opening_a_fresh_database_at_once_all_succeed(
-    db_url: str,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Every opener first sees an empty database (each waits for the others right after that
-    look), so all of them go on to make it: one does, and the others find it made."""
+def _open_at_once(url: str, monkeypatch: pytest.MonkeyPatch, seen: int | None) -> set[str]:
+    """Four stores opening ``url`` at once, each waiting for the others right after its
+    first look at the schema (which must find version ``seen``; None: empty); the
+    identities they read."""
     openers = 4
     barrier = threading.Barrier(openers, timeout=30)
     looked = threading.local()
-    look = store_module._schema_is_missing
+    look = store_module._schema_version
 
     def look_then_wait(conn, url):  # type: ignore[no-untyped-def]
-        missing = look(conn, url)
+        version = look(conn, url)
         if not getattr(looked, "once", False):
             looked.once = True
-            assert missing
+            assert version == seen
             barrier.wait()
-        return missing
+        return version
 
-    monkeypatch.setattr(store_module, "_schema_is_missing", look_then_wait)
+    monkeypatch.setattr(store_module, "_schema_version", look_then_wait)
     errors: list[BaseException] = []
+    identities: set[str] = set()
 
     def open_and_count() -> None:
         try:
-            with Store.open(db_url) as store:
+            with Store.open(url) as store:
                 store.stats()
+                identities.add(store.identity)
         except BaseException as error:  # reported below, from the test's thread
             errors.append(error)
 
@@ -525,7 +568,26 @@ def test_stores_opening_a_fresh_database_at_once_all_succeed(
     for thread in threads:
         thread.join()
     assert errors == []
+    return identities
+
+
+def test_stores_opening_a_fresh_database_at_once_all_succeed(
+    db_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every opener first sees an empty database, so all of them go on to make it: one
+    does, and the others find it made, with one identity."""
+    assert len(_open_at_once(db_url, monkeypatch, None)) == 1
     assert _tables(db_url) == sorted(Base.metadata.tables)
+
+
+def test_stores_upgrading_a_database_at_once_give_it_one_identity(
+    db_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    Store.open(db_url).close()
+    _execute(db_url, "ALTER TABLE leanagent_schema DROP COLUMN identity", "UPDATE leanagent_schema SET version = 1")
+    assert len(_open_at_once(db_url, monkeypatch, 1)) == 1
 
 
 class _BusyCursor:

@@ -77,7 +77,7 @@ def _evaluate(capsys: pytest.CaptureFixture[str], data: Path, *extra: str) -> tu
 
 def _theorems_file(tmp_path: Path, *lines: str) -> str:
     file = tmp_path / "theorems.txt"
-    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8-sig")  # with a BOM, as some editors write
     return str(file)
 
 

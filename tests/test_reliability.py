@@ -280,8 +280,10 @@ def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: P
     assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (2, False)
 
 
-def test_with_wait_a_second_job_runs_once_the_first_ends(tmp_path: Path, repos_file: Path) -> None:
-    import time
+def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_ends(
+    tmp_path: Path, repos_file: Path
+) -> None:
+    import threading
 
     data = tmp_path / "data"
     holder = _hold(data, repos_file)
@@ -291,12 +293,20 @@ def test_with_wait_a_second_job_runs_once_the_first_ends(tmp_path: Path, repos_f
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)
-    assert waiter.poll() is None, waiter.communicate()  # still waiting for the lock
+    # Should it never say so, the holder ends anyway, and the assertion below fails.
+    deadline = threading.Timer(120, lambda: holder.stdin and holder.stdin.close())
+    deadline.start()
+    assert waiter.stderr is not None
+    said = next((line for line in waiter.stderr if "waiting for" in line), "")
+    assert waiter.poll() is None  # still waiting for the lock
     holder.communicate("", timeout=30)
+    deadline.cancel()
     out, err = waiter.communicate(timeout=120)
     assert waiter.returncode == 0, err
     assert json.loads(out)["run"] == 2
+    assert said.startswith("leanagent: waiting for the data directory"), said
+    assert f"in use by leanagent holder (pid {holder.pid} on " in said
+    assert "waiting for" not in err  # said once (the next line comes after a minute)
 
 
 def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos_file: Path) -> None:

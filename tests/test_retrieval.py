@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +187,28 @@ def test_unloadable_models_are_user_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelLoadError, match="cannot load the encoder"):
         TextEncoder.load(tmp_path / "empty")
+
+
+@pytest.mark.parametrize(
+    ("offline", "endpoint", "message"),
+    [
+        pytest.param(True, None, "HF_HUB_OFFLINE is set", id="offline"),
+        # Port 9 (discard) of this machine: nothing listens, so the connection is refused at once.
+        pytest.param(False, "http://127.0.0.1:9", "127.0.0.1 cannot be reached from here", id="unreachable"),
+    ],
+)
+def test_a_hub_name_that_can_only_be_downloaded_fails_at_once_where_nothing_can_be(
+    monkeypatch: pytest.MonkeyPatch, offline: bool, endpoint: str | None, message: str
+) -> None:
+    """Not in the cache, and offline: one clear error, not half a minute of logged retries."""
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+    if endpoint:
+        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    started = time.monotonic()
+    with pytest.raises(ModelLoadError, match=re.escape(message)):
+        TextEncoder.load("leanagent-tests/no-such-model")
+    assert time.monotonic() - started < 5

@@ -133,9 +133,12 @@ def test_later_runs_learn_only_new_repositories_and_report_every_step(tmp_path, 
     assert all(s["before"] is not None and s["untrained"] is not None for s in training["steps"])
     assert "lifelong-learning metrics" in text and "WF5 n/a: needs 5 steps with scores, has 2" in text
 
-    # nothing new: no step is taken again
-    code, third, _ = _run(capsys, data, repos, "--model", str(encoder))
+    # nothing new: no step is taken again, with the data directory reached by another path
+    # too (the learner is the database's, by its identity, not by its URL's spelling)
+    (tmp_path / "alias").symlink_to(data)
+    code, third, _ = _run(capsys, tmp_path / "alias", repos, "--model", str(encoder))
     assert code == 0 and third["training"]["steps_before_this_run"] == 2 and len(third["training"]["steps"]) == 2
+    assert len(list((data / "learner").glob("*.pt"))) == 1
 
 
 def test_without_matplotlib_the_report_says_why_it_has_no_plots(tmp_path, models, capsys, monkeypatch) -> None:
@@ -445,6 +448,17 @@ def test_exercises_are_counted_but_never_proved(
     assert proving["skipped_sorries"] == {str(repo): left_alone} and proving["targets"] == 3 - left_alone
     markdown = Path(payload["report"][1]).read_text(encoding="utf-8")
     assert f"{left_alone} sorry theorem(s) of {repo} left alone" in markdown
+
+
+def test_a_skip_glob_that_matches_no_file_is_warned_of(tmp_path, monkeypatch, capsys, caplog, generator) -> None:
+    repo = demo_lake_repo(tmp_path, monkeypatch)
+    (repo / "Exercises").mkdir()
+    (repo / "Exercises" / "Basic.lean").write_text("theorem ex1 (p : Prop) : p → p := by\n  sorry\n", encoding="utf-8")
+    (tmp_path / "repos.txt").write_text("repo skip=Exercise/*\n", encoding="utf-8")  # a typo
+    code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
+    assert code == 0, err
+    assert f"skip=Exercise/* matches no file of {repo}" in caplog.text
+    assert payload["proving"]["skipped_sorries"] == {} and payload["proving"]["targets"] == 3
 
 
 def _run_after_a_new_commit(

@@ -46,6 +46,7 @@ def test_headers_from_the_first_line_on(source: str, names: list[str]) -> None:
         pytest.param("def reimport := 1\ndef f := x import D\n", (), id="mid-line-is-not-an-import"),
         pytest.param("def f := 1\n  import D\n", (), id="indented-is-not-an-import"),
         pytest.param("import «A».C\n", ("A.C",), id="guillemets-normalized"),
+        pytest.param("\ufeffimport A\nimport B\n", ("A", "B"), id="after-a-byte-order-mark"),
     ],
 )
 def test_imports_only_at_line_starts(source: str, imports: tuple[str, ...]) -> None:

@@ -145,7 +145,9 @@ def test_the_index_ranks_by_cosine_and_finds_steps_added_later() -> None:
         pytest.param("by\n  simp\n  sorry", ("simp", "sorry"), TheoremStatus.PROVED_BY_US, ["simp"], id="sorry-step"),
         pytest.param("| 0 => rfl\n| n+1 => rfl", (), TheoremStatus.PROVEN, [], id="equations"),
         pytest.param("f " * 150, (), TheoremStatus.PROVEN, [], id="long-term"),
-        pytest.param("by\n  simp\n  native_decide", ("simp", "native_decide"), TheoremStatus.PROVEN, ["simp"], id="compiled"),
+        pytest.param(
+            "by\n  simp\n  native_decide", ("simp", "native_decide"), TheoremStatus.PROVEN, ["simp"], id="compiled"
+        ),
         pytest.param("by nativeDecide", ("nativeDecide",), TheoremStatus.PROVEN, [], id="compiled-2021"),
         pytest.param("of_decide_eq_true (by nativeDecide)", (), TheoremStatus.PROVEN, [], id="compiled-term"),
     ],

@@ -44,6 +44,12 @@ def test_save_then_load_round_trips_every_field(tmp_path: Path) -> None:
     assert (run_batch(again, ids).scores == run_batch(spec, ids).scores).all()
 
 
+def test_a_spec_file_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = save_spec(random_spec(np.random.default_rng(3), SynthConfig()), tmp_path / "m.json")
+    path.write_text("\ufeff" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_spec(path).to_json_dict() == load_spec(save_spec(load_spec(path), tmp_path / "n.json")).to_json_dict()
+
+
 def test_arrays_may_live_in_an_npz_beside_the_json(tmp_path: Path) -> None:
     data = _spec_dict(ffn_dim=2)
     np.savez(tmp_path / "w.npz", emb=np.array(data["embedding"]), w1=np.array(data["layers"][0]["ffn"]["w1"]))

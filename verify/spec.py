@@ -637,7 +637,7 @@ def load_spec(path: Path | str) -> EncoderSpec:
     """Read and validate a spec file; every fault is a :class:`SpecError` with the path."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as e:
         raise SpecError(f"cannot read model file {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:

@@ -110,7 +110,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _stats(args: argparse.Namespace, settings: Settings) -> int:
-    with open_store(settings) as store:
+    with open_store(settings, read_only=True) as store:
         stats = store.stats()
     counts = [
         ["repositories", stats.repositories],
@@ -156,7 +156,7 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
 def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
     from curriculum.ordering import curriculum_of
 
-    with open_store(settings) as store:
+    with open_store(settings, read_only=True) as store:
         order = curriculum_of(store)
     emit(order.as_dict(), curriculum_text(order), as_json=args.json)
     return 0
@@ -165,7 +165,7 @@ def _curriculum(args: argparse.Namespace, settings: Settings) -> int:
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.benchmark.write import write_benchmark
 
-    with open_store(settings) as store:
+    with open_store(settings, read_only=True) as store:
         traces = store.latest_traces()
         if not traces:
             raise UserInputError(f"nothing to export: the database {store.url} holds no repositories")

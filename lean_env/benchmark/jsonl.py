@@ -20,7 +20,7 @@ class BenchmarkFormatError(UserInputError):
 
 def read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise BenchmarkFormatError(f"{path}: cannot be read ({e})") from e
 

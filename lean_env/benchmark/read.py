@@ -367,7 +367,7 @@ def _read_metadata(
     if not path.is_file():
         return None, {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkFormatError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:

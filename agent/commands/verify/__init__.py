@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "with a witness word replayed through the reference interpreter."
         ),
     )
+    # What a Ctrl-C that no query caught (before any length was decided) leaves: nothing;
+    # a caught one names the lengths decided (agent.commands.verify.options.interrupted).
+    parser.set_defaults(interrupted="interrupted before any length was decided; nothing is kept")
     sub = parser.add_subparsers(dest="verify_command", metavar="QUERY", required=True)
 
     p = sub.add_parser("trsat", help="is there a word of length <= N the encoder accepts (or maps to a class)?")

@@ -125,6 +125,10 @@ class MaskedText:
         return offset - self.line_starts[bisect_right(self.line_starts, offset) - 1] + 1
 
 
+# The byte-order mark some editors put first in a UTF-8 file.
+BOM = "\ufeff"
+
+
 def mask(text: str) -> MaskedText:
     """Blank out the comments and literals of ``text``; record those that never close."""
     pieces: list[str] = []
@@ -179,11 +183,14 @@ def mask(text: str) -> MaskedText:
             pieces.append("\n".join([" " * len(line) for line in text[start:end].split("\n")]))
         done = pos = end
     pieces.append(text[done:])
+    masked = "".join(pieces)
+    if masked.startswith(BOM):  # an editor's byte-order mark: blank, as Lean skips it
+        masked = " " + masked[1:]
     # Each line but the first starts just after a newline (`map` keeps the loop in C).
     starts = (0, *map(re.Match.end, _NEWLINE.finditer(text)))
     return MaskedText(
         text=text,
-        masked="".join(pieces),
+        masked=masked,
         doc_spans=tuple(docs),
         comments=tuple(comments),
         problems=tuple(problems),

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from lean_env.records import DeclKind
 from lean_env.trace.source.lexer import (
+    BOM,
     IDENT,
     IDENT_RE,
     MaskedText,
@@ -280,10 +281,11 @@ def read_file(source: MaskedText) -> ReadFile:
         else:
             _scope_command(kw, masked, m, end, stack, issues)
             pending = None
+    first = len(BOM) if source.text.startswith(BOM) else 0  # the file's first character
     imports = tuple(
         normalize_name(name)
         for m in _IMPORT.finditer(masked)
-        if m.start() == 0 or masked[m.start() - 1] == "\n"
+        if m.start() == first or masked[m.start() - 1] == "\n"
         for name in m.group(1).split()
     )
     issues.sort(key=lambda issue: issue.offset)
