@@ -4,6 +4,7 @@ and the axiom audit in the same run (a theorem depending on sorryAx is vacuous).
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -241,6 +242,19 @@ def test_an_audit_lean_does_not_make_is_unknown_not_a_rejection(
         )
 
 
+def test_a_proof_after_which_lean_silently_lacks_the_theorem_is_rejected(tmp_path, monkeypatch):
+    """Lean reports no error, but the theorem is not declared after the file (the audit
+    finds no such constant), while with `sorry` for its proof it is: the proof lost it."""
+    imp = {**_IMP, "steps": {"intro h\nrename List α => xs": {"done": True, "undeclared": True}}}
+    script = {"theorems": {**AUDIT_SCRIPT["theorems"], "Demo.imp_self'": imp}}
+    result = _audit(tmp_path, monkeypatch, name="Demo.imp_self'", proof="by\n  intro h\n  rename List α => xs", script=script)
+    assert result.verdict is Verdict.REJECTED and result.axioms is None and result.audit_note == ""
+    assert result.reasons == (
+        "Lean reported no error, but Demo.imp_self' is not declared after the file with this proof (it is with "
+        "`sorry` in its place): something in the proof stopped Lean silently",
+    )
+
+
 @pytest.mark.parametrize(
     ("output", "name", "axioms", "rest"),
     [
@@ -333,3 +347,20 @@ def test_real_lean_accepts_an_example_projects_own_proof(examples_dir):
     theorem = proven[0]
     result = check_proof(project, theorem, theorem.proof, runner=LeanRunner.for_project(project), timeout=900)
     assert result.accepted, result.reasons
+
+
+OLD_LEAN = os.environ.get("LEANAGENT_TEST_OLD_LEAN")
+
+
+@pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
+def test_on_the_2021_lean_a_theorem_it_drops_without_a_word_is_rejected(tmp_path, monkeypatch):
+    """That Lean compiles `rename List α => xs` (α unbound) without an error, and without
+    the theorem: only the audit, then the file with `sorry`, shows that the proof lost it."""
+    monkeypatch.setenv("PATH", f"{OLD_LEAN}{os.pathsep}{os.environ.get('PATH', '')}")
+    source = "theorem t (n : Nat) : n = n := by\n  rfl\n"
+    (tmp_path / "Old.lean").write_text(source, encoding="utf-8")
+    theorem = fake_lean.theorem_record(source, "t", "Old.lean")
+    runner = LeanRunner.for_project(tmp_path)
+    dropped = check_proof(tmp_path, theorem, "by\n  rename List α => xs\n  rfl", runner=runner, timeout=60)
+    assert dropped.verdict is Verdict.REJECTED and "is not declared after the file" in dropped.reasons[0]
+    assert check_proof(tmp_path, theorem, "by\n  rfl", runner=runner, timeout=60).accepted

@@ -123,7 +123,7 @@ def encode_word(spec: EncoderSpec, word: Sequence[str]) -> list[int]:
     for pos, symbol in enumerate(word):
         if symbol not in alphabet:
             raise VerifyInputError(f"word position {pos}: symbol {symbol!r} is not in the alphabet {list(alphabet)}")
-        ids.append(spec.vocab.index(symbol))
+        ids.append(spec.token_id(symbol))
     if not ids:
         raise VerifyInputError("the word is empty; words have length >= 1")
     return ids

@@ -540,7 +540,7 @@ def robust(
     def goal(env: Environment, runs: list[EncodedRun], variables: list[FNode]) -> FNode:
         m, b = env.formula_manager, runs[0].builder
         changed = [
-            b.ite(m.Not(m.Equals(v, m.BV(words.alphabet.index(s), words.code_width))), b.const(1), b.const(0))
+            b.ite(m.Not(m.Equals(v, m.BV(words.code(s), words.code_width))), b.const(1), b.const(0))
             for v, s in zip(variables, word)
         ]
         within = m.Not(b.gt(b.total(changed), b.const(distance)))
@@ -552,7 +552,7 @@ def robust(
     decided, pre = None, None
     try:
         if options.presearch > 0:
-            centre = [words.alphabet.index(s) for s in word]
+            centre = [words.code(s) for s in word]
             pre = search_ball(centre, words.code_domains(domains), distance, hit, budget=options.presearch, seed=n)
             decided = _presearched(words, n, pre)
         if decided is not None:

@@ -62,7 +62,7 @@ import difflib
 import enum
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -233,18 +233,25 @@ class EncoderSpec:
     positional: Positional
     layers: tuple[Layer, ...]
     readout: Readout
+    _ids: dict[str, int] = field(init=False, repr=False)  # set by __post_init__
 
     @property
     def word_alphabet(self) -> tuple[str, ...]:
         """Symbols a word may contain: the vocabulary minus the CLS symbol."""
         return tuple(s for s in self.vocab if s != self.readout.cls_token)
 
+    def __post_init__(self) -> None:
+        # Symbol -> index, made once: vocabularies run to hundreds of thousands of symbols,
+        # where `vocab.index` per symbol made a length's pre-pass quadratic (minutes).
+        object.__setattr__(self, "_ids", {symbol: i for i, symbol in enumerate(self.vocab)})
+
     def token_id(self, symbol: str) -> int:
         """The index of ``symbol`` in the vocabulary."""
         try:
-            return self.vocab.index(symbol)
-        except ValueError:
-            raise VerifyInputError(f"symbol {symbol!r} is not in the vocabulary {list(self.vocab)}") from None
+            return self._ids[symbol]
+        except KeyError:
+            shown = list(self.vocab) if len(self.vocab) <= 50 else f"of {len(self.vocab)} symbols"
+            raise VerifyInputError(f"symbol {symbol!r} is not in the vocabulary {shown}") from None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The spec as a JSON-ready dict with every array inline."""

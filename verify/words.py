@@ -38,12 +38,16 @@ class WordSpace:
     def __init__(self, spec: EncoderSpec, constraints: WordConstraints) -> None:
         word_alphabet = spec.word_alphabet
         allowed = constraints.alphabet if constraints.alphabet is not None else word_alphabet
+        # Symbol -> code, made once (a vocabulary may hold hundreds of thousands).
+        self._codes = {symbol: code for code, symbol in enumerate(word_alphabet)}
         for s in (*allowed, *constraints.prefix, *constraints.suffix):
-            if s not in word_alphabet:
-                raise VerifyInputError(f"symbol {s!r} is not in the model's word alphabet {list(word_alphabet)}")
+            if s not in self._codes:
+                shown = list(word_alphabet) if len(word_alphabet) <= 50 else f"of {len(word_alphabet)} symbols"
+                raise VerifyInputError(f"symbol {s!r} is not in the model's word alphabet {shown}")
         if not allowed:
             raise VerifyInputError("the alphabet restriction leaves no symbol")
         self.alphabet = word_alphabet  # codes index this tuple
+        self._token_ids: dict[EncoderSpec, np.ndarray] = {}  # spec (hashed by identity) -> token id of each code
         self.allowed = tuple(dict.fromkeys(allowed))
         self.constraints = constraints
         self.code_width = max(1, (len(word_alphabet) - 1).bit_length())
@@ -65,12 +69,18 @@ class WordSpace:
             doms.append(tuple(s for s in self.allowed if s in dom))
         return doms
 
+    def code(self, symbol: str) -> int:
+        return self._codes[symbol]
+
     def code_domains(self, domains: Sequence[tuple[str, ...]]) -> list[list[int]]:
-        return [[self.alphabet.index(s) for s in dom] for dom in domains]
+        return [[self._codes[s] for s in dom] for dom in domains]
 
     def ids(self, spec: EncoderSpec, codes: np.ndarray) -> np.ndarray:
         """Token ids of ``spec`` for words given as codes (B, n)."""
-        return np.asarray([spec.token_id(s) for s in self.alphabet], dtype=np.int64)[codes]
+        table = self._token_ids.get(spec)
+        if table is None:  # once per spec: the pre-pass asks for every batch of words
+            table = self._token_ids[spec] = np.asarray([spec.token_id(s) for s in self.alphabet], dtype=np.int64)
+        return table[codes]
 
     def symbols(self, codes: Sequence[int]) -> tuple[str, ...]:
         return tuple(self.alphabet[c] for c in codes)
@@ -83,7 +93,7 @@ class WordSpace:
     ) -> list[FNode]:
         m = env.formula_manager
         return [
-            m.Or([m.Equals(v, m.BV(self.alphabet.index(s), self.code_width)) for s in dom])
+            m.Or([m.Equals(v, m.BV(self._codes[s], self.code_width)) for s in dom])
             for v, dom in zip(variables, domains, strict=True)
         ]
 
@@ -92,7 +102,7 @@ class WordSpace:
     ) -> list[PositionInput]:
         """The encoder's input positions (the CLS symbol first when the readout uses one)."""
         inputs = [
-            PositionInput(v, tuple((self.alphabet.index(s), spec.token_id(s)) for s in dom))
+            PositionInput(v, tuple((self._codes[s], spec.token_id(s)) for s in dom))
             for v, dom in zip(variables, domains, strict=True)
         ]
         if spec.readout.position is ReadoutPosition.CLS:

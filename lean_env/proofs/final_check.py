@@ -16,7 +16,10 @@ that then depends on ``sorryAx`` -- a ``sorry`` in its statement, or in a defini
 its proof uses -- is :attr:`Verdict.VACUOUS`, not accepted: the file compiles, but the proof
 may prove nothing. The audit command's own output and failures (Lean refuses it in a
 ``module`` file) are not problems of the file; when Lean prints no axioms the proof is judged
-as before and ``axioms`` is None (``audit_note`` says why).
+as before and ``axioms`` is None (``audit_note`` says why). But when the audit finds no such
+constant, one more run asks whether the file declares the theorem with ``sorry`` for its
+proof: if so, the proof, not the name, is what lost it, and it is rejected (the 2021 Lean 4
+accepts a file whose theorem it silently dropped, for ``rename`` of an unbound type).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -40,6 +44,8 @@ from lean_env.records import Position, Theorem
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600.0
+# The audit's failure when the name is not declared after the file.
+_UNDECLARED_RE = re.compile(r"unknown (?:constant|identifier)")
 
 
 class Verdict(enum.StrEnum):
@@ -132,8 +138,30 @@ def check_proof(
         result = FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.TIMEOUT, (reason,), run.diagnostics)
     else:
         result = _judge(theorem, proof, run.stdout, own=(theorem.start, span_end), audit_line=audit_line)
+    seconds = run.seconds
+    if result.verdict is Verdict.ACCEPTED and result.axioms is None and _UNDECLARED_RE.search(result.audit_note):
+        declared, more = _declared_with_sorry(runner, text, theorem, timeout=timeout)
+        seconds += more
+        if declared:
+            reason = (
+                f"Lean reported no error, but {theorem.full_name} is not declared after the file with this "
+                "proof (it is with `sorry` in its place): something in the proof stopped Lean silently"
+            )
+            result = dataclasses.replace(result, verdict=Verdict.REJECTED, reasons=(reason,), audit_note="")
     log.debug("final check of %s: %s %s axioms=%s", theorem.full_name, result.verdict, result.reasons, result.axioms)
-    return dataclasses.replace(result, seconds=run.seconds)
+    return dataclasses.replace(result, seconds=seconds)
+
+
+def _declared_with_sorry(runner: LeanRunner, text: str, theorem: Theorem, *, timeout: float) -> tuple[bool, float]:
+    """Whether the file with ``sorry`` for the theorem's proof declares it (its audit finds
+    it), and Lean's seconds. Asked when the audit of a proof that Lean accepted found no such
+    constant: the 2021 Lean 4 drops a theorem without a word when its proof has ``rename``
+    of an unbound type. Declared so, the name is right, and the proof is what lost it;
+    not declared either, the name is what the audit got wrong (the proof stays accepted)."""
+    placeholder, _ = splice_proof(text, theorem, "sorry")
+    placeholder += "" if placeholder.endswith("\n") else "\n"
+    run = _run_copy(runner, theorem.path, f"{placeholder}{audit_command(theorem.full_name)}\n", timeout=timeout)
+    return not run.timed_out and find_axioms(run.stdout, theorem.full_name) is not None, run.seconds
 
 
 def audit_original(

@@ -29,7 +29,9 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
 
 Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
 the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
-any of them) adds that warning at the theorem's name. A tactic whose first word is one of
+any of them) adds that warning at the theorem's name; ``undeclared`` (with ``done``) leaves the
+theorem out of the environment without a word, as the 2021 Lean does for some proofs, so
+that ``#print axioms`` of it says it is unknown. A tactic whose first word is one of
 ``unknown_tactics`` is Lean's parse error ``unknown tactic``; any other prefix that is not
 scripted is an error too (:data:`UNSCRIPTED`). A theorem named ``NAME_leanagent_batchK`` (a
 copy in a batch of candidates) follows ``NAME``'s script. Tactics are compared with whitespace
@@ -230,7 +232,7 @@ def print_axioms(text: str, script: dict) -> list[tuple[int, int, str, str]]:
         name = m[1].removeprefix("_root_.")
         if text.lstrip().startswith("module"):
             out.append((line, col, "error", _MODULE_ERROR))
-        elif name not in theorems:
+        elif name not in theorems or _undeclared(theorems[name], script):
             out.append((line, col, "error", f"unknown constant '{name}'"))
         else:
             thm = {**theorems[name], "proof": uncommented(theorems[name]["proof"])}
@@ -251,6 +253,15 @@ def unknown_checked(text: str) -> list[tuple[int, int, str, str]]:
         for m in _CHECK_RE.finditer(text)
         if m[1] not in declared
     ]
+
+
+def _undeclared(thm: dict, script: dict) -> bool:
+    """Whether the theorem's proof is one its script says Lean drops without a word."""
+    entry = script.get("theorems", {}).get(thm["name"])
+    if entry is None:
+        return False
+    unknown = frozenset(script.get("unknown_tactics", ()))
+    return bool(outcome_for(entry, uncommented(thm["proof"]), thm["proof_offset"], unknown)[0].get("undeclared"))
 
 
 def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
