@@ -123,9 +123,7 @@ def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
         return _fail(e, EXIT_FAILURE, as_json=as_json, argv=argv)
 
 
-def _fail(
-    error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str], interrupted: str = ""
-) -> int:
+def _fail(error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str], interrupted: str = "") -> int:
     """One line on stderr (``-v`` adds the traceback first), and with ``--json`` the same as
     a JSON object on stdout. ``error`` None: interrupted, which ``interrupted`` says."""
     if error is None:

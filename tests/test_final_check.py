@@ -247,7 +247,9 @@ def test_a_proof_after_which_lean_silently_lacks_the_theorem_is_rejected(tmp_pat
     finds no such constant), while with `sorry` for its proof it is: the proof lost it."""
     imp = {**_IMP, "steps": {"intro h\nrename List α => xs": {"done": True, "undeclared": True}}}
     script = {"theorems": {**AUDIT_SCRIPT["theorems"], "Demo.imp_self'": imp}}
-    result = _audit(tmp_path, monkeypatch, name="Demo.imp_self'", proof="by\n  intro h\n  rename List α => xs", script=script)
+    result = _audit(
+        tmp_path, monkeypatch, name="Demo.imp_self'", proof="by\n  intro h\n  rename List α => xs", script=script
+    )
     assert result.verdict is Verdict.REJECTED and result.axioms is None and result.audit_note == ""
     assert result.reasons == (
         "Lean reported no error, but Demo.imp_self' is not declared after the file with this proof (it is with "
