@@ -27,6 +27,8 @@ pre-pass over candidate words, encoding and solving, over every length the query
 * ``solver``   z3, cvc5, bitwuzla (those installed) and the portfolio on the length-64 UNSAT
   questions outside the complete class, solver only;
 * ``ablation`` tabulation and interval pruning switched off, solver only;
+* ``vocab``    vocabularies of 2k, 20k and 200k symbols, lengths 1..2, no word accepted,
+  5 s per length: the whole question's seconds, every stage bounded by the timeout;
 * ``larger``   what users of such a tool try: random encoders of 2 layers x 2 heads, d = 4, 8,
   16 (head dim d/2, FFN d, 8 bits), every attention kind without mask or positions (where the
   reductions apply) and table softmax with a causal mask and a positional table (where none
@@ -43,6 +45,7 @@ solver call runs in child processes (verify.portfolio), so its time limit holds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -362,7 +365,29 @@ def trained_rows(tasks: dict[str, int], timeout: float) -> list[Row]:
     return rows
 
 
-SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained")
+def vocab_rows(vocabs: list[int], n: int, timeout: float) -> list[Row]:
+    """Vocabularies of thousands to hundreds of thousands of symbols (d = 4, one layer,
+    unique hardmax), a readout that never accepts (so no pre-pass finds a witness), length
+    1..n under ``--timeout`` per length: how long a whole question takes, every stage of
+    each length (pre-pass, encoding, solving) bounded by the timeout."""
+    rows = []
+    for vocab in vocabs:
+        spec = _spec(0, vocab_size=vocab, head_dim=2, ffn_dim=0, width=6, weight_width=4)
+        never = dataclasses.replace(
+            spec.readout, weight=np.zeros_like(spec.readout.weight), bias=np.full_like(spec.readout.bias, -1)
+        )
+        spec = dataclasses.replace(spec, readout=never)
+        started = time.perf_counter()
+        result = trsat(spec, max_len=n, options=QueryOptions(timeout=timeout))
+        seconds = round(time.perf_counter() - started, 3)
+        rows.append(
+            Row("vocab", f"V{vocab} to length {n}", n, 1, result.verdict.value, result.checks[-1].method.value, seconds)
+        )
+        print(rows[-1], file=sys.stderr)
+    return rows
+
+
+SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained", "vocab")
 
 
 def main() -> int:
@@ -410,6 +435,8 @@ def main() -> int:
             rows += larger_rows([4, 8, 16], [4, 8, 16, 32], min(timeout, 30.0))
         if "trained" in sections:
             rows += trained_rows({"majority": 32, "dyck": 8}, timeout)
+        if "vocab" in sections:
+            rows += vocab_rows([2_000, 20_000, 200_000], 2, min(timeout, 5.0))
     headers = (
         "section",
         "config",

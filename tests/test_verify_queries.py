@@ -633,3 +633,33 @@ def test_least_repeat_symmetry_breaking_keeps_every_output(readout: ReadoutPosit
         assert result.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
+
+
+def test_the_timeout_bounds_a_lengths_encoding_too() -> None:
+    """An encoding that would take minutes (3000 symbols: the class-wise encoding pairs
+    every two of them) stops at the deadline, and the length is UNKNOWN, not solved late."""
+    import time
+
+    from verify.queries import QueryOptions
+
+    spec = random_spec(np.random.default_rng(0), SynthConfig(vocab_size=3000, d_model=4))
+    started = time.perf_counter()
+    result = trsat(spec, max_len=1, exact_len=True, options=QueryOptions(presearch=0, timeout=0.05))
+    assert time.perf_counter() - started < 5
+    (check,) = result.checks
+    assert check.verdict is Verdict.UNKNOWN and check.solve_seconds == 0.0 and check.solver is None
+    assert 0.05 <= check.encode_seconds < 5 and result.undecided == (1,)
+
+
+def test_an_encoding_past_its_deadline_stops() -> None:
+    import time
+
+    from pysmt.environment import Environment
+
+    from verify.bitvec import Builder, OutOfTime
+
+    builder = Builder(Environment(), deadline=time.perf_counter() - 1)
+    with pytest.raises(OutOfTime):
+        for value in range(10_000):
+            builder.const(value)
+    assert Builder(Environment(), deadline=None).const(7).const == 7

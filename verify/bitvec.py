@@ -9,6 +9,7 @@ pruning off, every value instead lives at one fixed worst-case width (an ablatio
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -50,21 +51,43 @@ class PositionInput:
     choices: tuple[tuple[int, int], ...]
 
 
+# Values made between two looks at the clock: a look costs ~50 ns, a value ~10 us.
+_CHECK_EVERY = 256
+
+
+class OutOfTime(Exception):  # noqa: N818 (a result of the query, not a fault: never escapes verify.queries)
+    """The encoding passed its deadline; the query calls the length UNKNOWN."""
+
+
 class Builder:
     """Makes :class:`Val` terms in one pysmt environment; the only place that builds terms."""
 
-    def __init__(self, env: Environment, *, prune: bool = True, fixed_width: int | None = None) -> None:
+    def __init__(
+        self, env: Environment, *, prune: bool = True, fixed_width: int | None = None, deadline: float | None = None
+    ) -> None:
         self.mgr = env.formula_manager
         self.prune = prune
         # Without pruning every value lives at this one width (chosen from a static bound).
         self.fixed = None if prune else fixed_width
         assert prune or fixed_width, "without pruning a fixed width is needed"
+        # When the encoding must stop (time.perf_counter), looked at every _CHECK_EVERY values.
+        self.deadline = deadline
+        self._made = 0
 
     # -- basic values ----------------------------------------------------------------------
 
     def const(self, value: int) -> Val:
+        self._tick()
         value = int(value)
         return Val(None, Interval.point(value), self.fixed or signed_bits(Interval.point(value)))
+
+    def _tick(self) -> None:
+        """Count a value made; past the deadline, raise :class:`OutOfTime`. Every value is
+        made through :meth:`const` or :meth:`make`, so a long encoding (a vocabulary of
+        hundreds of thousands of symbols) stops within one stride of its deadline."""
+        self._made += 1
+        if self.deadline is not None and self._made % _CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
+            raise OutOfTime(f"the encoding passed its deadline after {self._made} values")
 
     def at(self, v: Val, width: int) -> FNode:
         """The term of ``v`` sign-extended to ``width`` bits."""
@@ -75,6 +98,7 @@ class Builder:
 
     def make(self, term: FNode, iv: Interval, width: int) -> Val:
         """Wrap a term whose value is known to lie in ``iv``; narrow it when pruning."""
+        self._tick()
         if self.fixed:
             assert signed_bits(iv) <= self.fixed, f"value range {iv} exceeds the fixed width {self.fixed}"
             return Val(term, iv, width)

@@ -389,9 +389,11 @@ def encode(
     env: Environment,
     *,
     options: EncodingOptions = EncodingOptions(),
+    deadline: float | None = None,
 ) -> EncodedRun:
-    """Encode ``spec`` on the whole input sequence described by ``inputs`` (CLS included)."""
+    """Encode ``spec`` on the whole input sequence described by ``inputs`` (CLS included);
+    past ``deadline`` (:func:`time.perf_counter`) raise :class:`~verify.bitvec.OutOfTime`."""
     fixed = None if options.prune else ref.static_value_bits(spec, len(inputs)) + 4
-    builder = Builder(env, prune=options.prune, fixed_width=fixed)
+    builder = Builder(env, prune=options.prune, fixed_width=fixed, deadline=deadline)
     kind = _ClassEncoder if options.tabulate and classwise_applies(spec) else _Encoder
     return kind(spec, inputs, builder, options).run()

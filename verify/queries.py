@@ -26,6 +26,7 @@ from pysmt.environment import Environment
 from pysmt.fnode import FNode
 
 from verify import interpreter as ref
+from verify.bitvec import OutOfTime
 from verify.completeness import LengthBound, joint_bound, length_bound, padding_position
 from verify.encoding import EncodedRun, EncodingOptions, encode
 from verify.errors import Interrupted, VerifyInputError, WitnessMismatchError
@@ -66,8 +67,9 @@ class QueryOptions:
 
     # z3 | cvc5 | bitwuzla | smtlib:CMD, or portfolio: z3, cvc5 and bitwuzla race on each length
     solver: str = "z3"
-    # Wall-clock seconds of each length's solver stage (the child processes are killed past
-    # it and the length is UNKNOWN); None = no limit. The pre-pass and the encoding come before.
+    # Wall-clock seconds of each length, from its pre-pass through its encoding to its solver
+    # stage (the child processes are killed past it, an encoding stops): past it the length
+    # is UNKNOWN; None = no limit. (The pre-pass itself is bounded by `presearch` words.)
     timeout: float | None = None
     encoding: EncodingOptions = EncodingOptions()
     # Candidate words per length run through the interpreter before the solver
@@ -191,30 +193,48 @@ def _build(
     options: QueryOptions,
     *,
     symmetric: bool = True,
+    deadline: float | None = None,
 ) -> _Query:
+    """One length's formula; past ``deadline`` (:func:`time.perf_counter`) the encoding
+    raises :class:`~verify.bitvec.OutOfTime`."""
     start = time.perf_counter()
     env = Environment()
     variables = words.variables(env, n)
-    runs = [encode(s, words.inputs(s, variables, domains), env, options=options.encoding) for s in specs]
+    runs = [
+        encode(s, words.inputs(s, variables, domains), env, options=options.encoding, deadline=deadline) for s in specs
+    ]
     assertions = words.domain_assertions(env, variables, domains) + [goal(env, runs, variables)]
     if symmetric:
         assertions += symmetry_breaking(env, reduction(specs, domains), variables)
     return _Query(env, variables, assertions, time.perf_counter() - start)
 
 
-def _solve(
-    query: _Query,
+def _deadline(options: QueryOptions) -> float | None:
+    """When a length started now must be decided by (:func:`time.perf_counter`), or None."""
+    return None if options.timeout is None else time.perf_counter() + options.timeout
+
+
+def _build_and_solve(
+    build: Callable[[float | None], _Query],
     solvers: Portfolio,
     words: WordSpace,
     n: int,
-    options: QueryOptions,
+    deadline: float | None,
     pre: PresearchResult | None = None,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
-    """The solver stage of one length: the formula as text, raced in child processes under the deadline."""
-    log.info("length %d: solving with %s (timeout %s)", n, solvers.name, options.timeout)
+    """The encoding and the solver stage of one length, both within ``deadline``: past it,
+    the length is UNKNOWN. The solver stage: the formula as text, raced in child processes."""
+    start = time.perf_counter()
+    presearch = pre.seconds if pre else 0.0
+    try:
+        query = build(deadline)
+    except OutOfTime:
+        log.info("length %d: out of time while encoding", n)
+        return LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch), None
     start = time.perf_counter()
     problem = Problem.of(query.assertions, query.variables)
-    remaining = None if options.timeout is None else options.timeout - (time.perf_counter() - start)
+    remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    log.info("length %d: solving with %s (timeout %s)", n, solvers.name, remaining)
     outcome = solve(solvers, problem, timeout=remaining)
     check = LengthCheck(
         n,
@@ -222,7 +242,7 @@ def _solve(
         query.encode_seconds,
         time.perf_counter() - start,
         CheckMethod.SMT,
-        pre.seconds if pre else 0.0,
+        presearch,
         outcome.solver,
     )
     word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
@@ -245,7 +265,7 @@ def _answer_length(
     n: int,
     domains: Sequence[tuple[str, ...]],
     hit: Hit,
-    build: Callable[[], _Query],
+    build: Callable[[float | None], _Query],
     solvers: Portfolio,
     options: QueryOptions,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
@@ -254,6 +274,7 @@ def _answer_length(
     The pre-pass first runs a sample of the words of ``domains`` (milliseconds; finds common
     witnesses, and decides short lengths by running every word), then, when a reduction
     leaves few words that stand for all the others, every one of those."""
+    deadline = _deadline(options)
     pre = None
     if options.presearch > 0:
         start = time.perf_counter()
@@ -267,7 +288,7 @@ def _answer_length(
         decided = _presearched(words, n, pre)
         if decided is not None:
             return decided
-    return _solve(build(), solvers, words, n, options, pre)
+    return _build_and_solve(build, solvers, words, n, deadline, pre)
 
 
 def _canonical(
@@ -472,8 +493,10 @@ def trsat(
         if domains is None:
             return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-        def build() -> _Query:
-            return _build([spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options)
+        def build(deadline: float | None) -> _Query:
+            return _build(
+                [spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options, deadline=deadline
+            )
 
         check, word = _answer_length([spec], words, n, domains, hit, build, solvers, options)
         if word is None:
@@ -550,6 +573,7 @@ def robust(
         return ref.run_batch(spec, words.ids(spec, codes)).labels != original.label
 
     decided, pre = None, None
+    deadline = _deadline(options)
     try:
         if options.presearch > 0:
             centre = [words.code(s) for s in word]
@@ -559,8 +583,14 @@ def robust(
             check, found = decided
         else:
             # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
-            query = _build([spec], words, n, domains, goal, options, symmetric=False)
-            check, found = _solve(query, solvers, words, n, options, pre)
+            check, found = _build_and_solve(
+                lambda d: _build([spec], words, n, domains, goal, options, symmetric=False, deadline=d),
+                solvers,
+                words,
+                n,
+                deadline,
+                pre,
+            )
     except KeyboardInterrupt as e:
         raise Interrupted(None) from e
     counterexample = None
@@ -667,8 +697,8 @@ def equiv(
         if domains is None:
             return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-        def build() -> _Query:
-            return _build([first, second], words, n, domains, goal, options)
+        def build(deadline: float | None) -> _Query:
+            return _build([first, second], words, n, domains, goal, options, deadline=deadline)
 
         check, found = _answer_length([first, second], words, n, domains, hit, build, solvers, options)
         if found is None:

@@ -135,8 +135,8 @@ def _representatives(
                 )
                 if key not in step:
                     step[key] = (*word, code)
-        if len(step) > limit:
-            return None
+                    if len(step) > limit:  # at once: a vocabulary of 200k symbols makes 200k masks
+                        return None
         states = step
     return np.array(list(states.values()), dtype=np.int64).reshape(len(states), n)
 

@@ -38,8 +38,9 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         type=positive_seconds,
         default=None,
         metavar="S",
-        help="wall-clock seconds for each length's solver stage; the solver processes are killed past "
-        "it and the length is unknown (default: none)",
+        help="wall-clock seconds for each length, all of it: the interpreter pre-pass, the encoding and "
+        "the solver stage; past it the encoding stops or the solver processes are killed, and the length "
+        "is unknown (default: none)",
     )
     p.add_argument(
         "--presearch",
