@@ -39,7 +39,7 @@ from agent.proving import AttemptReport, checkout_all, earlier_attempts, prove_t
 from agent.scale import ProofDone, ProofJob
 from agent.theorem_refs import read_theorem_refs, resolve_refs
 from curriculum.difficulty import Bucket, bucket
-from curriculum.results import StoredTheorem, TheoremKey
+from curriculum.results import StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
@@ -346,7 +346,8 @@ def evaluate(
 
             def judged(jobs: list[ProofJob]) -> Iterator[ProofDone]:
                 for finished in runner.run(jobs):
-                    attempt = judged_against(finished.attempt, originals.get(_key(finished.job)))
+                    original = originals.get(theorem_key(finished.job.location, finished.job.theorem))
+                    attempt = judged_against(finished.attempt, original)
                     yield dataclasses.replace(finished, attempt=attempt)
 
             before = earlier_attempts(store, run.id, targets)
@@ -356,10 +357,6 @@ def evaluate(
     by_key = {a.key: a for a in [*before, *now]}
     attempts = tuple(by_key[t.key] for t in targets if t.key in by_key)
     return EvaluationResult(run.id, resumed, attempts, buckets, config.search.time_limit)
-
-
-def _key(job: ProofJob) -> TheoremKey:
-    return (job.location, job.theorem.path, job.theorem.full_name)
 
 
 def budget_marks(time_limit: float) -> list[float]:

@@ -42,21 +42,18 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agent.goals import GoalView, abstracted, goal_view, rename_tactic, statement_view
 from agent.online import Episode
 from agent.search import Candidate, TacticGenerator
+from curriculum.results import TheoremKey, theorem_key
 from lean_env.interactive.interface import LeanError, TacticResult, TacticState, normalize_goals
 from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.formats import PremiseCode
-
-if TYPE_CHECKING:
-    from curriculum.results import TheoremKey
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +181,7 @@ class StepMemory:
             s
             for trace in traces
             for theorem in trace.theorems
-            if (trace.spec.location, theorem.path, theorem.full_name) not in leave_out
+            if theorem_key(trace.spec.location, theorem) not in leave_out
             for s in steps_of(theorem)
         )
         names = tuple(dict.fromkeys(p.full_name for trace in traces for p in trace.premises))

@@ -35,6 +35,7 @@ from evaluate_real import build_projects, corpus_files, lean_version  # noqa: E4
 
 from agent.output import table  # noqa: E402
 from agent.suggester import StepMemory, TacticSuggester  # noqa: E402
+from curriculum.results import theorem_key  # noqa: E402
 from lean_env.errors import LeanAgentError  # noqa: E402
 from lean_env.interactive.filecheck import FileCheckBackend  # noqa: E402
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState  # noqa: E402
@@ -80,7 +81,7 @@ def main() -> int:
     for n in args.candidates:
         single, batched, single_all, batched_all, agreed, counted = 0.0, 0.0, 0.0, 0.0, True, 0
         for theorem in chosen:
-            key = (trace.spec.location, theorem.path, theorem.full_name)
+            key = theorem_key(trace.spec.location, theorem)
             suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
             try:
                 with backend.open(root, theorem) as session:

@@ -45,6 +45,11 @@ class AddedTrace:
 TheoremKey = tuple[str, str, str]
 
 
+def theorem_key(location: str, theorem: Theorem) -> TheoremKey:
+    """The key of ``theorem`` of the repository at ``location``."""
+    return (location, theorem.path, theorem.full_name)
+
+
 @dataclass(frozen=True, slots=True)
 class StoredTheorem:
     """A theorem of the merged view with the id that proof attempts refer to."""
@@ -56,7 +61,7 @@ class StoredTheorem:
 
     @property
     def key(self) -> TheoremKey:
-        return (self.location, self.theorem.path, self.theorem.full_name)
+        return theorem_key(self.location, self.theorem)
 
 
 @dataclass(frozen=True, slots=True)

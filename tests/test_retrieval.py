@@ -212,3 +212,37 @@ def test_a_hub_name_that_can_only_be_downloaded_fails_at_once_where_nothing_can_
     with pytest.raises(ModelLoadError, match=re.escape(message)):
         TextEncoder.load("leanagent-tests/no-such-model")
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("says_encoder_decoder", [False, True], ids=["as-saved-now", "as-older-transformers-saved"])
+def test_a_t5_encoder_checkpoint_loads_trains_saves_and_reloads(tmp_path: Path, says_encoder_decoder: bool) -> None:
+    """ReProver's retriever is a ByT5 `T5EncoderModel`; its config says `is_encoder_decoder`
+    false (true from older transformers). Either way it embeds with the encoder, learns,
+    and comes back from `save` as it was."""
+    import json
+
+    from transformers import ByT5Tokenizer, T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=384, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)
+    T5EncoderModel(config).save_pretrained(tmp_path / "t5e")
+    ByT5Tokenizer().save_pretrained(tmp_path / "t5e")
+    written = json.loads((tmp_path / "t5e" / "config.json").read_text())
+    assert written["architectures"] == ["T5EncoderModel"]
+    written["is_encoder_decoder"] = says_encoder_decoder
+    (tmp_path / "t5e" / "config.json").write_text(json.dumps(written))
+
+    encoder = TextEncoder.load(tmp_path / "t5e", max_length=64)
+    assert type(encoder.model).__name__ == "T5EncoderModel" and encoder.dimension == 32
+    texts = ["⊢ True", "theorem t : True := trivial"]
+    before = encoder.embed(texts)
+    assert before.shape == (2, 32) and torch.allclose(before.norm(dim=1), torch.ones(2))
+    optimizer = torch.optim.SGD(encoder.model.parameters(), lr=0.5)
+    (-(before[0] @ before[1])).backward()  # one step pulling the two together
+    optimizer.step()
+    trained = encoder.embed(texts).detach()
+    assert not torch.allclose(trained, before.detach())
+    encoder.save(tmp_path / "trained")
+    again = TextEncoder.load(tmp_path / "trained", max_length=64)
+    assert again.identity() == encoder.identity()
+    assert torch.allclose(again.embed(texts).detach(), trained, atol=1e-6)
