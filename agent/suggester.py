@@ -105,9 +105,12 @@ STOP_SHARE = 0.1
 STOP_MIN = 1000
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
-# Evaluating by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom the
-# final check's audit refuses (lean_env.proofs.axioms), so it is never worth a step.
+# Deciding by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom beyond
+# Lean's own, which the final check reports and `evaluate` calls vacuous where the original
+# proof does not need it. Offered after every other candidate (its weight times this), so
+# that it is what a goal gets only when nothing else in its expansion proves it.
 _COMPILED_RE = re.compile(r"(?<![\w.'])(?:native_decide|nativeDecide)(?![\w'!?])")
+COMPILED_SHARE = 1e-6
 
 # Lean 4's parser error for a tactic it has no syntax for (a tactic of a package the
 # project does not import, or of a newer Lean).
@@ -136,8 +139,7 @@ class StoredStep:
 
 def steps_of(theorem: Theorem) -> list[StoredStep]:
     """The steps of a proven theorem worth remembering: its tactic steps, or for a short
-    term-mode proof the one step ``exact TERM``; none for a ``sorry`` theorem, nor a step
-    that gives up or has the compiler decide (``native_decide``)."""
+    term-mode proof the one step ``exact TERM``; none for a ``sorry`` theorem."""
     if theorem.status is TheoremStatus.SORRY:
         return []
     if theorem.tactics:
@@ -150,12 +152,10 @@ def steps_of(theorem: Theorem) -> list[StoredStep]:
                 t.premises,
             )
             for i, t in enumerate(theorem.tactics)
-            if not uses_sorry(t.tactic) and not _COMPILED_RE.search(t.tactic)
+            if not uses_sorry(t.tactic)
         ]
     term = " ".join((theorem.proof or "").split())
-    if not term or term.startswith(("by ", "|")) or term == "by" or len(term) > MAX_TERM:
-        return []
-    if uses_sorry(term) or _COMPILED_RE.search(term):
+    if not term or term.startswith(("by ", "|")) or term == "by" or len(term) > MAX_TERM or uses_sorry(term):
         return []
     return [StoredStep(f"exact {term}", theorem.statement, False, None, theorem.premises)]
 
@@ -405,7 +405,11 @@ class TacticSuggester:
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
-        offered = {t.strip(): w for t, w in pool.items() if t.strip() and self.offered(t.strip())}
+        offered = {
+            t.strip(): w * (COMPILED_SHARE if _COMPILED_RE.search(t) else 1.0)
+            for t, w in pool.items()
+            if t.strip() and self.offered(t.strip())
+        }
         total = sum(offered.values())
         ranked = sorted(offered.items(), key=lambda item: -item[1])[:n]
         return [Candidate(tactic, math.log(weight / total)) for tactic, weight in ranked]

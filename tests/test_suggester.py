@@ -145,11 +145,6 @@ def test_the_index_ranks_by_cosine_and_finds_steps_added_later() -> None:
         pytest.param("by\n  simp\n  sorry", ("simp", "sorry"), TheoremStatus.PROVED_BY_US, ["simp"], id="sorry-step"),
         pytest.param("| 0 => rfl\n| n+1 => rfl", (), TheoremStatus.PROVEN, [], id="equations"),
         pytest.param("f " * 150, (), TheoremStatus.PROVEN, [], id="long-term"),
-        pytest.param(
-            "by\n  simp\n  native_decide", ("simp", "native_decide"), TheoremStatus.PROVEN, ["simp"], id="compiled"
-        ),
-        pytest.param("by nativeDecide", ("nativeDecide",), TheoremStatus.PROVEN, [], id="compiled-2021"),
-        pytest.param("of_decide_eq_true (by nativeDecide)", (), TheoremStatus.PROVEN, [], id="compiled-term"),
     ],
 )
 def test_steps_of(proof: str, tactics: tuple[str, ...], status: TheoremStatus, expected: list[str]) -> None:
@@ -184,6 +179,19 @@ def test_candidates_are_a_distribution_best_first_and_honour_the_budget() -> Non
             "⊢ x", previous=None, premises=[("Demo.le_self", "theorem le_self (n : Nat) : n ≤ n")], n=20
         )
     ]
+
+
+def test_a_step_the_compiler_decides_comes_after_every_other_candidate() -> None:
+    """`native_decide` proves by trusting the compiler (the axiom Lean.ofReduceBool): a goal
+    gets it only after everything else of its expansion, however close its neighbour."""
+    by_compiler = theorem(
+        "Demo.big",
+        statement="theorem big : 2 ^ 64 > 0",
+        proof="by\n  native_decide",
+        tactics=(TracedTactic("native_decide"),),
+    )
+    found = [c.tactic for c in _suggester(by_compiler).suggest("⊢ 2 ^ 64 > 0", previous=None, premises=[], n=64)]
+    assert found[-1] == "native_decide" and found.index("decide") < len(found) - 1
 
 
 def test_a_checked_proof_is_a_neighbour_of_the_very_next_goal() -> None:
