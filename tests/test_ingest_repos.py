@@ -60,6 +60,11 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
     ]
 
 
+def test_a_repos_file_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    (tmp_path / "repos.txt").write_text("\ufeff/abs/path main\n", encoding="utf-8")
+    assert parse_repos_file(tmp_path / "repos.txt") == [RepoSpec("/abs/path", "main")]
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -72,11 +77,6 @@ def test_repos_file_comments_blank_lines_and_relative_paths(tmp_path: Path) -> N
         pytest.param("'/a b' main skip=*", RepoSpec("/a b", "main", ("*",)), id="quoted-path-whole-repository"),
     ],
 )
-def test_a_repos_file_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
-    (tmp_path / "repos.txt").write_text("\ufeff/abs/path main\n", encoding="utf-8")
-    assert parse_repos_file(tmp_path / "repos.txt") == [RepoSpec("/abs/path", "main")]
-
-
 def test_a_repos_file_line_marks_paths_to_leave_alone(tmp_path: Path, line: str, expected: RepoSpec) -> None:
     (tmp_path / "repos.txt").write_text(line + "\n", encoding="utf-8")
     assert parse_repos_file(tmp_path / "repos.txt") == [expected]
