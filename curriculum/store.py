@@ -617,13 +617,17 @@ def _make_schema(engine: Engine, url: str) -> None:
 def _give_identity(engine: Engine, url: str) -> None:
     """Upgrade a database of schema version 1 to this one, in one transaction: the schema
     row gets its identity column, a new identity, and this version. Another process may be
-    upgrading it at once: as in :func:`_make_schema`, the second one waits (SQLite) or fails
-    on the column the first added (a server) and looks again."""
+    upgrading it at once: the transaction first takes the write lock (SQLite) or the schema
+    table's exclusive lock (PostgreSQL: else each reader's share lock would deadlock the
+    others' ALTER TABLE), so the second one waits and then finds it upgraded; elsewhere it
+    fails on the column the first added and looks again."""
     for attempt in (1, 2):
         try:
             with engine.connect() as conn:
                 if engine.dialect.name == "sqlite":
                     conn.exec_driver_sql("BEGIN IMMEDIATE")
+                elif engine.dialect.name == "postgresql":
+                    conn.exec_driver_sql(f"LOCK TABLE {SchemaRow.__tablename__} IN ACCESS EXCLUSIVE MODE")
                 if _schema_version(conn, url) == 1:
                     conn.exec_driver_sql(
                         f"ALTER TABLE {SchemaRow.__tablename__} ADD COLUMN {SchemaRow.identity.key} VARCHAR(32)"
