@@ -149,11 +149,14 @@ def training_payload(report: ProgressiveReport) -> dict[str, Any]:
 
 
 def metrics_payload(metrics: LifelongMetrics) -> dict[str, dict[str, Any]]:
-    """Each metric as ``{"value": number}``, or ``{"value": null, "undefined": why}``."""
-    from retrieval.lifelong_metrics import Undefined
+    """Each metric as ``{"value": number, "unit": ...}`` (``fraction``: of 1, as the scores
+    are; ``ratio``: CFR), or ``{"value": null, "undefined": why}``."""
+    from retrieval.lifelong_metrics import RATIOS, Undefined
 
     return {
-        name: {"value": None, "undefined": value.reason} if isinstance(value, Undefined) else {"value": value}
+        name: {"value": None, "undefined": value.reason}
+        if isinstance(value, Undefined)
+        else {"value": value, "unit": "ratio" if name in RATIOS else "fraction"}
         for name, value in metrics.named()
     }
 
@@ -190,11 +193,19 @@ def metrics_text(report: ProgressiveReport) -> str:
     rows, reasons = [], []
     for metric in by_score[0]:
         values = [metrics[metric] for metrics in by_score]
-        rows.append([metric, *("n/a" if isinstance(v, Undefined) else v for v in values)])
+        rows.append([metric, *("n/a" if isinstance(v, Undefined) else _points(metric, v) for v in values)])
         why = dict.fromkeys(v.reason for v in values if isinstance(v, Undefined))  # once when both agree
         if why:
             reasons.append(f"{metric} n/a: {'; '.join(why)}")
-    return "\n".join(["lifelong-learning metrics (docs/lifelong.md):", table(["metric", *SHOWN], rows), *reasons])
+    title = "lifelong-learning metrics (docs/lifelong.md; percentage points, as LeanAgent prints them, CFR a ratio):"
+    return "\n".join([title, table(["metric", *SHOWN], rows), *reasons])
+
+
+def _points(metric: str, value: float) -> str:
+    """A metric as the paper prints it: a score or a difference of scores x100, a ratio as is."""
+    from retrieval.lifelong_metrics import RATIOS
+
+    return f"{value:.3f}" if metric in RATIOS else f"{100 * value:.2f}"
 
 
 def scores_dict(scores: RecallScores) -> dict[str, Any]:

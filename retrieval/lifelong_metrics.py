@@ -14,10 +14,14 @@ step that trained it before the row compared.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 WINDOW = 5  # evaluations per window of WF and WP (LeanAgent's WF5 and WP5)
+# The metrics that are a ratio of two scores; every other one is a score, or a difference of
+# scores, in the scores' unit (a fraction of 1: the paper prints it x100, percentage points).
+RATIOS = frozenset({"CFR"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +94,13 @@ class LifelongMetrics:
     stability: Value  # mean over steps t >= 1 of the mean R[t][j] over repositories learned before
     bwt: Value  # backward transfer (GEM): mean final change since each repository was learned
     fwt: Value  # forward transfer (GEM): mean R[t-1][t] - untrained score, for each new repository
-    wf: Value  # windowed forgetting: mean over windows of the largest drop of the average score
-    wp: Value  # windowed plasticity: mean over windows of the largest rise of the average score
+    wf: Value  # windowed forgetting (De Lange et al.): per repository, its largest drop within a window
+    wp: Value  # windowed plasticity: the same with rises
     fm: Value  # forgetting measure (Chaudhry et al.): mean of best earlier - final score
     cfr: Value  # catastrophic-forgetting resilience: lowest over highest average score
-    ebwt: Value  # expanded backward transfer: backward transfer over every later step, not the last only
-    ip: Value  # incremental plasticity: mean rise of a repository's score over its own step
+    ebwt: Value  # expanded backward transfer (LeanAgent): the mean of the BWT after each step
+    ip: Value  # incremental plasticity (LeanAgent): mean change of R[t][trained t] from step to step
+    gain: Value  # mean rise of a repository's score over its own step (ours)
     window: int = WINDOW
 
     def named(self) -> list[tuple[str, Value]]:
@@ -112,12 +117,16 @@ class LifelongMetrics:
             ("CFR", self.cfr),
             ("EBWT", self.ebwt),
             ("IP", self.ip),
+            ("gain", self.gain),
         ]
 
 
 def lifelong_metrics(matrix: ScoreMatrix, *, window: int = WINDOW) -> LifelongMetrics:
-    """Every metric of ``matrix``; ``window``: evaluations per window of WF and WP."""
-    wf, wp = _windowed(matrix, window)
+    """Every metric of ``matrix``; ``window``: evaluations per window of WF and WP (at least
+    2: a window of one evaluation compares nothing)."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+        raise ValueError(f"the window of WF and WP is a number of evaluations, at least 2; got {window!r}")
+    wf, wp = windowed(matrix, window)
     return LifelongMetrics(
         plasticity=plasticity(matrix),
         stability=stability(matrix),
@@ -129,6 +138,7 @@ def lifelong_metrics(matrix: ScoreMatrix, *, window: int = WINDOW) -> LifelongMe
         cfr=forgetting_resilience(matrix),
         ebwt=expanded_backward_transfer(matrix),
         ip=incremental_plasticity(matrix),
+        gain=step_gain(matrix),
         window=window,
     )
 
@@ -215,20 +225,36 @@ def forgetting_resilience(m: ScoreMatrix) -> Value:
 
 
 def expanded_backward_transfer(m: ScoreMatrix) -> Value:
-    """Díaz-Rodríguez et al.'s BWT: mean over every step ``t`` and every repository ``j``
-    learned before it of ``R[t][j] - R[l][j]``, ``l`` the latest step before ``t`` that
-    trained ``j`` (GEM's BWT takes the last step only)."""
+    """LeanAgent's EBWT, "the average of the BWT computed after each task": the mean over
+    steps ``t >= 1`` of ``BWT_t``, the mean over repositories ``j`` learned before step ``t``
+    of ``R[t][j] - R[l][j]``, ``l`` the latest step before ``t`` that trained ``j``."""
     if len(m.scores) < 2:
         return Undefined(ONE_STEP)
-    return _mean(
-        [_difference(m.scores[t][j], m.scores[s][j]) for t in range(1, len(m.scores)) for j, s in m.earlier(t)],
-        "no repository learned before another has held-out examples",
-    )
+    after_each = []
+    for t in range(1, len(m.scores)):
+        changes = [d for j, s in m.earlier(t) if (d := _difference(m.scores[t][j], m.scores[s][j])) is not None]
+        after_each.append(sum(changes) / len(changes) if changes else None)
+    return _mean(after_each, "no repository learned before another has held-out examples")
 
 
 def incremental_plasticity(m: ScoreMatrix) -> Value:
+    """LeanAgent's IP, the "rate of validation R@10 change per task": the mean change, from
+    one step to the next, of the score on the repository each step trains (``R[t][trained
+    t]``), as its code computes it (``np.mean(np.diff(...))``; it telescopes to the last
+    minus the first over the steps between them). Negative: a later repository is learned
+    less well than an earlier one."""
+    if len(m.scores) < 2:
+        return Undefined(ONE_STEP)
+    own = [m.scores[t][c] for t, c in enumerate(m.trained)]
+    return _mean(
+        [_difference(b, a) for a, b in itertools.pairwise(own)],
+        "no two consecutive steps have scores on the repositories they trained",
+    )
+
+
+def step_gain(m: ScoreMatrix) -> Value:
     """Mean over steps of how much a step raised its own repository's score: ``R[t][trained
-    t]`` minus the score just before the step."""
+    t]`` minus the score just before the step (ours; it was called IP before)."""
     if not m.scores:
         return Undefined(NO_STEP)
     return _mean(
@@ -237,18 +263,26 @@ def incremental_plasticity(m: ScoreMatrix) -> Value:
     )
 
 
-def _windowed(m: ScoreMatrix, window: int) -> tuple[Value, Value]:
-    """(WF, WP): over every run of ``window`` consecutive average scores, the largest drop
-    (an earlier average minus a later one) and the largest rise (a later minus an earlier),
-    0 when there is none, averaged over the windows."""
-    averages = [a for a in (m.average(t) for t in range(len(m.scores))) if a is not None]
-    if len(averages) < window:
-        why = Undefined(f"needs {window} steps with scores, has {len(averages)}")
+def windowed(m: ScoreMatrix, window: int) -> tuple[Value, Value]:
+    """(WF, WP) as De Lange et al. define them (ContinualEvaluation's windowed forgetting
+    and plasticity, averaged over tasks): for each repository, over its evaluations from the
+    step that first learned it on, the largest drop (an earlier score minus a later one) and
+    the largest rise within any ``window`` consecutive evaluations (shorter at the start), 0
+    when there is none; then the mean over the repositories. A new, harder repository
+    entering the average is no one's forgetting."""
+    if len(m.scores) < 2:
+        why = Undefined(ONE_STEP)
         return why, why
     drops, rises = [], []
-    for start in range(len(averages) - window + 1):
-        span = averages[start : start + window]
-        pairs = [(span[a], span[b]) for a in range(window) for b in range(a + 1, window)]
-        drops.append(max(0.0, *(x - y for x, y in pairs)))
-        rises.append(max(0.0, *(y - x for x, y in pairs)))
+    for j in sorted(set(m.trained)):
+        first = m.trained.index(j)
+        seen = [row[j] for row in m.scores[first:] if row[j] is not None]
+        if not seen:
+            continue
+        pairs = [(a, b) for q, b in enumerate(seen) for a in seen[max(0, q - window + 1) : q]]
+        drops.append(max([0.0, *(a - b for a, b in pairs)]))
+        rises.append(max([0.0, *(b - a for a, b in pairs)]))
+    if not drops:
+        why = Undefined("no repository learned has held-out examples")
+        return why, why
     return sum(drops) / len(drops), sum(rises) / len(rises)

@@ -127,11 +127,11 @@ def test_later_runs_learn_only_new_repositories_and_report_every_step(tmp_path, 
         assert f"]({plot.name})" in text and plot.read_bytes().startswith(b"\x89PNG")
     # the lifelong-learning metrics: numbers where two steps suffice, a reason where they do not
     metrics = training["metrics"]["recall@10"]
-    assert set(metrics) == {"plasticity", "stability", "BWT", "FWT", "WF5", "WP5", "FM", "CFR", "EBWT", "IP"}
-    assert metrics["WF5"] == {"value": None, "undefined": "needs 5 steps with scores, has 2"}
-    assert all(isinstance(metrics[m]["value"], float) for m in ("plasticity", "BWT", "FM", "EBWT", "IP"))
+    assert set(metrics) == {"plasticity", "stability", "BWT", "FWT", "WF5", "WP5", "FM", "CFR", "EBWT", "IP", "gain"}
+    assert all(isinstance(metrics[m]["value"], float) for m in ("plasticity", "BWT", "FM", "EBWT", "IP", "WF5"))
+    assert metrics["WF5"]["unit"] == "fraction" and metrics["CFR"]["unit"] == "ratio"
     assert all(s["before"] is not None and s["untrained"] is not None for s in training["steps"])
-    assert "lifelong-learning metrics" in text and "WF5 n/a: needs 5 steps with scores, has 2" in text
+    assert "lifelong-learning metrics" in text and "percentage points" in text
 
     # nothing new: no step is taken again, with the data directory reached by another path
     # too (the learner is the database's, by its identity, not by its URL's spelling)
