@@ -71,7 +71,10 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
     assert [s["train_examples"] > 0 for s in payload["steps"]] == [True, True]
     assert set(payload["metrics"]) == {"recall@1", "recall@10", "MRR"}
     assert isinstance(payload["metrics"]["MRR"]["FM"]["value"], float)
-    assert payload["metrics"]["MRR"]["WP5"]["undefined"] == "needs 5 steps with scores, has 2"
+    assert isinstance(payload["metrics"]["MRR"]["WP5"]["value"], float)  # defined from two steps
+    assert (
+        payload["metrics"]["MRR"]["WP5"]["unit"] == "fraction" and payload["metrics"]["MRR"]["CFR"]["unit"] == "ratio"
+    )
     assert payload["embeddings"]["embedded"] > 0
     code, out, _ = _run(
         capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
