@@ -87,7 +87,14 @@ def _reachable_or_cached(name: str, what: str) -> None:
     each retry, before the same conclusion."""
     from huggingface_hub import constants, try_to_load_from_cache
 
-    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except ValueError as error:  # huggingface_hub's HFValidationError: no repository id
+        raise ModelLoadError(
+            f"cannot load the {what} {name!r}: no such directory, and not a Hugging Face model name "
+            f"({first_line(error)})"
+        ) from error
+    if isinstance(cached, str):
         return  # cached: transformers finds it offline too
     if constants.HF_HUB_OFFLINE:
         raise ModelLoadError(

@@ -187,6 +187,9 @@ def test_unloadable_models_are_user_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelLoadError, match="cannot load the encoder"):
         TextEncoder.load(tmp_path / "empty")
+    for name in ("a/b/c", "bad name!"):  # neither a directory nor a hub name: nothing to ask the hub
+        with pytest.raises(ModelLoadError, match="not a Hugging Face model name"):
+            TextEncoder.load(name)
 
 
 @pytest.mark.parametrize(
