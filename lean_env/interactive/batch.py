@@ -61,7 +61,6 @@ class Copy:
 
     start: Position  # its first character
     by: Position  # its proof's ``by``
-    end: Position  # just past its proof
     marker: Position  # its marker's ``#check``, after the proof
 
 
@@ -115,7 +114,7 @@ def batch_file(source: str, theorem: Theorem, proofs: Sequence[str]) -> BatchFil
             return None
         copy = header + spliced[proof_at:]
         marked = f"{copy}{_GAP}{_MARKER}{_GAP}"
-        spans.append((at, at + len(header), at + len(copy), at + len(copy) + len(_GAP)))
+        spans.append((at, at + len(header), at + len(copy) + len(_GAP)))
         parts.append(marked)
         at += len(marked)
     text = "".join(parts)

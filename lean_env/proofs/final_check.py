@@ -130,9 +130,8 @@ def check_proof(
     checked, _ = splice_proof(text, theorem, proof)
     # The theorem now ends where its new proof ends; the text after it is unchanged.
     span_end = position_of(checked, len(checked) - (len(text) - offset_of(text, theorem.end)))
-    checked += "" if checked.endswith("\n") else "\n"
-    audit_line = checked.count("\n") + 1
-    run = _run_copy(runner, theorem.path, f"{checked}{audit_command(theorem.full_name)}\n", timeout=timeout)
+    audited, audit_line = _with_audits(checked, [theorem.full_name])
+    run = _run_copy(runner, theorem.path, audited, timeout=timeout)
     if run.timed_out:
         reason = f"Lean did not finish within {timeout:g}s"
         result = FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.TIMEOUT, (reason,), run.diagnostics)
@@ -159,8 +158,7 @@ def _declared_with_sorry(runner: LeanRunner, text: str, theorem: Theorem, *, tim
     of an unbound type. Declared so, the name is right, and the proof is what lost it;
     not declared either, the name is what the audit got wrong (the proof stays accepted)."""
     placeholder, _ = splice_proof(text, theorem, "sorry")
-    placeholder += "" if placeholder.endswith("\n") else "\n"
-    run = _run_copy(runner, theorem.path, f"{placeholder}{audit_command(theorem.full_name)}\n", timeout=timeout)
+    run = _run_copy(runner, theorem.path, _with_audits(placeholder, [theorem.full_name])[0], timeout=timeout)
     return not run.timed_out and find_axioms(run.stdout, theorem.full_name) is not None, run.seconds
 
 
@@ -177,11 +175,16 @@ def audit_original(
         text = file.read_text(encoding="utf-8-sig")
     except OSError as e:
         raise TheoremFileError(f"cannot read {file}: {e}") from e
-    text += "" if text.endswith("\n") else "\n"
-    commands = "".join(f"{audit_command(name)}\n" for name in full_names)
-    run = _run_copy(runner, path, text + commands, timeout=timeout)
+    run = _run_copy(runner, path, _with_audits(text, full_names)[0], timeout=timeout)
     found = {name: None if run.timed_out else find_axioms(run.stdout, name) for name in full_names}
     return {name: None if axioms is None else axioms.axioms for name, axioms in found.items()}
+
+
+def _with_audits(text: str, full_names: Sequence[str]) -> tuple[str, int]:
+    """``text`` with an audit command per name after everything else, and the line of the
+    first of them."""
+    text += "" if text.endswith("\n") else "\n"
+    return text + "".join(f"{audit_command(name)}\n" for name in full_names), text.count("\n") + 1
 
 
 def _run_copy(runner: LeanRunner, path: str, text: str, *, timeout: float) -> LeanRun:
