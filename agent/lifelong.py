@@ -35,13 +35,15 @@ from lean_env.errors import LeanAgentError, LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import RETRIEVER_LENGTH
+from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key, save_model
 from retrieval.train import TrainConfig
 
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
-    from retrieval.embeddings import EmbeddingCounts
+    from retrieval.embeddings import EmbeddingCounts, PremiseIndexes
+    from retrieval.index import IndexQuality
     from retrieval.progressive import ProgressiveReport, ProgressRow
 
 
@@ -74,6 +76,9 @@ class RetrieverTraining:
     # Where the encoder trains and embeds (retrieval.devices.placement); not part of the
     # identity, as for proving.
     device: str = "auto"
+    # The premise index's options (its recall target), for the scores and for proving; not
+    # part of the identity, as for proving.
+    index: IndexOptions = IndexOptions()
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -142,6 +147,7 @@ class LifelongResult:
     sorries: int  # sorry theorems of the file's repositories
     proving_skipped: str | None = None  # why proving was skipped (no Lean), one line
     embeddings: EmbeddingCounts | None = None  # premises embedded and reused (None: no retriever)
+    index: IndexQuality | None = None  # the last premise index's kind and measured recall (None: none built)
     plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
     report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
 
@@ -191,10 +197,10 @@ class LifelongJob:
                         raise
                     reason = str(error)
                     skipped = f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
-            training, embeddings = None, None
+            training, indexes = None, None
             try:
                 if options.training is not None:
-                    training, embeddings = self._train(ordered, options.training, prover, database=store.identity)
+                    training, indexes = self._train(ordered, options.training, prover, database=store.identity)
                 elif prover is not None:
                     for location in prover.locations:
                         prover.prove(location, retriever=None)
@@ -219,7 +225,8 @@ class LifelongJob:
                 retriever_dir=settings.data_dir / "retriever",
                 proving=proving,
                 proving_skipped=skipped,
-                embeddings=embeddings,
+                embeddings=None if indexes is None else indexes.counts,
+                index=None if indexes is None else indexes.quality,
                 sorries=sum(
                     t.status is TheoremStatus.SORRY
                     for trace in ordered
@@ -250,11 +257,12 @@ class LifelongJob:
         prover: RepositoryProver | None,
         *,
         database: str,
-    ) -> tuple[ProgressiveReport, EmbeddingCounts]:
+    ) -> tuple[ProgressiveReport, PremiseIndexes]:
         """One step per repository the learner has not learned at its newest commit; with a
         prover, each file repository's sorries are attempted after its step. Also what was
         embedded: premises embedded once per encoder are kept in DATA_DIR/embeddings, and
-        the index of a step's evaluation is the one its proving searches."""
+        the index of a step's evaluation is the one its proving searches (returned, with
+        what it embedded and the last index's quality)."""
         from tqdm import tqdm
 
         from retrieval.embeddings import EmbeddingStore, PremiseIndexes
@@ -277,7 +285,11 @@ class LifelongJob:
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
         newest = {t.spec.location: t.commit for t in ordered}
-        indexes = PremiseIndexes(EmbeddingStore.of_data_dir(settings.data_dir))
+        indexes = PremiseIndexes(
+            EmbeddingStore.of_data_dir(settings.data_dir),
+            options=training.index,
+            device=encoder.placement.index_device,
+        )
 
         def after_step(row: ProgressRow) -> None:
             bar.update()
@@ -298,4 +310,4 @@ class LifelongJob:
                 indexes=indexes,
             )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
-        return report, indexes.counts
+        return report, indexes

@@ -39,6 +39,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
         "curriculum": result.curriculum.as_dict(),
         "training": None if training is None else {"model": str(result.retriever_dir), **training_payload(training)},
         "embeddings": None if result.embeddings is None else result.embeddings.to_json(),
+        "premise_index": None if result.index is None else result.index.to_json(),
         "proving": None
         if proving is None
         else {
@@ -107,6 +108,8 @@ def _training_section(result: LifelongResult) -> str:
     lines = [training_text(result.training), f"retriever saved to {result.retriever_dir}"]
     if result.embeddings is not None:
         lines.append(result.embeddings.text())
+    if result.index is not None:
+        lines.append(result.index.text())
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from retrieval.formats import (
     RETRIEVER_LENGTH,
     RETRIEVER_TRAIN_LENGTH,
 )
+from retrieval.index_options import RECALL_TARGET, IndexOptions
 
 if TYPE_CHECKING:
     from agent.prove import ProvingConfig
@@ -145,6 +146,28 @@ def retriever_length_option(parser: argparse.ArgumentParser) -> None:
         help=f"tokens of a goal or premise the retriever embeds (default: {RETRIEVER_LENGTH}, ReProver's; bytes "
         "for ByT5; at most the model's positions; 256 is CPU-friendly)",
     )
+
+
+def recall(text: str) -> float:
+    """A recall between 0 and 1 (both included)."""
+    return _number(text, lambda v: 0 <= v <= 1, "between 0 and 1")
+
+
+def recall_target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--recall-target",
+        type=recall,
+        default=RECALL_TARGET,
+        metavar="R",
+        help="recall@10 against exact search that an approximate premise index must measure on calibration "
+        f"queries drawn from its own premises, else it searches exactly (default: {RECALL_TARGET}); small "
+        "corpora and GPU indexes are exact anyway",
+    )
+
+
+def index_options(args: argparse.Namespace) -> IndexOptions:
+    """The premise index's options of :func:`recall_target_option`."""
+    return IndexOptions(recall_target=args.recall_target)
 
 
 def generator_length_options(parser: argparse.ArgumentParser) -> None:
@@ -393,4 +416,5 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
         workers=args.workers,
+        index=index_options(args),
     )

@@ -40,6 +40,7 @@ from retrieval.formats import (
     PREMISES_PER_GOAL,
     PremisesFor,
 )
+from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
@@ -80,6 +81,9 @@ class ProvingConfig:
     check_timeout: float = 600.0
     # 1: prove in this process; more: on that many Ray workers (the same attempts).
     workers: int = 1
+    # The premise index's options (its recall target); not part of the identity, as for the
+    # device: the index is held to the target whatever it chose, and near ties may differ.
+    index: IndexOptions = IndexOptions()
     # Whether a proof Lean accepted is learned before the next theorem (LeanAgent's online
     # learning). Evaluation turns it off: each theorem is then proved as if it were the only
     # one, so Pass@1 does not depend on the order, and no evaluated proof informs another.
@@ -292,12 +296,21 @@ class TheoremProver:
 
 
 def premise_source(
-    traces: Sequence[RepoTrace], encoder: TextEncoder, *, k: int, store: EmbeddingStore | None = None
+    traces: Sequence[RepoTrace],
+    encoder: TextEncoder,
+    *,
+    k: int,
+    store: EmbeddingStore | None = None,
+    options: IndexOptions = IndexOptions(),
 ) -> PremiseSource:
     """The ``k`` premises ``encoder`` ranks first for a goal, among those of ``traces``
     accessible from the theorem; with ``store``, only premises it has not embedded with
-    these weights are embedded."""
+    these weights are embedded. The index searches where the encoder runs (a GPU), else
+    on the CPU as ``options`` say."""
     from retrieval.corpus import PremiseCorpus
     from retrieval.index import PremiseIndex, PremiseRetriever
 
-    return PremiseRetriever(PremiseIndex.build(PremiseCorpus(traces), encoder, store=store), encoder, k=k)
+    index = PremiseIndex.build(
+        PremiseCorpus(traces), encoder, store=store, options=options, device=encoder.placement.index_device
+    )
+    return PremiseRetriever(index, encoder, k=k)

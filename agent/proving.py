@@ -362,7 +362,11 @@ class RepositoryProver:
         if retriever is not None:
             from retrieval.embeddings import EmbeddingStore, PremiseIndexes
 
-            indexes = indexes or PremiseIndexes(EmbeddingStore.of_data_dir(self.data_dir))
+            indexes = indexes or PremiseIndexes(
+                EmbeddingStore.of_data_dir(self.data_dir),
+                options=runner.recipe.config.index,
+                device=retriever.placement.index_device,
+            )
             # The repository's own premises suffice: no other repository's are accessible
             # from its theorems (imports are followed within a repository).
             runner = runner.with_retriever(

@@ -89,6 +89,7 @@ class ProverRecipe:
                 self._encoder(),
                 k=self.config.premises,
                 store=EmbeddingStore.of_data_dir(self.data_dir),
+                options=self.config.index,
             )
         elif self.config.generator is None and self.corpus:
             # The suggester alone, no trained retriever: the premises its goals name, for its

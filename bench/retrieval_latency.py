@@ -1,45 +1,47 @@
-"""Premise retrieval latency at Mathlib scale: the reference way against PremiseIndex.
+"""Premise retrieval latency and recall at Mathlib scale, on three kinds of data: the
+reference way against PremiseIndex as it chooses itself.
 
-    nice python bench/retrieval_latency.py [--quick] [--json OUT] [--sizes 20000 200000] [--dims 384 1472]
-        [--batch 64] [--probes 256] [--lists-per-sqrt 2.0] [--rerank 8] [--code-width 4]
+    nice python bench/retrieval_latency.py [--quick] [--json OUT] [--data clustered gaussian real]
+        [--sizes 200000] [--dims 384 1472] [--device cpu|cuda] [--recall-target 0.99]
 
-Synthetic clustered unit embeddings, seeded: 100 topics of 20 sub-topics each; a premise
-or a goal is a sub-topic's centre plus Gaussian noise (``--noise``), scaled to unit length.
-Premises come in files of 50; each goal may use the premises of a random 30% of the files
-(``--density``). Batches come in two shapes: every goal with its own mask (goals of as many
-theorems, one each), and goals of few theorems (``--goals-per-theorem``, default 16: four
-theorems per batch of 64), each theorem's goals sharing one mask array, as one proof search
-passes it for all its goals. Top 10, one thread (faiss and BLAS).
+Data, seeded (premises come in files of 50, or real files; each goal may use the premises
+of its own random 30% of the files, ``--density``):
 
-Rows, for each width d and corpus size N:
+* ``clustered``: 100 topics of 20 sub-topics each; a premise or a goal is a sub-topic's
+  centre plus Gaussian noise (``--noise``), scaled to unit length;
+* ``gaussian``: unit vectors with no structure at all (every neighbour nearly as far as any
+  premise: the hardest case for an IVF index and its 4-bit codes);
+* ``real``: the bundled MiniLM's embeddings (d = 384 only) of the ``def name(args):`` lines
+  of this Python's site-packages, a source file standing for a Lean file, through an
+  embedding store in ``--store`` (the first run embeds: ~10 min for 200k on one core);
+  the same selection as ``bench/retrieval_real.py``.
+
+Rows, for each kind, width d and corpus size N (top 10, one thread for faiss and BLAS):
 
 * ``reference``: what ReProver/LeanAgent do: a matrix product with every premise, a full
-  argsort, then a Python walk down the ranking keeping accessible premises until k (a
-  batch shares the matrix product, each query its argsort and walk);
-* ``exact``: ``PremiseIndex(..., exact=True)``: faiss flat inner product, a bitmap selector
-  for one query, one BLAS product for a batch, each row's disallowed premises dropped;
-* ``approximate``: ``PremiseIndex(..., exact=False)``: IVF over 4-bit PQ fast-scan codes,
-  re-scored with 8-bit codes; a batch's goals that share a mask are searched in one call
-  through its selector, the others in one unrestricted call filtered per goal.
+  argsort, then a Python walk down the ranking keeping accessible premises until k;
+* ``exact``: ``PremiseIndex(..., exact=True)``: faiss flat inner product, a bitmap selector;
+* ``index``: ``PremiseIndex(...)`` as a user gets it: exact up to ``exact_work``, else the
+  approximate index calibrated to ``--recall-target``, or exact where it cannot meet it
+  (the row says which, and the recall its calibration measured);
+* ``device`` (with ``--device``): every vector on that torch device, one masked product.
 
 Both indexes are given float16 embeddings, as the embedding store keeps them. Recall@10 is
-against the exact masked top 10 over the float32 embeddings (the reference's answer), so
-the exact row's recall is what float16 storage costs. ``speedup`` is the reference's
-one-query latency over the row's; ``gain`` is the row's batched throughput over its own
-one-by-one throughput for the same goals and masks (``own masks`` and ``per theorem``);
-``differ`` counts the goals whose batched top 10 is not the set one by one gave (ties).
+against the exact masked top 10 over the float32 embeddings (the reference's answer), on
+goals the calibration never saw; ``speedup`` is the reference's latency over the row's.
 Memory: the index's structures (float32 = N x d x 4 bytes).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread: numpy's BLAS reads it at import
@@ -49,7 +51,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agent.output import table  # noqa: E402
-from retrieval.index import IndexOptions, PremiseIndex  # noqa: E402
+from retrieval.index import IndexKind, IndexOptions, PremiseIndex  # noqa: E402
 
 K = 10
 FILE_SIZE = 50
@@ -65,184 +67,191 @@ class _Corpus:
         return self.n
 
 
-def clustered(n: int, d: int, *, noise: float, rng: np.random.Generator, centres: np.ndarray) -> np.ndarray:
-    """``n`` unit vectors near random sub-topic centres (float32, (n, d))."""
-    out = np.empty((n, d), dtype=np.float32)
-    for start in range(0, n, 20_000):
-        m = min(20_000, n - start)
-        x = centres[rng.integers(0, len(centres), m)] + noise * rng.standard_normal((m, d), dtype=np.float32)
-        out[start : start + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
-    return out
+@dataclass(frozen=True, slots=True)
+class Data:
+    """Premises (float32, unit), goals, and each goal's mask."""
+
+    premises: np.ndarray  # (N, d)
+    goals: np.ndarray  # (G, d)
+    masks: list[np.ndarray]  # G masks over the premises
 
 
-def centres_of(d: int, rng: np.random.Generator) -> np.ndarray:
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _file_masks(files: np.ndarray, goals: int, density: float, rng: np.random.Generator) -> list[np.ndarray]:
+    numbers = np.unique(files)
+    return [np.isin(files, numbers[rng.random(len(numbers)) < density]) for _ in range(goals)]
+
+
+def clustered(n: int, d: int, args: argparse.Namespace) -> Data:
+    rng = np.random.default_rng(args.seed)
     topics = rng.standard_normal((100, d), dtype=np.float32)
-    return (topics[:, None, :] + 0.8 * rng.standard_normal((100, 20, d), dtype=np.float32)).reshape(-1, d)
+    centres = (topics[:, None, :] + 0.8 * rng.standard_normal((100, 20, d), dtype=np.float32)).reshape(-1, d)
+
+    def near(m: int) -> np.ndarray:
+        out = np.empty((m, d), dtype=np.float32)
+        for start in range(0, m, 20_000):
+            size = min(20_000, m - start)
+            x = centres[rng.integers(0, len(centres), size)]
+            out[start : start + size] = _unit(x + args.noise * rng.standard_normal((size, d), dtype=np.float32))
+        return out
+
+    premises, goals = near(n), near(args.queries)
+    return Data(premises, goals, _file_masks(np.arange(n) // FILE_SIZE, len(goals), args.density, rng))
 
 
-def reference_search(embeddings: np.ndarray, queries: np.ndarray, masks: list[np.ndarray]) -> list[list[int]]:
+def gaussian(n: int, d: int, args: argparse.Namespace) -> Data:
+    rng = np.random.default_rng(args.seed)
+    premises = np.empty((n, d), dtype=np.float32)
+    for start in range(0, n, 20_000):
+        premises[start : start + 20_000] = _unit(rng.standard_normal((min(20_000, n - start), d), dtype=np.float32))
+    goals = _unit(rng.standard_normal((args.queries, d), dtype=np.float32))
+    return Data(premises, goals, _file_masks(np.arange(n) // FILE_SIZE, len(goals), args.density, rng))
+
+
+def real(n: int, d: int, args: argparse.Namespace) -> Data | None:
+    """MiniLM embeddings of Python signatures (None at another width: no such model offline)."""
+    if d != 384:
+        return None
+    import torch
+    from retrieval_real import signatures
+
+    from retrieval.embeddings import EmbeddingStore
+    from retrieval.encoder import TextEncoder
+
+    torch.set_num_threads(1)
+    texts, files = signatures(Path(sysconfig.get_paths()["purelib"]))
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(texts))
+    keep, goals = np.sort(order[:n]), order[n : n + args.queries]
+    stored = EmbeddingStore(args.store).embeddings(
+        TextEncoder.load(), [texts[i] for i in keep.tolist() + goals.tolist()]
+    )
+    widened = stored.astype(np.float32)
+    masks = _file_masks(np.asarray(files)[keep], len(goals), args.density, rng)
+    return Data(widened[:n], widened[n:], masks)
+
+
+KINDS: dict[str, Callable[[int, int, argparse.Namespace], Data | None]] = {
+    "clustered": clustered,
+    "gaussian": gaussian,
+    "real": real,
+}
+
+
+def reference_search(embeddings: np.ndarray, query: np.ndarray, mask: np.ndarray) -> list[int]:
     """ReProver's retrieve: scores for every premise, a full argsort, a walk down it."""
-    scores = queries @ embeddings.T  # (Q, N)
-    out = []
-    for row, mask in zip(np.argsort(-scores, axis=1), masks, strict=True):
-        kept: list[int] = []
-        for i in row.tolist():
-            if mask[i]:
-                kept.append(i)
-                if len(kept) == K:
-                    break
-        out.append(kept)
-    return out
+    kept: list[int] = []
+    for i in np.argsort(-(embeddings @ query)).tolist():
+        if mask[i]:
+            kept.append(i)
+            if len(kept) == K:
+                break
+    return kept
 
 
-def timed(search: Callable[[np.ndarray, list[np.ndarray]], list[list[int]]], queries, masks, batch: int):
-    """(seconds per query one by one, seconds per query in batches, the one-by-one results,
-    how many batched results are another set)."""
+def timed(search: Callable[[np.ndarray, np.ndarray], list[int]], data: Data, goals: int) -> tuple[float, list]:
+    """(seconds per goal, results) for the first ``goals`` goals, one by one."""
     start = time.perf_counter()
-    single = [search(q[None], [m])[0] for q, m in zip(queries, masks, strict=True)]
-    one = (time.perf_counter() - start) / len(queries)
-    start = time.perf_counter()
-    batched = []
-    for b in range(0, len(queries), batch):
-        batched += search(queries[b : b + batch], masks[b : b + batch])
-    many = (time.perf_counter() - start) / len(queries)
-    differ = sum(set(b) != set(s) for b, s in zip(batched, single, strict=True))
-    return one, many, single, differ
+    found = [search(q, m) for q, m in zip(data.goals[:goals], data.masks[:goals], strict=True)]
+    return (time.perf_counter() - start) / goals, found
 
 
 def recall(found: list[list[int]], truth: list[list[int]]) -> float:
-    return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)]))
+    return float(np.mean([len(set(f) & set(t)) / max(1, len(t)) for f, t in zip(found, truth, strict=True)]))
 
 
-def measure(n: int, d: int, args: argparse.Namespace) -> list[dict]:
-    rng = np.random.default_rng(args.seed)
-    centres = centres_of(d, rng)
-    embeddings = clustered(n, d, noise=args.noise, rng=rng, centres=centres)
-    queries = clustered(args.queries, d, noise=args.noise, rng=rng, centres=centres)
-    files = np.arange(n) // FILE_SIZE
-    masks = [rng.random(files[-1] + 1)[files] < args.density for _ in queries]
-    theorems = [rng.random(files[-1] + 1)[files] < args.density for _ in range(0, len(queries), args.goals_per_theorem)]
-    shared = [theorems[q // args.goals_per_theorem] for q in range(len(queries))]  # one array per theorem
-    stored = embeddings.astype(np.float16)  # what the embedding store gives
+def measure(kind: str, n: int, d: int, args: argparse.Namespace) -> list[dict]:
+    data = KINDS[kind](n, d, args)
+    if data is None:
+        return []
+    stored = data.premises.astype(np.float16)  # what the embedding store gives
     rows = []
-
-    few = args.reference_queries
-    batch = min(args.batch, few)
-    one, many, _, _ = timed(lambda q, m: reference_search(embeddings, q, m), queries[:few], masks[:few], batch)
-    one_shared, many_shared, _, _ = timed(
-        lambda q, m: reference_search(embeddings, q, m), queries[:few], shared[:few], batch
-    )
-    exact_truth = reference_search(embeddings, queries, masks)
-    rows.append(
-        dict(method="reference", build=0.0, memory=n * d * 4, recall=1.0, differ=0, differ_shared=0)
-        | dict(one=one, many=many, one_shared=one_shared, many_shared=many_shared)
-    )
-    reference_one = one
-    for method, exact in (("exact", True), ("approximate", False)):
+    reference, _ = timed(lambda q, m: reference_search(data.premises, q, m), data, args.reference_queries)
+    truth = []
+    for query, mask in zip(data.goals, data.masks, strict=True):
+        scores = np.where(mask, data.premises @ query, -np.inf)
+        top = np.argpartition(-scores, K - 1)[:K]
+        truth.append([int(i) for i in top if np.isfinite(scores[i])])
+    rows.append(dict(method="reference", build=0.0, memory=n * d * 4, one=reference, recall=1.0, detail=""))
+    options = IndexOptions(recall_target=args.recall_target)
+    built: list[tuple[str, dict]] = [("exact", dict(exact=True)), ("index", {})]
+    if args.device:
+        built.append(("device", dict(device=args.device)))
+    for method, chosen in built:
         start = time.perf_counter()
-        index = PremiseIndex(_Corpus(n), stored, exact=exact, options=args.options)
+        index = PremiseIndex(_Corpus(n), stored, options=options, **chosen)
         build = time.perf_counter() - start
 
-        def search(q: np.ndarray, m: list[np.ndarray], index: PremiseIndex = index) -> list[list[int]]:
-            return [[h.index for h in hits] for hits in index.search(q, K, allowed=m)]
+        def search(q: np.ndarray, m: np.ndarray, index: PremiseIndex = index) -> list[int]:
+            return [h.index for h in index.search(q, K, allowed=[m])[0]]
 
-        one, many, found, differ = timed(search, queries, masks, args.batch)
-        one_shared, many_shared, _, differ_shared = timed(search, queries, shared, args.batch)
+        search(data.goals[0], data.masks[0])  # a device's first call sets it up
+        one, found = timed(search, data, len(data.goals))
+        quality = index.quality
+        detail = (
+            f"{quality.probes}/{quality.lists} lists, rerank {quality.rerank}, calibrated {quality.recall:.3f}"
+            if quality.kind is IndexKind.APPROXIMATE
+            else quality.why
+        )
         rows.append(
-            dict(method=method, build=build, memory=index.nbytes, recall=recall(found, exact_truth))
-            | dict(one=one, many=many, differ=differ)
-            | dict(one_shared=one_shared, many_shared=many_shared, differ_shared=differ_shared)
+            dict(method=method, kind=quality.kind.value, build=build, memory=index.nbytes, one=one)
+            | dict(recall=recall(found, truth), detail=detail, quality=quality.to_json())
         )
         del index
     for row in rows:
-        row.update(premises=n, d=d, speedup=reference_one / row["one"], batch_gain=row["one"] / row["many"])
-        row["batch_gain_shared"] = row["one_shared"] / row["many_shared"]
-        row["memory_vs_float32"] = row["memory"] / (n * d * 4)
+        row.update(
+            data=kind, premises=n, d=d, speedup=reference / row["one"], memory_vs_float32=row["memory"] / (n * d * 4)
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="20k premises at d = 384 only")
+    parser.add_argument("--quick", action="store_true", help="20k premises at d = 384, clustered and gaussian")
     parser.add_argument("--json", metavar="OUT", type=Path)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
+    parser.add_argument("--data", nargs="+", choices=list(KINDS), default=list(KINDS))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200_000])
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 1472])
+    parser.add_argument("--device", default=None, help="also search with every vector on this torch device (cuda)")
+    parser.add_argument("--recall-target", type=float, default=IndexOptions().recall_target)
     parser.add_argument("--queries", type=int, default=256, help="goals searched per row")
     parser.add_argument("--reference-queries", type=int, default=32, help="goals the slow reference searches")
-    parser.add_argument("--batch", type=int, default=64, help="goals per batched search")
-    parser.add_argument("--goals-per-theorem", type=int, default=16, help="goals sharing a mask, second shape")
     parser.add_argument("--density", type=float, default=0.3, help="share of the files a goal may use")
-    parser.add_argument("--noise", type=float, default=1.0, help="spread around the sub-topic centres")
+    parser.add_argument("--noise", type=float, default=1.0, help="spread around the clustered data's sub-topics")
+    parser.add_argument("--store", type=Path, default=Path("/tmp/leanagent-retrieval-real"), help="embedding store")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--probes", type=int, default=IndexOptions().probes, help="IVF lists scanned per goal")
-    parser.add_argument(
-        "--lists-per-sqrt", type=float, default=IndexOptions().lists_per_sqrt, help="IVF lists per sqrt(premises)"
-    )
-    parser.add_argument("--rerank", type=int, default=IndexOptions().rerank, help="candidates re-scored per result")
-    parser.add_argument("--code-width", type=int, default=IndexOptions().code_width, help="dimensions per 4-bit code")
     args = parser.parse_args(argv)
-    args.options = IndexOptions(
-        probes=args.probes, lists_per_sqrt=args.lists_per_sqrt, rerank=args.rerank, code_width=args.code_width
-    )
     if args.quick:
-        args.sizes, args.dims, args.queries = [20_000], [384], 128
+        args.sizes, args.dims, args.queries, args.data = [20_000], [384], 128, ["clustered", "gaussian"]
     faiss.omp_set_num_threads(1)
     results = []
-    for d in args.dims:
-        for n in args.sizes:
-            results += measure(n, d, args)
-            print(f"d={d} N={n} done", file=sys.stderr)
-    headers = [
-        "method",
-        "premises",
-        "d",
-        "build s",
-        "memory MB",
-        "vs float32",
-        "1 query ms",
-        "speedup",
-        "batch ms/query",
-        "gain, own masks",
-        "differ",
-        "batch ms/query, per theorem",
-        "gain, per theorem",
-        "differ, per theorem",
-        "recall@10",
-    ]
+    for kind in args.data:
+        for d in args.dims:
+            for n in args.sizes:
+                results += measure(kind, n, d, args)
+                print(f"{kind} d={d} N={n} done", file=sys.stderr)
+    headers = ["data", "d", "premises", "method", "kind", "build s", "memory", "ms/goal", "speedup", "recall@10"]
     body = [
-        [
-            r["method"],
-            r["premises"],
-            r["d"],
-            round(r["build"], 1),
-            round(r["memory"] / 2**20, 1),
-            f"{r['memory_vs_float32']:.0%}",
-            round(r["one"] * 1e3, 3),
-            f"{r['speedup']:.1f}x",
-            round(r["many"] * 1e3, 3),
-            f"{r['batch_gain']:.1f}x",
-            r["differ"],
-            round(r["many_shared"] * 1e3, 3),
-            f"{r['batch_gain_shared']:.1f}x",
-            r["differ_shared"],
-            round(r["recall"], 3),
-        ]
+        [r["data"], r["d"], r["premises"], r["method"], r.get("kind", "")]
+        + [round(r["build"], 1), f"{r['memory_vs_float32']:.0%}", round(r["one"] * 1e3, 2), f"{r['speedup']:.1f}x"]
+        + [round(r["recall"], 3)]
         for r in results
     ]
     load = os.getloadavg()[0]
     print(
-        f"top {K}, {args.density:.0%} of files accessible, one thread, batches of {args.batch} "
-        f"(per theorem: {args.goals_per_theorem} goals a mask); "
-        f"probes {args.probes} of {args.lists_per_sqrt} x sqrt(N) lists, rerank {args.rerank}; "
-        f"load average {load:.2f} on {os.cpu_count()} cores"
+        f"top {K}, {args.density:.0%} of files accessible, one goal at a time, one thread; recall target "
+        f"{args.recall_target}; memory against float32; load average {load:.2f} on {os.cpu_count()} cores"
     )
     print(table(headers, body))
+    for r in results:
+        if r["detail"]:
+            print(f"{r['data']} d={r['d']} N={r['premises']} {r['method']}: {r['detail']}")
     if args.json:
-        args.json.write_text(
-            json.dumps({"load_average": load, "options": dataclasses.asdict(args.options), "rows": results}, indent=2)
-            + "\n",
-            encoding="utf-8",
-        )
+        payload = {"load_average": load, "recall_target": args.recall_target, "rows": results}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

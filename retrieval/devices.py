@@ -61,6 +61,13 @@ class Placement:
 
         return cls(torch.device("cpu"), torch.float32)
 
+    @property
+    def index_device(self) -> str | None:
+        """Where a premise index of embeddings made here searches: on this GPU (the vectors
+        are made there, and one masked product there beats any CPU index), or None for the
+        CPU's faiss index."""
+        return str(self.device) if self.device.type == "cuda" else None
+
     @contextlib.contextmanager
     def autocast(self) -> Iterator[None]:
         """Forward passes inside run in :attr:`dtype` (nothing changes for float32)."""

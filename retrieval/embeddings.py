@@ -40,7 +40,8 @@ from lean_env.files import write_atomically
 from lean_env.records import RepoTrace
 from retrieval.corpus import PremiseCorpus, premise_text
 from retrieval.encoder import Encoder
-from retrieval.index import PremiseIndex
+from retrieval.index import IndexQuality, PremiseIndex
+from retrieval.index_options import IndexOptions
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +189,24 @@ class PremiseIndexes:
     (or none), and kept: asked again for the same repositories and weights, or for some of
     them (proving one repository right after the evaluation of all), it is the same index."""
 
-    def __init__(self, store: EmbeddingStore | None = None, *, exact: bool | None = None) -> None:
+    def __init__(
+        self,
+        store: EmbeddingStore | None = None,
+        *,
+        exact: bool | None = None,
+        options: IndexOptions = IndexOptions(),
+        device: str | None = None,
+    ) -> None:
         self.store = store
-        self.exact = exact  # None: PremiseIndex chooses by corpus size
+        self.exact = exact  # None: PremiseIndex chooses by size and measured recall
+        self.options = options
+        self.device = device  # a torch device to search on (the encoder's GPU); None: the CPU
         self._last: tuple[frozenset[tuple[str, str]], str, PremiseIndex] | None = None
+
+    @property
+    def quality(self) -> IndexQuality | None:
+        """The kind and measured recall of the index built last (None before the first)."""
+        return None if self._last is None else self._last[2].quality
 
     @property
     def counts(self) -> EmbeddingCounts:
@@ -212,6 +227,6 @@ class PremiseIndexes:
         corpus = corpus or PremiseCorpus(traces)
         texts = [premise_text(p) for p in corpus.premises]
         embeddings = self.store.embeddings(encoder, texts, identity=identity) if self.store else encoder.encode(texts)
-        index = PremiseIndex(corpus, embeddings, exact=self.exact)
+        index = PremiseIndex(corpus, embeddings, exact=self.exact, options=self.options, device=self.device)
         self._last = (wanted, identity, index)
         return index

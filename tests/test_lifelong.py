@@ -89,3 +89,6 @@ def test_the_whole_job_through_the_library(job: LifelongJob, tmp_path: Path) -> 
     payload = json.loads(again.report[0].read_text(encoding="utf-8"))
     assert payload["embeddings"] == {"embedded": 0, "reused": result.embeddings.embedded}
     assert "premises embedded: 0" in again.report[1].read_text(encoding="utf-8")
+    # A corpus this small is searched exactly, and the report says which index it was.
+    assert payload["premise_index"]["kind"] == "exact" and payload["premise_index"]["recall_at_10"] == 1.0
+    assert "premise index: exact on cpu" in again.report[1].read_text(encoding="utf-8")

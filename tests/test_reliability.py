@@ -132,6 +132,11 @@ def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> N
             ["retrieval", "eval", "--test-fraction", "1"], "must be between 0 and 1, got 1", id="eval-fraction"
         ),
         pytest.param(
+            ["retrieval", "eval", "--recall-target", "1.5"],
+            "argument --recall-target: must be between 0 and 1, got 1.5",
+            id="eval-recall-target",
+        ),
+        pytest.param(
             ["generator", "train", "--model", "m", "--epochs", "x"],
             "must be a whole number, got 'x'",
             id="generator-epochs",

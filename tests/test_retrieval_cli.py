@@ -76,10 +76,35 @@ def test_train_reports_the_matrix_and_saves_a_loadable_encoder(workspace, capsys
         payload["metrics"]["MRR"]["WP5"]["unit"] == "fraction" and payload["metrics"]["MRR"]["CFR"]["unit"] == "ratio"
     )
     assert payload["embeddings"]["embedded"] > 0
+    assert payload["premise_index"]["kind"] == "exact"  # a few premises: a scan is cheap
     code, out, _ = _run(
-        capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5", "--seed", seed, "--json"
+        capsys,
+        data,
+        "retrieval",
+        "eval",
+        "--model",
+        str(out_dir),
+        "--test-fraction",
+        "0.5",
+        "--seed",
+        seed,
+        "--recall-target",
+        "0.95",
+        "--json",
     )
-    assert code == 0 and set(json.loads(out)) == set(repos)
+    evaluated = json.loads(out)
+    assert code == 0 and set(evaluated["repositories"]) == set(repos)
+    assert evaluated["premise_index"] | {"why": None} == {
+        "kind": "exact",
+        "device": "cpu",
+        "recall_at_10": 1.0,
+        "recall_target": 0.95,
+        "calibration_queries": 0,
+        "why": None,
+        "lists": None,
+        "probes": None,
+        "rerank": None,
+    }
     # The saved encoder is the last step's: its premises were embedded by that step's evaluation.
     code, out, _ = _run(capsys, data, "retrieval", "eval", "--model", str(out_dir), "--test-fraction", "0.5")
     assert code == 0 and "premises embedded: 0, reused from the embedding store: " in out

@@ -1,5 +1,6 @@
-"""The premise index: exact below its size threshold, approximate (IVF fast scan + 8-bit
-re-scoring) above; never a premise outside the query's mask, the same results batched as
+"""The premise index: exact below its size threshold, approximate (IVF fast scan + float16
+re-scoring) above, calibrated to its recall target or exact where it cannot meet it, exact
+on a torch device; never a premise outside the query's mask, the same results batched as
 one by one (up to ties), and on small corpora the exact top k of a brute-force reference."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.index import IndexOptions, PremiseIndex, _distinct
+from retrieval.index import IndexKind, IndexOptions, PremiseIndex
+from retrieval.scorers import distinct_masks
 
 
 class _Sized:
@@ -43,8 +45,10 @@ def _brute_force(embeddings: np.ndarray, query: np.ndarray, mask: np.ndarray, k:
 
 N, D = 3000, 384
 EMBEDDINGS, QUERIES = _clustered([N, 24], D, seed=1)
-# Small lists so that a few of them are probed: the approximate path is really exercised.
-APPROXIMATE = PremiseIndex(_Sized(N), EMBEDDINGS.astype(np.float16), exact=False, options=IndexOptions(probes=4))
+# Small lists so that a few of them are probed: the approximate path is really exercised
+# (a target of 0 keeps the calibration from scanning more).
+FEW_PROBES = IndexOptions(probes=4, recall_target=0.0)
+APPROXIMATE = PremiseIndex(_Sized(N), EMBEDDINGS.astype(np.float16), exact=False, options=FEW_PROBES)
 EXACT = PremiseIndex(_Sized(N), EMBEDDINGS, exact=True)
 
 
@@ -87,9 +91,9 @@ def test_the_approximate_index_returns_only_allowed_premises_and_as_many_as_it_c
 @pytest.mark.parametrize(
     "options, at_least",
     [
-        pytest.param(IndexOptions(probes=4), 0.95, id="default-re-scoring"),
-        # Every list scanned and every candidate re-scored: exact but for the 8-bit codes' ties.
-        pytest.param(IndexOptions(probes=1 << 20, rerank=N), 0.98, id="everything-re-scored"),
+        pytest.param(FEW_PROBES, 0.95, id="few-lists"),
+        # Every list scanned and every candidate re-scored: exact but for float16's rounding.
+        pytest.param(IndexOptions(probes=1 << 20, rerank=N, max_rerank=N), 0.999, id="everything-re-scored"),
     ],
 )
 def test_the_approximate_index_finds_nearly_the_exact_top_k(options: IndexOptions, at_least: float) -> None:
@@ -127,17 +131,18 @@ def test_a_small_corpus_is_searched_exactly(kind: str, k: int, batch: int) -> No
 
 
 @pytest.mark.parametrize(
-    "exact, threshold, expected",
+    "exact, work, expected",
     [
-        pytest.param(None, N + 1, True, id="small-by-size"),
-        pytest.param(None, N, False, id="large-by-size"),
-        pytest.param(True, N, True, id="forced-exact"),
-        pytest.param(False, N + 1, False, id="forced-approximate"),
+        pytest.param(None, N * D, True, id="small-by-size"),
+        pytest.param(None, N * D - 1, False, id="large-by-size"),
+        pytest.param(True, 0, True, id="forced-exact"),
+        pytest.param(False, N * D, False, id="forced-approximate"),
     ],
 )
-def test_the_index_chooses_by_size_unless_told(exact: bool | None, threshold: int, expected: bool) -> None:
-    index = PremiseIndex(_Sized(N), EMBEDDINGS, exact=exact, options=IndexOptions(exact_below=threshold))
+def test_the_index_chooses_by_size_unless_told(exact: bool | None, work: int, expected: bool) -> None:
+    index = PremiseIndex(_Sized(N), EMBEDDINGS, exact=exact, options=IndexOptions(exact_work=work))
     assert index.exact is expected
+    assert index.quality.kind is (IndexKind.EXACT if expected else IndexKind.APPROXIMATE)
     (hits,) = index.search(QUERIES[0], 5)
     assert len(hits) == 5
 
@@ -154,8 +159,9 @@ def test_masks_that_do_not_fit_are_refused(queries: int, masks: list[np.ndarray]
         APPROXIMATE.search(QUERIES[:queries], 5, allowed=masks)
 
 
-def test_the_approximate_index_takes_at_most_half_of_float32() -> None:
-    assert APPROXIMATE.nbytes <= EXACT.nbytes / 2
+def test_the_approximate_index_takes_little_more_than_half_of_float32() -> None:
+    """float16 vectors for re-scoring (half of float32) and the 4-bit lists (d/8 bytes each)."""
+    assert APPROXIMATE.nbytes <= 0.6 * EXACT.nbytes
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -204,4 +210,91 @@ _BASE = np.random.default_rng(5).random(200_000) < 0.3
     ],
 )
 def test_a_batch_is_grouped_by_mask_content(masks: list[np.ndarray], groups: list[list[int]]) -> None:
-    assert [group.rows.tolist() for group in _distinct(masks, 40)] == groups
+    assert [group.rows.tolist() for group in distinct_masks(masks, 40)] == groups
+
+
+def _uniform(n: int, d: int, seed: int) -> np.ndarray:
+    """Unit vectors with no structure: every neighbour nearly as far as any premise, the
+    hardest data for an IVF index and for 4-bit codes."""
+    x = np.random.default_rng(seed).standard_normal((n, d))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _recall(index: PremiseIndex, embeddings: np.ndarray, queries: np.ndarray, seed: int) -> float:
+    """recall@10 of ``index`` against brute force, on ``queries`` with file masks."""
+    rng = np.random.default_rng(seed)
+    masks = [_mask(rng, "files") for _ in queries]
+    found = [index.search(q, 10, allowed=[m])[0] for q, m in zip(queries, masks, strict=True)]
+    return float(
+        np.mean(
+            [
+                len({h.index for h in hits} & set(_brute_force(embeddings, q, m, 10))) / min(10, m.sum())
+                for q, m, hits in zip(queries, masks, found, strict=True)
+                if m.any()
+            ]
+        )
+    )
+
+
+def test_the_calibration_scans_more_until_the_target_is_met() -> None:
+    """From one list and one candidate per result (far too few), the index raises both until
+    its calibration queries' recall reaches the target; queries it never saw agree."""
+    options = IndexOptions(exact_work=0, probes=1, rerank=1)
+    index = PremiseIndex(_Sized(N), EMBEDDINGS.astype(np.float16), options=options)
+    quality = index.quality
+    assert quality.kind is IndexKind.APPROXIMATE
+    assert quality.recall >= 0.99 and quality.queries == options.calibration_queries
+    assert (quality.probes or 0) > 1 or (quality.rerank or 0) > 1, "one list and one candidate cannot be enough"
+    assert _recall(index, EMBEDDINGS, QUERIES, seed=11) >= 0.97
+
+
+UNIFORM = _uniform(N, 64, seed=2)
+# A ceiling of 8 candidates per result: 4-bit codes cannot order structureless vectors that far.
+LOW_CEILING = IndexOptions(exact_work=0, max_rerank=8)
+
+
+def test_an_index_that_cannot_meet_its_target_is_exact() -> None:
+    index = PremiseIndex(_Sized(N), UNIFORM, options=LOW_CEILING)
+    assert index.exact and index.quality.kind is IndexKind.EXACT
+    assert "short of the target 0.99" in index.quality.why
+    queries = _uniform(16, 64, seed=3)
+    assert _recall(index, UNIFORM, queries, seed=4) == 1.0
+
+
+def test_a_forced_approximate_index_says_how_short_it_falls() -> None:
+    index = PremiseIndex(_Sized(N), UNIFORM, exact=False, options=LOW_CEILING)
+    quality = index.quality
+    assert quality.kind is IndexKind.APPROXIMATE and quality.recall < 0.99
+    assert quality.probes == quality.lists and quality.rerank == 8, "it scans as much as it may first"
+    assert quality.to_json()["recall_at_10"] == round(quality.recall, 4)
+    assert "recall@10" in quality.text() and "target 0.99" in quality.text()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("kind, k, batch", [("files", 10, 1), ("files", 10, 6), ("few", 10, 3), ("none", 4, 2)])
+def test_the_device_index_is_exact(dtype: type, kind: str, k: int, batch: int) -> None:
+    """The GPU path (every vector on the device, one masked product), run on the CPU: the
+    brute-force top k of the vectors as given, scores in float32."""
+    stored = EMBEDDINGS.astype(dtype)
+    index = PremiseIndex(_Sized(N), stored, device="cpu")
+    assert index.quality.kind is IndexKind.DEVICE and index.exact
+    widened = stored.astype(np.float32)
+    rng = np.random.default_rng(8)
+    masks = [_mask(rng, kind) for _ in range(batch)]
+    for query, mask, hits in zip(QUERIES[:batch], masks, index.search(QUERIES[:batch], k, allowed=masks), strict=True):
+        assert [h.index for h in hits] == _brute_force(widened, query, mask, k)
+        assert [h.score for h in hits] == pytest.approx([float(widened[h.index] @ query) for h in hits], abs=1e-5)
+    (unmasked,) = index.search(QUERIES[0], k)
+    assert [h.index for h in unmasked] == _brute_force(widened, QUERIES[0], np.ones(N, dtype=bool), k)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        pytest.param(dict(recall_target=1.5), "between 0 and 1", id="target-above-1"),
+        pytest.param(dict(calibration_queries=0), "a query at least", id="no-calibration-query"),
+    ],
+)
+def test_options_out_of_range_are_refused(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        IndexOptions(**options)

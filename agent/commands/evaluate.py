@@ -24,6 +24,7 @@ from agent.options import (
     json_option,
     positive_int,
     proving_config,
+    recall_target_option,
     repo_option,
     retriever_length_option,
     retriever_option,
@@ -83,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_prove_options(evaluate, backend_flag="--backend")
     retriever_option(evaluate)
     retriever_length_option(evaluate)
+    recall_target_option(evaluate)
     device_option(evaluate)
     wait_option(evaluate)
     json_option(evaluate)

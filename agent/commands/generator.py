@@ -19,10 +19,12 @@ from agent.joblock import holding_job_lock
 from agent.options import (
     device_option,
     generator_length_options,
+    index_options,
     json_option,
     positive_int,
     positive_number,
     premises_option,
+    recall_target_option,
     retriever_length_option,
     split_options,
     wait_option,
@@ -59,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     premises_option(train)
     retriever_length_option(train)
+    recall_target_option(train)
     generator_length_options(train)
     train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
     train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
@@ -99,7 +102,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     premises = None
     if args.retriever:
         encoder = TextEncoder.load(args.retriever, max_length=args.retriever_len, device=args.device)
-        premises = premise_source(traces, encoder, k=args.premises)
+        premises = premise_source(traces, encoder, k=args.premises, options=index_options(args))
     examples = tactic_examples(traces, premises=premises)
     if not examples:
         raise UserInputError(

@@ -20,6 +20,7 @@ from agent.options import (
     device_option,
     json_option,
     proving_config,
+    recall_target_option,
     repo_option,
     retriever_length_option,
     retriever_option,
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     repo_option(prove)
     skip_option(prove)
     retriever_length_option(prove)
+    recall_target_option(prove)
     device_option(prove)
     wait_option(prove)
     json_option(prove)

@@ -15,9 +15,11 @@ from agent.joblock import holding_job_lock
 from agent.options import (
     add_train_options,
     device_option,
+    index_options,
     json_option,
     model_option,
     positive_int,
+    recall_target_option,
     retriever_length_option,
     split_options,
     train_config,
@@ -47,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_train_options(train)
     retriever_length_option(train)
+    recall_target_option(train)
     device_option(train)
     train.add_argument("--out", type=Path, default=None, help="where to save the encoder (default: DATA_DIR/retriever)")
     wait_option(train)
@@ -58,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     model_option(evaluate)
     retriever_length_option(evaluate)
+    recall_target_option(evaluate)
     device_option(evaluate)
     split_options(evaluate)
     json_option(evaluate)
@@ -77,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.add_argument("-k", type=positive_int, default=10, help="how many premises (default: 10)")
     model_option(search)
     retriever_length_option(search)
+    recall_target_option(search)
     device_option(search)
     json_option(search)
     search.set_defaults(handler=_search)
@@ -102,7 +107,11 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     # After every step the state goes here; an interrupted run of the same question resumes.
     checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
-    indexes = PremiseIndexes(EmbeddingStore.of_data_dir(settings.data_dir))
+    indexes = PremiseIndexes(
+        EmbeddingStore.of_data_dir(settings.data_dir),
+        options=index_options(args),
+        device=encoder.placement.index_device,
+    )
     # No total: a learner picked up may hold steps of older commits besides these repositories.
     with tqdm(desc="training", unit="repo", disable=None) as bar:
         report = run_progressive(
@@ -122,8 +131,10 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         "config": dataclasses.asdict(config),
         **training_payload(report),
         "embeddings": indexes.counts.to_json(),
+        "premise_index": None if indexes.quality is None else indexes.quality.to_json(),
     }
-    human = "\n".join([training_text(report), f"encoder saved to {out}", indexes.counts.text()])
+    lines = [training_text(report), f"encoder saved to {out}", indexes.counts.text()]
+    human = "\n".join(lines + ([] if indexes.quality is None else [indexes.quality.text()]))
     emit(payload, human, as_json=args.json)
     return 0
 
@@ -139,19 +150,22 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     corpus = PremiseCorpus(traces)
     store = EmbeddingStore.of_data_dir(settings.data_dir)
-    index = PremiseIndex.build(corpus, encoder, store=store)
+    index = PremiseIndex.build(
+        corpus, encoder, store=store, options=index_options(args), device=encoder.placement.index_device
+    )
     results = {}
     for trace in traces:
         _, test = split(corpus.examples(trace), test_fraction=args.test_fraction, seed=args.seed)
         results[trace.spec.location] = evaluate(index, encoder, test)
-    payload = {location: scores_dict(s) for location, s in results.items()}
+    payload = {
+        "repositories": {location: scores_dict(s) for location, s in results.items()},
+        "premise_index": index.quality.to_json(),
+    }
     rows = [
         [location, s.examples, *(cell(metric(s)) for metric in METRICS.values())] for location, s in results.items()
     ]
-    # The JSON stays {repository: scores}, as scripts read it: the counts go to people.
-    emit(
-        payload, "\n".join([table(["repository", "examples", *METRICS], rows), store.counts.text()]), as_json=args.json
-    )
+    human = [table(["repository", "examples", *METRICS], rows), index.quality.text(), store.counts.text()]
+    emit(payload, "\n".join(human), as_json=args.json)
     return 0
 
 
@@ -186,7 +200,13 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         location, theorem = found[0]
         allowed = [corpus.accessible(location, theorem.path, theorem.start)]
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
-    index = PremiseIndex.build(corpus, encoder, store=EmbeddingStore.of_data_dir(settings.data_dir))
+    index = PremiseIndex.build(
+        corpus,
+        encoder,
+        store=EmbeddingStore.of_data_dir(settings.data_dir),
+        options=index_options(args),
+        device=encoder.placement.index_device,
+    )
     (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
     payload = [
         {

@@ -21,8 +21,10 @@ from agent.options import (
     add_prove_options,
     add_train_options,
     device_option,
+    index_options,
     json_option,
     proving_config,
+    recall_target_option,
     retriever_length_option,
     skip_option,
     tracer_option,
@@ -52,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_train_options(run)
     add_prove_options(run, backend_flag="--proof-backend")
     retriever_length_option(run)
+    recall_target_option(run)
     device_option(run)
     skip_option(run)
     wait_option(run)
@@ -70,7 +73,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         training=None
         if args.no_train
         else RetrieverTraining(
-            args.model, train_config(args), args.test_fraction, embed_length=args.retriever_len, device=args.device
+            args.model,
+            train_config(args),
+            args.test_fraction,
+            embed_length=args.retriever_len,
+            device=args.device,
+            index=index_options(args),
         ),
         proving=None if args.no_prove else proving_config(args),
         # Asked for a model, the user means to prove: a missing Lean is then an error.
