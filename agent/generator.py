@@ -57,7 +57,8 @@ class HFTacticGenerator:
         placement: Placement | None = None,
     ) -> None:
         self.placement = placement or Placement.cpu()
-        self.model = model.to(self.placement.device).eval()
+        # transformers wraps .to with functools.wraps, which hides the bound self from mypy.
+        self.model = model.to(self.placement.device).eval()  # type: ignore[arg-type]
         self.tokenizer = tokenizer
         self.max_input_tokens = max_input_tokens
         self.max_tactic_tokens = max_tactic_tokens

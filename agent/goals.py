@@ -23,7 +23,8 @@ Only whole identifiers are renamed, and a dotted one by its head
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -172,7 +173,7 @@ def _name_map(source: GoalView, target: GoalView) -> dict[str, str]:
     src, tgt = source.names, target.names
     if not src:
         return {}
-    votes: Counter[tuple[str, str]] = Counter()
+    votes: defaultdict[tuple[str, str], float] = defaultdict(float)
     _align(source.target, target.target, src, tgt, votes, weight=2.0)
     tgt_shapes = [(t, abstracted(t.type, tgt)) for t in target.locals if t.name]
     for s in source.locals:
@@ -200,13 +201,19 @@ def _name_map(source: GoalView, target: GoalView) -> dict[str, str]:
 
 
 def _align(
-    a: str, b: str, src: frozenset[str], tgt: frozenset[str], votes: Counter[tuple[str, str]], *, weight: float
+    a: str,
+    b: str,
+    src: frozenset[str],
+    tgt: frozenset[str],
+    votes: defaultdict[tuple[str, str], float],
+    *,
+    weight: float,
 ) -> None:
     """Vote for the local pairs that face each other where ``a`` and ``b`` agree."""
     a_tokens, b_tokens = tokens(a), tokens(b)
     a_abs, b_abs = abstracted(a, src), abstracted(b, tgt)
     if a_abs == b_abs:  # the common case of a close neighbour: no need to search for blocks
-        pairs: list[tuple[int, int, int]] = [(0, 0, len(a_abs))]
+        pairs: Sequence[tuple[int, int, int]] = [(0, 0, len(a_abs))]
     else:
         pairs = SequenceMatcher(None, a_abs, b_abs, autojunk=False).get_matching_blocks()
     for i, j, size in pairs:

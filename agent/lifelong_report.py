@@ -93,8 +93,8 @@ def _evaluations(
     score before its own step in the row of the step before (a repository trained again at a
     newer commit keeps its score there); and which cells those are."""
     after = training.matrix(metric)
-    rows = [[None] * len(training.repos), *after]
-    before = set()
+    rows: list[list[float | None]] = [[None] * len(training.repos), *after]
+    before: set[Cell] = set()
     for t, (step, column) in enumerate(zip(training.rows, training.score_matrix(metric).trained, strict=True)):
         if rows[t][column] is None and step.before is not None and step.before.examples:
             rows[t][column] = metric(step.before)

@@ -178,12 +178,12 @@ def prove_theorem(
             spent = time.monotonic() - started
             return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)
         return dataclasses.replace(failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds)
-    timing = {"opening_seconds": opening, "lean_seconds": opening + recorded.lean_seconds}
+    lean_seconds = opening + recorded.lean_seconds
     if result.status is not SearchStatus.PROVED:
         timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= search.time_limit
         outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
-        return ProofAttempt(outcome, None, result, None, detail, **timing)
+        return ProofAttempt(outcome, None, result, None, detail, lean_seconds=lean_seconds, opening_seconds=opening)
     assert result.proof is not None
     steps = recorded.steps(result.proof)
     proof = tactic_proof(result.proof)
@@ -191,10 +191,13 @@ def prove_theorem(
         check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
     except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
         detail = f"the final check could not run: {error}"
-        return ProofAttempt(AttemptOutcome.ERROR, proof, result, None, detail, steps, **timing)
+        return ProofAttempt(
+            AttemptOutcome.ERROR, proof, result, None, detail, steps, lean_seconds=lean_seconds, opening_seconds=opening
+        )
     outcome, detail = _judge_check(theorem, result, check)
-    timing["lean_seconds"] += check.seconds
-    return ProofAttempt(outcome, proof, result, check, detail, steps, **timing)
+    return ProofAttempt(
+        outcome, proof, result, check, detail, steps, lean_seconds=lean_seconds + check.seconds, opening_seconds=opening
+    )
 
 
 def _judge_check(theorem: Theorem, result: SearchResult, check: FinalCheckResult) -> tuple[AttemptOutcome, str]:

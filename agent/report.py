@@ -78,10 +78,11 @@ def plot_matrix(
         return None
     axes = figure.subplots()
     for j, repo in enumerate(repos):
-        scored = [i for i, row in enumerate(matrix) if row[j] is not None]
-        (line,) = axes.plot(scored, [matrix[i][j] for i in scored], marker="o", label=Path(repo).name or repo)
-        hollow = [i for i in scored if (i, j) in before]
-        axes.plot(hollow, [matrix[i][j] for i in hollow], "o", color="white", markeredgecolor=line.get_color())
+        # row -> score, for the rows that scored it (bound to a name so that the type is float, not None)
+        scores = {i: v for i, row in enumerate(matrix) if (v := row[j]) is not None}
+        (line,) = axes.plot(list(scores), list(scores.values()), marker="o", label=Path(repo).name or repo)
+        hollow = [i for i in scores if (i, j) in before]
+        axes.plot(hollow, [scores[i] for i in hollow], "o", color="white", markeredgecolor=line.get_color())
     axes.set_xticks(range(len(steps)), steps, rotation=25, ha="right", fontsize=8)
     axes.set_ylim(-0.02, 1.02)
     axes.set_xlabel("after the step on (hollow: the repository's score before its own step)")

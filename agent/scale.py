@@ -224,7 +224,7 @@ def prove_on_ray(jobs: Sequence[ProofJob], recipe: ProverRecipe, *, workers: int
         by_key = {job.key: job for job in jobs}
         try:
             for key, attempt, backend in ActorPool(actors).map_unordered(
-                lambda actor, job: actor.prove.remote(job), jobs
+                lambda actor, job: actor.prove.remote(job), list(jobs)
             ):
                 yield ProofDone(by_key[key], attempt, backend)
         except ray.exceptions.RayTaskError as error:

@@ -2,7 +2,8 @@
 own tests, ``tests/lean/run/*.lean`` (standalone files written by Lean's developers).
 
     python bench/evaluate_real.py --lean-src GIT_DIR --lean-bin DIR [--work DIR] [--sample N]
-        [--time-limit S] [--max-expansions N] [--candidates N] [--half dev|test|both] [--json OUT]
+        [--time-limit S] [--max-expansions N] [--candidates N] [--half dev|test|both] [--backend file|server]
+        [--json OUT]
 
 ``--lean-src`` is the Lean 4 source snapshot (a git directory, as ``fetch`` brings
 github:Vtec234/lean4, or a work tree) and ``--lean-bin`` the bin directory of that Lean built by
@@ -12,10 +13,11 @@ never for anything else). The files without a ``sorry`` are split by name: the f
 half, reported untuned; each half is one project (``WORK/lean4-run-dev``, ``-test``) with a
 ``lean-toolchain``, ingested by source extraction into ``WORK/data``. Then the library's
 :func:`agent.evaluation.evaluate` runs on every theorem with a proof (or a seeded ``--sample``
-of each half), one theorem at a time with the built-in suggester and the file-check
-backend, and the table gives Pass@1 per half at the budgets of ``--budgets`` (read from the
-curve of one run at ``--time-limit``: the search is deterministic, so a theorem proved
-within t seconds of a longer run is proved by a run limited to t, up to timing noise).
+of each half), one theorem at a time with the built-in suggester and the file check (through
+Lean's language server by default, ``--backend file`` for one ``lean`` run per check), and
+the table gives Pass@1 per half at the budgets of ``--budgets`` (read from the curve of one
+run at ``--time-limit``: the search is deterministic, so a theorem proved within t seconds
+of a longer run is proved by a run limited to t, up to timing noise).
 
 The corpus and the database stay in ``--work``, outside this repository; re-running resumes
 an evaluation that was interrupted.
@@ -107,6 +109,12 @@ def main() -> int:
     parser.add_argument("--budgets", default="20,60", help="budgets (s) the table reads Pass@1 at")
     parser.add_argument("--tactic-timeout", type=float, default=20.0)
     parser.add_argument("--check-timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--backend",
+        choices=[ProofBackendChoice.FILE.value, ProofBackendChoice.SERVER.value],
+        default=ProofBackendChoice.SERVER.value,
+        help="the proof environment: `lean` once per check, or through its language server (default)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -116,7 +124,7 @@ def main() -> int:
     settings = Settings.resolve(data_dir=args.work / "data", db_url=None)
     halves = HALVES if args.half == "both" else (args.half,)
     config = ProvingConfig(
-        backend=ProofBackendChoice.FILE,
+        backend=ProofBackendChoice(args.backend),
         search=SearchConfig(
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit
         ),
@@ -136,7 +144,10 @@ def main() -> int:
             rows.append(_row(which, result, budgets, wall))
     at = [f"Pass@1 at {b:g} s" for b in budgets]
     headers = ["half", "theorems", *at, "95% interval (limit)", "outcomes", "wall s"]
-    print(f"{version}; {args.candidates} candidates, {args.max_expansions} expansions, {args.time_limit:g} s limit")
+    print(
+        f"{version}; {args.backend} backend, {args.candidates} candidates, {args.max_expansions} expansions, "
+        f"{args.time_limit:g} s limit"
+    )
     print(table(headers, rows))
     if args.json:
         payload = {

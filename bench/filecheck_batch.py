@@ -1,20 +1,24 @@
-"""Lean seconds per expansion of the file-check backend, batched against one run per
+"""Lean seconds per expansion of the file-check backends, batched against one run per
 candidate, on a real Lean and a real corpus (the 2021 Lean 4's ``tests/lean/run``).
 
     python bench/filecheck_batch.py --lean-src GIT_DIR --lean-bin DIR [--theorems N] [--candidates 8 64]
-        [--work DIR] [--json OUT]
+        [--backends file server] [--work DIR] [--json OUT]
 
 For each of ``--theorems`` theorems of the corpus (a seeded choice among those with proofs),
 the built-in suggester proposes ``--candidates`` tactics for the theorem's first goal (its
 memory: every other proof of the corpus); the same tactics then run once one by one, each
-its own ``lean`` run over the file up to the theorem, and once as one batch
-(:mod:`lean_env.interactive.batch`: one run, then a run of its own for a candidate the
-batch says finishes the proof, when it is read). An expansion's cost is what the search
-pays: the outcomes read up to the first proof (one by one, the tactics after it never run).
-An expansion that finds no proof reads every outcome: the table gives both, as mean wall
-seconds of Lean per expansion one by one and batched, their ratio, and whether every verdict
-agreed (it must, up to the numbers of metavariables in messages,
-which count up through a file).
+its own ``lean`` run over the file up to the theorem (the file backend without batches),
+and once batched by each backend of ``--backends`` (:mod:`lean_env.interactive.batch`: one
+Lean check per batch, then one of its own for a candidate the batch says finishes the proof,
+when it is read): ``file`` runs ``lean`` once per check, ``server`` sends each check to a
+language server that elaborated the file before the theorem when the session opened
+(:mod:`lean_env.lean.server`). Opening the session (the theorem's first goals) is not
+counted: a search pays it once, and each expansion after it. An expansion's cost is what
+the search pays: the outcomes read up to the first proof (one by one, the tactics after it
+never run). An expansion that finds no proof reads every outcome: the table gives both, as
+mean wall seconds of Lean per expansion one by one and batched, their ratio, and whether
+every verdict agreed with one by one (it must, up to the numbers of metavariables in
+messages, which count up through a file).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from agent.output import table  # noqa: E402
 from agent.suggester import StepMemory, TacticSuggester  # noqa: E402
 from curriculum.results import theorem_key  # noqa: E402
 from lean_env.errors import LeanAgentError  # noqa: E402
-from lean_env.interactive.filecheck import FileCheckBackend  # noqa: E402
+from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend  # noqa: E402
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState  # noqa: E402
 from lean_env.records import RepoSpec, TheoremStatus  # noqa: E402
 from lean_env.trace.source import extract_repo  # noqa: E402
@@ -64,6 +68,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/leanagent-evaluate-real"))
     parser.add_argument("--theorems", type=int, default=20)
     parser.add_argument("--candidates", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--backends", nargs="+", choices=["file", "server"], default=["file", "server"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Lean run")
     parser.add_argument("--json", type=Path, default=None)
@@ -77,9 +82,12 @@ def main() -> int:
     proved = [t for t in trace.theorems if t.status is TheoremStatus.PROVEN and t.proof_start is not None]
     chosen = random.Random(args.seed).sample(proved, min(args.theorems, len(proved)))
     backend = FileCheckBackend(timeout=args.timeout)
+    batching = {"file": backend, "server": ServerCheckBackend(timeout=args.timeout)}
     rows, measured = [], []
     for n in args.candidates:
-        single, batched, single_all, batched_all, agreed, counted = 0.0, 0.0, 0.0, 0.0, True, 0
+        single, single_all, counted = 0.0, 0.0, 0
+        batched, batched_all = dict.fromkeys(args.backends, 0.0), dict.fromkeys(args.backends, 0.0)
+        agreed = dict.fromkeys(args.backends, True)
         for theorem in chosen:
             key = theorem_key(trace.spec.location, theorem)
             suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
@@ -94,40 +102,46 @@ def main() -> int:
                         times.append(time.monotonic() - started)
                 # The search reads an expansion's outcomes up to the first proof, either way.
                 stop = next((i + 1 for i, o in enumerate(one) if isinstance(o, ProofFinished)), len(one))
-                single += sum(times[:stop])
-                with backend.open(root, theorem) as session:
-                    started = time.monotonic()
-                    outcomes = session.run_tactics(session.initial_state, tactics)
-                    many = [next(outcomes) for _ in range(stop)]
-                    batched += time.monotonic() - started
-                    many += list(outcomes)  # the rest too, untimed: every verdict is compared
-                # An expansion that finds no proof reads every outcome.
-                single_all += sum(times)
-                with backend.open(root, theorem) as session:
-                    started = time.monotonic()
-                    list(session.run_tactics(session.initial_state, tactics))
-                    batched_all += time.monotonic() - started
+                verdicts, to_proof, every = {}, {}, {}
+                for name in args.backends:
+                    with batching[name].open(root, theorem) as session:
+                        started = time.monotonic()
+                        outcomes = session.run_tactics(session.initial_state, tactics)
+                        many = [next(outcomes) for _ in range(stop)]
+                        to_proof[name] = time.monotonic() - started
+                        verdicts[name] = many + list(outcomes)  # the rest too, untimed: every verdict is compared
+                    # An expansion that finds no proof reads every outcome.
+                    with batching[name].open(root, theorem) as session:
+                        started = time.monotonic()
+                        list(session.run_tactics(session.initial_state, tactics))
+                        every[name] = time.monotonic() - started
             except LeanAgentError as error:  # a file that does not elaborate around the theorem
                 print(f"skipped {theorem.path}:{theorem.full_name}: {str(error).splitlines()[0]}", file=sys.stderr)
                 continue
             counted += 1
-            agreed = agreed and all(map(same_verdict, one, many))
+            single, single_all = single + sum(times[:stop]), single_all + sum(times)
+            for name in args.backends:
+                batched[name] += to_proof[name]
+                batched_all[name] += every[name]
+                agreed[name] = agreed[name] and all(map(same_verdict, one, verdicts[name]))
             measured.append({"theorem": f"{theorem.path}:{theorem.full_name}", "candidates": len(tactics)})
-        rows.append(
-            [
-                n,
-                counted,
-                round(single / counted, 3),
-                round(batched / counted, 3),
-                f"{single / batched:.1f}x",
-                round(single_all / counted, 3),
-                round(batched_all / counted, 3),
-                f"{single_all / batched_all:.1f}x",
-                agreed,
-            ]
-        )
-    print(f"{version}; file-check backend, one expansion of each theorem's first goal")
-    headers = ["candidates", "theorems", "to a proof: one by one s", "batched s", "gain"]
+        for name in args.backends:
+            rows.append(
+                [
+                    n,
+                    name,
+                    counted,
+                    round(single / counted, 3),
+                    round(batched[name] / counted, 3),
+                    f"{single / batched[name]:.1f}x",
+                    round(single_all / counted, 3),
+                    round(batched_all[name] / counted, 3),
+                    f"{single_all / batched_all[name]:.1f}x",
+                    agreed[name],
+                ]
+            )
+    print(f"{version}; one expansion of each theorem's first goal; one by one: a `lean` run per candidate")
+    headers = ["candidates", "batched by", "theorems", "to a proof: one by one s", "batched s", "gain"]
     headers += ["all read: one by one s", "batched s", "gain", "same verdicts"]
     print(table(headers, rows))
     if args.json:

@@ -22,7 +22,7 @@ caller owns (:mod:`curriculum.store`); they never commit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, select, update
 
@@ -112,14 +112,14 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
 
 def _proved_attempts(conn: Connection, version_id: int) -> dict[int, str]:
     """Theorem row -> the proof of its newest PROVED attempt, for the theorems of a version."""
-    return dict(
-        conn.execute(
-            select(AttemptRow.theorem_id, AttemptRow.proof)
-            .join(TheoremRow, TheoremRow.id == AttemptRow.theorem_id)
-            .where(TheoremRow.version_id == version_id, AttemptRow.outcome == AttemptOutcome.PROVED)
-            .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
-        ).all()
-    )
+    rows = conn.execute(
+        select(AttemptRow.theorem_id, AttemptRow.proof)
+        .join(TheoremRow, TheoremRow.id == AttemptRow.theorem_id)
+        .where(TheoremRow.version_id == version_id, AttemptRow.outcome == AttemptOutcome.PROVED)
+        .order_by(AttemptRow.id)  # the newest attempt at a theorem wins
+    ).all()
+    # The column is nullable, but a PROVED attempt always has its proof (Store.record_attempt refuses one without).
+    return dict(cast("Sequence[tuple[int, str]]", rows))
 
 
 def withdraw_found_proof(conn: Connection, theorem_id: int, version_id: int) -> None:

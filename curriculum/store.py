@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     Connection,
@@ -151,7 +151,8 @@ class Store(ClosesOnExit):
             elif version < IDENTITY_SINCE:
                 _give_identity(engine, shown)
             with engine.connect() as conn:
-                identity = conn.scalar(select(SchemaRow.identity))
+                # The schema row exists by now (found, made or upgraded above) and has its identity.
+                identity = cast(str, conn.scalar(select(SchemaRow.identity)))
         except SQLAlchemyError as e:
             engine.dispose()
             # Whatever fails before the tables exist (no server, a path that cannot be
@@ -184,7 +185,8 @@ class Store(ClosesOnExit):
                     version = _schema_version(conn, shown)
                     if version is None:
                         raise DatabaseUnavailableError(f"the database {shown} is empty: there is nothing to read")
-                    identity = conn.scalar(select(SchemaRow.identity)) if version >= IDENTITY_SINCE else ""
+                    # A database of this schema version has its one schema row, with its identity.
+                    identity = cast(str, conn.scalar(select(SchemaRow.identity))) if version >= IDENTITY_SINCE else ""
                 return cls(engine, identity, url=shown)
             except OperationalError as e:  # cannot be opened read-only so: try the next way
                 engine.dispose()
@@ -195,6 +197,8 @@ class Store(ClosesOnExit):
             except BaseException:
                 engine.dispose()
                 raise
+        # Every way ended in OperationalError (anything else returned or raised above).
+        assert failure is not None
         raise DatabaseUnavailableError(f"cannot read the database {database}: {_reason(failure)}") from failure
 
     def close(self) -> None:

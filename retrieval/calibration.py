@@ -90,9 +90,11 @@ class IndexQuality:
 class CalibrationSet:
     """Queries, their masks and their exact top RECALL_AT among the index's own vectors."""
 
+    vectors: np.ndarray  # (N, d) the index's vectors, to score what it returns exactly
     queries: np.ndarray  # (S, d) float32 unit vectors
     masks: list[np.ndarray]  # S masks over the corpus
-    truth: list[np.ndarray]  # S arrays of premise ids: the exact top RECALL_AT under each mask
+    truth: list[np.ndarray]  # S arrays of premise ids: the exact top RECALL_AT under each mask, best first
+    last: np.ndarray  # (S,) the exact score of each query's RECALL_AT-th premise (-inf: fewer allowed)
 
 
 def calibration_set(vectors: np.ndarray, options: IndexOptions) -> CalibrationSet:
@@ -109,8 +111,8 @@ def calibration_set(vectors: np.ndarray, options: IndexOptions) -> CalibrationSe
         mask = np.repeat(rng.random(files) < rng.uniform(*_DENSITIES), _FILE)[:n]
         mask[source] = False  # held out: the query is not its own answer
         masks.append(mask)
-    _, top = _exact_top(vectors, queries, np.stack(masks), min(RECALL_AT, n))
-    return CalibrationSet(queries, masks, [row[row >= 0] for row in top])
+    scores, top = _exact_top(vectors, queries, np.stack(masks), min(RECALL_AT, n))
+    return CalibrationSet(vectors, queries, masks, [row[row >= 0] for row in top], scores[:, -1])
 
 
 def _exact_top(
@@ -173,14 +175,28 @@ def calibrate(
             return False, quality
 
 
+# Scores this close to the exact last one count as reaching it: the same vector twice (a
+# premise stated twice) scores the same, but float32 sums in another order may differ by this.
+_TIE = 1e-5
+
+
 def _measure(scorer: ApproximateScorer, search: SearchOne, calibration: CalibrationSet) -> tuple[float, int, int]:
-    """(recall@RECALL_AT, neighbours missed in lists not scanned, neighbours missed in lists scanned)."""
+    """(recall@RECALL_AT, neighbours missed in lists not scanned, neighbours missed in lists
+    scanned). A returned premise counts when its exact score reaches the exact RECALL_AT-th
+    (corpora hold premises twice, and which of two equal vectors the exact top keeps is
+    arbitrary); the neighbours missed are the best of the exact top that were not returned,
+    one per premise returned that does not count."""
     recalls, unscanned, outranked = [], 0, 0
-    for query, mask, truth in zip(calibration.queries, calibration.masks, calibration.truth, strict=True):
+    rows = zip(calibration.queries, calibration.masks, calibration.truth, calibration.last, strict=True)
+    for query, mask, truth, last in rows:
         if not len(truth):
             continue
-        missed = np.setdiff1d(truth, search(query, mask))
-        recalls.append(1.0 - len(missed) / len(truth))
+        found = np.asarray(search(query, mask), dtype=np.int64)
+        scores = np.asarray(calibration.vectors[found], dtype=np.float32) @ query
+        reached = int(np.count_nonzero(scores >= last - _TIE))
+        recalls.append(min(1.0, reached / len(truth)))
+        missed = np.setdiff1d(truth, found, assume_unique=True)
+        missed = truth[np.isin(truth, missed)][: max(0, len(truth) - reached)]  # best first
         if len(missed):
             scanned = scorer.scanned(query, int(np.count_nonzero(mask)), missed)
             outranked += int(np.count_nonzero(scanned))

@@ -120,13 +120,19 @@ class EmbeddingStore:
             new = encoder.encode([texts[first[key]] for key in missing], progress=progress).astype(np.float16)
         if stored is None and new is None:  # nothing to embed: the dimension is the encoder's alone
             new = encoder.encode([], progress=progress).astype(np.float16)
-        d = (new if new is not None else stored["vector"]).shape[1]
+        if new is None:
+            assert stored is not None, "without new rows there are stored ones"
+            d = stored["vector"].shape[1]
+        else:
+            d = new.shape[1]
         out = np.empty((len(texts), d), dtype=np.float16)
         fresh = {key: i for i, key in enumerate(missing)}
         found = [i for i, key in enumerate(keys) if key in rows]
         if found:
+            assert stored is not None, "texts found among the stored rows"
             out[found] = stored["vector"][[rows[keys[i]] for i in found]]
         if missing:
+            assert new is not None, "the missing texts were just embedded"
             out[[i for i, key in enumerate(keys) if key in fresh]] = new[[fresh[key] for key in keys if key in fresh]]
             self._write(path, stored, missing, new)
         counts = EmbeddingCounts(len(missing), len(texts) - len(missing))

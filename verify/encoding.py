@@ -310,10 +310,11 @@ class _ClassEncoder(_Encoder):
             for e in range(s.d_model)
         ]
         ro = s.readout
-        scores = tuple(
+        # Not `scores`: in this method that name holds a head's attention scores (a dict per class).
+        readout_scores = tuple(
             b.lincomb(at, [int(w) for w in ro.weight[:, c]], int(ro.bias[c])) for c in range(ro.weight.shape[1])
         )
-        return EncodedRun(s, scores, b)
+        return EncodedRun(s, readout_scores, b)
 
     def _indicator(self, inp: PositionInput, code: int) -> Val:
         b = self.b

@@ -219,7 +219,7 @@ def _attention(layer: Layer, x: np.ndarray, spec: EncoderSpec, dtype: type) -> n
         if layer.attention is Attention.AVERAGE_HARDMAX:
             weights = ((masked == best) & allowed).astype(dtype)  # (B, n, n)
         else:
-            table = np.asarray(layer.exp_table, dtype=dtype)
+            table: np.ndarray = np.asarray(layer.exp_table, dtype=dtype)
             gap = np.where(allowed, best - masked, 0) >> layer.score_shift
             gap = np.minimum(gap, len(layer.exp_table) - 1).astype(np.int64)
             weights = np.where(allowed, table[gap], 0).astype(dtype)

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -103,7 +103,9 @@ class Problem:
 class SmtBackend(Protocol):
     """One SMT solver, run in the calling process (:mod:`verify.portfolio` calls it in a child)."""
 
-    name: str
+    # Read-only: the backends are frozen dataclasses, and CommandBackend derives its name.
+    @property
+    def name(self) -> str: ...
 
     def solve(self, problem: Problem, *, timeout: float | None) -> SolveOutcome:
         """Is the problem satisfiable? On SAT, the (unsigned) values of its variables by name."""
@@ -304,7 +306,12 @@ def make_backend(name: str) -> SmtBackend:
     if name in LIBRARY_SOLVERS:
         if not installed(name):
             raise SolverUnavailableError(f"solver {name} is not installed (pip install {_PACKAGES[name]})")
-        return {"z3": Z3Backend, "cvc5": Cvc5Backend, "bitwuzla": BitwuzlaBackend}[name]()
+        backends: dict[str, Callable[[], SmtBackend]] = {
+            "z3": Z3Backend,
+            "cvc5": Cvc5Backend,
+            "bitwuzla": BitwuzlaBackend,
+        }
+        return backends[name]()
     if name.startswith("smtlib:"):
         command = tuple(shlex.split(name[len("smtlib:") :]))
         if not command:

@@ -208,16 +208,9 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         device=encoder.placement.index_device,
     )
     (hits,) = index.search(encoder.encode([args.query]), args.k, allowed=allowed)
-    payload = [
-        {
-            "rank": rank,
-            "premise": corpus.premises[h.index].full_name,
-            "path": corpus.premises[h.index].path,
-            "score": h.score,
-        }
-        for rank, h in enumerate(hits, start=1)
-    ]
-    rows = [[p["rank"], p["premise"], p["path"], round(p["score"], 3)] for p in payload]
+    ranked = [(rank, corpus.premises[h.index], h.score) for rank, h in enumerate(hits, start=1)]
+    payload = [{"rank": rank, "premise": p.full_name, "path": p.path, "score": score} for rank, p, score in ranked]
+    rows = [[rank, p.full_name, p.path, round(score, 3)] for rank, p, score in ranked]
     emit(
         payload,
         table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible",

@@ -41,7 +41,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from lean_env.benchmark.dojo_shapes import (
     SORRY_RE,
@@ -250,6 +250,16 @@ def _identity(entry: Any) -> str:
     return repr([entry.get(k) for k in ("url", "commit", "file_path", "full_name", "start")])
 
 
+class _CommonFields(TypedDict):
+    """The :class:`Theorem` fields that both kinds of entry read the same way."""
+
+    full_name: str
+    path: str
+    start: Position
+    end: Position
+    statement: str
+
+
 def _theorem_from_json(entry: Any) -> tuple[tuple[str, str], Theorem]:
     if not isinstance(entry, Mapping):
         raise ValueError(f"a theorem must be an object, got {type(entry).__name__}")
@@ -263,7 +273,7 @@ def _theorem_from_json(entry: Any) -> tuple[tuple[str, str], Theorem]:
         raise ValueError("traced_tactics must be a list")
     tactics = tuple(_tactic_from_json(t, i) for i, t in enumerate(raw_tactics))
     ext = entry.get(EXTENSION_KEY)
-    common = {
+    common: _CommonFields = {
         "full_name": name,
         "path": path,
         "start": position_from_json(entry.get("start")),
@@ -295,7 +305,8 @@ def _theorem_from_json(entry: Any) -> tuple[tuple[str, str], Theorem]:
     thm = Theorem(
         **common,
         proof=proof,
-        status=TheoremStatus(ext.get("status")),
+        # Not checked here: anything but a status's string, None included, is TheoremStatus's ValueError.
+        status=TheoremStatus(cast(str, ext.get("status"))),
         tactics=tactics,
         premises=strings(ext.get("premises", []), f"{EXTENSION_KEY}.premises"),
         sorries=tuple(position_from_json(p) for p in list_of(ext.get("sorries", []), "sorries")),

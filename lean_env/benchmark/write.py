@@ -204,8 +204,8 @@ def _write_corpus(traces: Sequence[RepoTrace], path: Path) -> list[str]:
     premises: dict[str, list[Premise]] = {}
     for trace in traces:
         mine: dict[str, list[Premise]] = {}
-        for p in trace.premises:
-            mine.setdefault(p.path, []).append(p)
+        for premise in trace.premises:  # not `p`: below, `p` is a path
+            mine.setdefault(premise.path, []).append(premise)
         for f in trace.files:
             if f.path not in files:
                 files[f.path] = f

@@ -13,7 +13,8 @@ class ProofBackendChoice(enum.StrEnum):
     """A proof environment, as the user names it."""
 
     AUTO = "auto"  # repl when a Lean REPL is found for the project, else file
-    FILE = "file"  # any lean: one whole-file run per tactic
+    FILE = "file"  # any lean: one whole-file run per batch of tactics
+    SERVER = "server"  # the file check through `lean --server`: the file before the theorem elaborated once
     REPL = "repl"  # the Lean REPL: JSON over stdio, processes reused
     DOJO = "dojo"  # LeanDojo's Dojo
 
@@ -24,7 +25,7 @@ def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data
     ``data_dir``. A module-level function: a ``functools.partial`` of it pickles, so Ray
     workers open their own."""
     from lean_env.interactive.dojo import DojoBackend
-    from lean_env.interactive.filecheck import FileCheckBackend
+    from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
     from lean_env.interactive.repl.backend import ReplBackend
     from lean_env.interactive.repl.locate import describe_repl
 
@@ -36,4 +37,6 @@ def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data
         return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
     if choice is ProofBackendChoice.DOJO:
         return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
+    if choice is ProofBackendChoice.SERVER:
+        return ServerCheckBackend(timeout=timeout)
     return FileCheckBackend(timeout=timeout)

@@ -228,7 +228,9 @@ class DojoSession(ClosesOnExit):
                     f"replaying {path!r} on {self._theorem.full_name} after a restart "
                     f"gave {result!r} at {path[index]!r}; LeanDojo is not deterministic here"
                 )
-            state = result.handle.state
+            reached = result.handle
+            assert isinstance(reached, DojoHandle), "this backend's states carry its handles"
+            state = reached.state
         if state.pp != handle.state.pp:
             raise DojoCrashedError(
                 f"replaying {path!r} on {self._theorem.full_name} after a restart gave the goals "

@@ -137,7 +137,10 @@ def tactic_outcomes(session: ProofSession, state: TacticState, tactics: Sequence
 class ProofBackend(Protocol):
     """Something that can open theorems of a repository checked out at ``repo_dir``."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The backend's name in attempts and reports ("file", "dojo", "repl")."""
+        ...
 
     def open(self, repo_dir: Path, theorem: Theorem) -> ProofSession: ...
 

@@ -21,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from lean_env.errors import BackendError
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
@@ -70,6 +71,21 @@ class LeanRun:
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
         return self.output.errors
+
+
+class FileRunner(Protocol):
+    """What a proof environment needs of Lean: the diagnostics of a file of one project as
+    it is now. :class:`LeanRunner` starts ``lean`` for each run;
+    :class:`~lean_env.lean.server.ServerRunner` keeps a language server that elaborates each
+    version of a file from its first changed command."""
+
+    def run(self, file: Path, *, timeout: float) -> LeanRun:
+        """Elaborate ``file`` and return its diagnostics, or a timed-out run after ``timeout`` s."""
+        ...
+
+    def close(self) -> None:
+        """Release what the runner holds (a process); it may not be used after."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +152,9 @@ class LeanRunner:
                 f"stderr: {tail(stderr) or '(empty)'}"
             )
         return LeanRun(command, proc.returncode, output, stdout, stderr, seconds)
+
+    def close(self) -> None:
+        """Nothing to release: every run's process has ended with it."""
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:

@@ -52,6 +52,14 @@ declared one prints its type bare, which nothing here reads, so it prints nothin
 after ``#exit`` is read.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
+
+``lean --server`` (and ``lake env lean --server``) speaks the language server protocol on
+stdio, as much of it as :mod:`lean_env.lean.server` uses: ``initialize``, open, change (range
+edits in UTF-16 columns), close, and ``textDocument/waitForDiagnostics``, answered by
+publishing the diagnostics above for the document's text (0-based lines, UTF-16 columns,
+the version) and then the answer. The log gets a line per message: the initialization
+options, each open, each edit's range and each elaboration's version. ``mode`` ``crash``
+dies at the first elaboration; ``hang`` outcomes hang it as they hang ``lean FILE``.
 """
 
 from __future__ import annotations
@@ -296,6 +304,97 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     return sorted(out, key=lambda d: (d[0], d[1]))
 
 
+def log_event(event: dict) -> None:
+    path = os.environ.get("FAKE_LEAN_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"server": event, "pid": os.getpid()}) + "\n")
+
+
+def _utf16(text: str) -> int:
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _offset(text: str, position: dict) -> int:
+    """The codepoint offset of an LSP position (0-based line, UTF-16 column) in ``text``."""
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: position["line"]])
+    units, line = position["character"], lines[position["line"]] if position["line"] < len(lines) else ""
+    column = 0
+    while units > 0 and column < len(line):
+        units -= 2 if ord(line[column]) > 0xFFFF else 1
+        column += 1
+    return offset + column
+
+
+def _lsp_diagnostic(text: str, line: int, col: int, severity: str, message: str) -> dict:
+    row = text.split("\n")[line - 1] if line - 1 < len(text.split("\n")) else ""
+    where = {"line": line - 1, "character": _utf16(row[:col])}
+    level = {"error": 1, "warning": 2, "info": 3}[severity]
+    return {"range": {"start": where, "end": where}, "severity": level, "message": message, "source": "fake"}
+
+
+def serve(script: dict) -> int:
+    """The language server (see the module's docstring), until stdin closes."""
+    documents: dict[str, list] = {}  # uri -> [version, text]
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+
+    def send(message: dict) -> None:
+        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        stdout.flush()
+
+    while True:
+        length = None
+        while True:
+            line = stdin.readline()
+            if not line:
+                return 0
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        message = json.loads(stdin.read(length or 0))
+        method, params = message.get("method"), message.get("params", {})
+        if method == "initialize":
+            log_event({"initialize": params.get("initializationOptions")})
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {"textDocumentSync": 2}}})
+        elif method == "textDocument/didOpen":
+            document = params["textDocument"]
+            documents[document["uri"]] = [document["version"], document["text"]]
+            log_event({"open": document["uri"]})
+        elif method == "textDocument/didChange":
+            document = documents[params["textDocument"]["uri"]]
+            for change in params["contentChanges"]:
+                start, end = (
+                    _offset(document[1], change["range"]["start"]),
+                    _offset(document[1], change["range"]["end"]),
+                )
+                document[1] = document[1][:start] + change["text"] + document[1][end:]
+                log_event({"change": change["range"]["start"]["line"]})
+            document[0] = params["textDocument"]["version"]
+        elif method == "textDocument/didClose":
+            documents.pop(params["textDocument"]["uri"], None)
+            log_event({"close": params["textDocument"]["uri"]})
+        elif method == "textDocument/waitForDiagnostics":
+            if script.get("mode") == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            version, text = documents[params["uri"]]
+            log_event({"elaborate": version})
+            found = [_lsp_diagnostic(text, *d) for d in diagnostics(text, script)]
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/publishDiagnostics",
+                    "params": {"uri": params["uri"], "version": version, "diagnostics": found},
+                }
+            )
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        elif "id" in message:
+            send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
+
+
 def main(argv: list[str]) -> int:
     log_run(argv)
     if argv and argv[0] == "--lake":
@@ -312,6 +411,8 @@ def main(argv: list[str]) -> int:
     script_path = os.environ.get("FAKE_LEAN_SCRIPT")
     script = json.loads(Path(script_path).read_text(encoding="utf-8")) if script_path else {}
     mode = script.get("mode", "normal")
+    if argv == ["--server"]:
+        return serve(script)
     if mode == "hang":
         hang()
     if mode == "crash":

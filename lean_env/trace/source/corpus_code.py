@@ -18,15 +18,13 @@ goes whole (LeanDojo's stops at the first ``-/``), and ``--`` inside a string st
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from operator import itemgetter
 
 from lean_env.records import DeclKind
-from lean_env.trace.source.lexer import MaskedText, mask
+from lean_env.trace.source.lexer import MaskedText, mask, skip_space
 from lean_env.trace.source.reader import read_file
 
-_SPACE = re.compile(r"\s*")
 _START = itemgetter(0)
 
 
@@ -74,7 +72,7 @@ def _next_token(text: str, comments: tuple[tuple[int, int], ...], i: int, pos: i
     """Where the next token after offset ``pos`` starts (past whitespace and comments that
     are not doc comments; at most ``stop``), and the index of the first comment after it."""
     while True:
-        pos = _SPACE.match(text, pos, stop).end()
+        pos = skip_space(text, pos, stop)
         if i < len(comments) and comments[i][0] == pos and comments[i][1] <= stop and not _is_doc(text, *comments[i]):
             pos = comments[i][1]
             i += 1

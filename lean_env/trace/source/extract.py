@@ -155,7 +155,10 @@ def _theorem(
     premises = tuple(dict.fromkeys(meaning[i] for i in idents if i in meaning)) if meaning else ()
     tactics: tuple[TracedTactic, ...] = ()
     if decl.is_tactic:
-        steps = tactic_steps(proof, _BY.match(proof, start).end(), end)
+        # The reader set is_tactic only where `by` matched at the proof's start.
+        by = _BY.match(proof, start)
+        assert by is not None
+        steps = tactic_steps(proof, by.end(), end)
         # Step offsets are relative to `base`: slice the proof's own text with them.
         lines = text[base:body_end]
         if meaning:

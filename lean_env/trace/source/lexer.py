@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import cast
 
 from lean_env.records import Position
 
@@ -278,3 +279,12 @@ def split_name(name: str) -> list[str]:
 def rstrip_end(text: str, start: int, end: int) -> int:
     """``end`` moved left past trailing whitespace (blanked comments count as whitespace)."""
     return start + len(text[start:end].rstrip())
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def skip_space(text: str, pos: int, end: int) -> int:
+    """``pos`` moved right past whitespace (blanked comments count as whitespace), at most to ``end``."""
+    # `\s*` matches the empty string, so there is always a match; the cast says so to mypy.
+    return cast("re.Match[str]", _SPACE.match(text, pos, end)).end()

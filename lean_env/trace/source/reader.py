@@ -27,6 +27,7 @@ from lean_env.trace.source.lexer import (
     MaskedText,
     normalize_name,
     rstrip_end,
+    skip_space,
     split_name,
 )
 from lean_env.trace.source.names import Scope
@@ -100,7 +101,6 @@ _CLASS_VARIANT = re.compile(r"\s+(inductive|abbrev)(?![\w'!?])")
 # Words that may follow a declaration keyword but are not its name.
 _NOT_NAMES = frozenset({"where", "extends", "deriving"})
 _BY = re.compile(r"\s*by(?![\w'!?])")
-_SPACE = re.compile(r"\s*")
 _LINE_FIRST = re.compile(r"^[ \t]*(?=\S)", re.MULTILINE)
 _ITEM_NAME = re.compile(rf"\s*(?:{_ATTRIBUTE}\s*|{_MODIFIERS}\s+)*({IDENT})")
 _FIELD_NAMES = re.compile(
@@ -315,7 +315,7 @@ def _doc_starts(source: MaskedText) -> dict[int, int]:
     starting there reaches back over it; of doc comments in a row, the last one wins.
     One lookup per command instead of a search for the doc comment before it."""
     masked = source.masked
-    return {_SPACE.match(masked, end).end(): start for start, end in source.doc_spans}
+    return {skip_space(masked, end, len(masked)): start for start, end in source.doc_spans}
 
 
 def _scope_command(kw: str, masked: str, m: re.Match[str], end: int, stack: _ScopeStack, issues: list[Issue]) -> None:
@@ -604,7 +604,7 @@ def _read_body(
         return header_end, None, end, False, True, ()
     # The proof starts at its first token (records.Theorem.proof_start), past `:=` and the
     # whitespace or comments (blank in `masked`) after it.
-    proof_start = _SPACE.match(masked, split.stop + 2, end).end() if split.token == ":=" else split.stop
+    proof_start = skip_space(masked, split.stop + 2, end) if split.token == ":=" else split.stop
     trailer = _TRAILER.search(masked, proof_start, end)
     # Without a trailer the proof ends where the declaration does: `end` is already stripped.
     body_end = rstrip_end(masked, proof_start, trailer.start()) if trailer else end
@@ -695,7 +695,7 @@ def _where_items(masked: str, full: str, pos: int, end: int) -> tuple[Child, ...
 
 def _items(masked: str, pos: int, end: int) -> list[tuple[int, int]]:
     """Layout items: runs of lines starting at the column of the first non-blank line."""
-    first = _SPACE.match(masked, pos, end).end()
+    first = skip_space(masked, pos, end)
     if first >= end:
         return []
     column = first - masked.rfind("\n", 0, first)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 
-from lean_env.trace.source.lexer import rstrip_end
+from lean_env.trace.source.lexer import rstrip_end, skip_space
 
 # Words after which the rest of the step is a nested tactic sequence.
 _NESTING_WORDS = "by try repeat all_goals any_goals focus first iterate on_goal case next".split()
@@ -36,13 +36,12 @@ _SPLIT_TOKENS = re.compile(
 _OPEN = frozenset("([{⟨⦃")
 _CLOSE = frozenset(")]}⟩⦄")
 _BULLETS = ("·", ". ", ".\n")
-_SPACE = re.compile(r"\s*")
 
 
 def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     """The ``(start, end)`` offsets of the top-level steps of the tactic block in
     ``masked[start:end]`` (the masked text right after ``by``), in order."""
-    first = _SPACE.match(masked, start, end).end()
+    first = skip_space(masked, start, end)
     if first >= end:
         return []
     column = first - masked.rfind("\n", 0, first)  # 1-based: rfind gives the char before
@@ -93,7 +92,7 @@ def _split_semicolons(masked: str, start: int, end: int) -> list[tuple[int, int]
             piece_end = rstrip_end(masked, piece_start, m.start())
             if piece_end > piece_start:
                 pieces.append((piece_start, piece_end))
-            piece_start = _SPACE.match(masked, m.end(), end).end()
+            piece_start = skip_space(masked, m.end(), end)
         elif token != "<;>":  # a nested sequence takes the rest of the step
             break
     if piece_start < end:

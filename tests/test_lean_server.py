@@ -1,0 +1,185 @@
+"""The file check through Lean's language server (lean_env/lean/server.py): the verdicts of
+the one-shot file check, one server per session whose edits start at the theorem, timeouts
+and crashes, and the LSP's positions; against the fake ``lean --server``
+(tests/fakes/fake_lean.py), and against the 2021 Lean 4 where LEANAGENT_TEST_OLD_LEAN
+names its bin directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fakes import fake_lean
+from hypothesis import given
+from hypothesis import strategies as st
+from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, SOURCE, _live_members
+
+from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
+from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
+from lean_env.lean.runner import LeanRunError
+from lean_env.lean.server import _common_prefix, _common_suffix, _lsp_position, _position
+from lean_env.records import Position
+from lean_env.trace.source import extract_file
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "Demo").mkdir(parents=True)
+    (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
+    return root
+
+
+def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
+    fake_lean.activate(monkeypatch, tmp_path / "bin", script)
+    log = tmp_path / "lean.log"
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(log))
+    return log
+
+
+def _events(log: Path) -> list[dict]:
+    """What the fake server saw, in order (the runs of `lean FILE` are left out)."""
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [line["server"] | {"pid": line["pid"]} for line in lines if "server" in line]
+
+
+SEQUENCES = [
+    ["intro h"],
+    ["intro h", "exact h"],
+    ["intro h", "exact x"],
+    ["intro h", "refine ?_\n· skip"],
+    ["nonsense"],
+    ["intro h", "simp"],
+    ["intro h", "exact sorry"],
+]
+
+
+def _walk(session, tactics: list[str]):
+    state, result = session.initial_state, None
+    for tactic in tactics:
+        result = session.run_tactic(state, tactic)
+        if isinstance(result, TacticState):
+            state = result
+    return result
+
+
+def test_the_server_gives_the_verdicts_of_the_file_check(monkeypatch, tmp_path, repo) -> None:
+    _activate(monkeypatch, tmp_path)
+    with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+        expected = [_walk(session, tactics) for tactics in SEQUENCES]
+        batched = list(session.run_tactics(session.initial_state, ["intro h", "nonsense", "intro hp", "simp"]))
+    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+        assert session.initial_state.pp == "p : Prop\n⊢ p → p"
+        assert [_walk(session, tactics) for tactics in SEQUENCES] == expected
+        assert list(session.run_tactics(session.initial_state, ["intro h", "nonsense", "intro hp", "simp"])) == batched
+    assert {type(e) for e in expected} == {TacticState, ProofFinished, LeanError}
+    with ServerCheckBackend(timeout=20).open(repo, AND_SWAP) as session:
+        state = session.run_tactic(session.initial_state, "constructor")
+        assert isinstance(state, TacticState) and state.num_goals == 2
+
+
+def test_one_server_per_session_whose_edits_start_at_the_theorem(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        session.run_tactic(state, "exact h")
+        list(session.run_tactics(session.initial_state, ["intro hp", "nonsense", "simp"]))
+    events = _events(log)
+    assert [e["initialize"] for e in events if "initialize" in e] == [{"editDelay": 0}]
+    assert len({e["pid"] for e in events}) == 1, "one server answers every check of the session"
+    assert sum("open" in e for e in events) == 1
+    changes = [e["change"] for e in events if "change" in e]
+    assert changes and min(changes) >= IMP_SELF.start.line - 1, "an edit never reaches the text before the theorem"
+    assert [e["elaborate"] for e in events if "elaborate" in e] == list(range(1, len(changes) + 2))
+
+
+def test_a_timeout_kills_the_server_and_the_next_check_starts_another(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    with ServerCheckBackend(timeout=1.5).open(repo, IMP_SELF) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
+        first = _events(log)[0]["pid"]
+        assert _live_members(first) == [], "the server's whole process group was killed"
+        assert session.run_tactic(state, "exact h") == ProofFinished()
+    servers = [e["pid"] for e in _events(log) if "initialize" in e]
+    assert len(servers) == 2 and servers[0] == first
+
+
+def test_closing_the_session_stops_its_server(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    session = ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
+    server = _events(log)[0]["pid"]
+    assert _live_members(server) != []
+    session.close()
+    session.close()
+    assert _live_members(server) == []
+
+
+def test_a_server_that_dies_is_a_clear_fault(monkeypatch, tmp_path, repo) -> None:
+    _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": "crash"})
+    with pytest.raises(LeanRunError, match="the Lean server exited"):
+        ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
+
+
+def test_a_lake_project_serves_through_lake_env(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
+    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF):
+        pass
+    started = [json.loads(line) for line in log.read_text().splitlines() if "argv" in line][0]
+    assert started["argv"] == ["--lake", "env", "lean", "--server"]
+    assert Path(started["cwd"]) == repo.resolve()
+
+
+@pytest.mark.parametrize(
+    "line, offset, lsp",
+    [
+        pytest.param("theorem t : p := by", 8, 8, id="ascii"),
+        pytest.param("(h : α → β) ⊢ γ", 14, 14, id="plane-0: one unit each"),
+        pytest.param("(x : 𝔽) (y : 𝔽) : x = y", 14, 16, id="astral: two units each"),
+    ],
+)
+def test_positions_are_utf16_on_the_wire_and_codepoints_here(line: str, offset: int, lsp: int) -> None:
+    text = f"-- first line\n{line}\n"
+    assert _lsp_position(text, len("-- first line\n") + offset) == {"line": 1, "character": lsp}
+    assert _position(text.split("\n"), {"line": 1, "character": lsp}) == Position(2, offset + 1)
+
+
+@given(st.text("ab𝔽\n", max_size=12), st.text("ab𝔽\n", max_size=12), st.text("ab𝔽\n", max_size=12))
+def test_an_edit_is_the_span_between_the_common_prefix_and_suffix(head: str, old_middle: str, tail: str) -> None:
+    old, new = head + old_middle + tail, head + tail[::-1] + tail
+    start = _common_prefix(old, new)
+    end = _common_suffix(old, new, limit=min(len(old), len(new)) - start)
+    assert old[:start] == new[:start] and old[len(old) - end :] == new[len(new) - end :]
+    assert old[:start] + new[start : len(new) - end] + old[len(old) - end :] == new
+    assert start == len(os.path.commonprefix([old, new]))
+
+
+OLD_LEAN = os.environ.get("LEANAGENT_TEST_OLD_LEAN")
+OLD_SOURCE = """\
+theorem helper (a b : Nat) (h : a = b) : b = a := h.symm
+
+theorem target (α : Type) (a b : Nat) (h : a = b) (𝔽 : α) : b + 0 = a := by
+  skip
+"""
+OLD_TACTICS = ["exact h.symm", "rw [h]", "simp", "intro x", "nonsense", "exact helper a b h", "cases h", "decide"]
+
+
+@pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
+def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{OLD_LEAN}{os.pathsep}{os.environ.get('PATH', '')}")
+    (tmp_path / "Old.lean").write_text(OLD_SOURCE, encoding="utf-8")
+    theorem = next(t for t in extract_file(OLD_SOURCE, path="Old.lean").theorems if t.full_name == "target")
+    with FileCheckBackend(timeout=60).open(tmp_path, theorem) as session:
+        goals = session.initial_state.pp
+        expected = [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS]
+        after = session.run_tactic(expected[1], "rfl") if isinstance(expected[1], TacticState) else None
+    with ServerCheckBackend(timeout=60).open(tmp_path, theorem) as session:
+        assert session.initial_state.pp == goals
+        assert [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS] == expected
+        assert list(session.run_tactics(session.initial_state, list(reversed(OLD_TACTICS)))) == expected[::-1]
+        if after is not None:
+            assert session.run_tactic(expected[1], "rfl") == after
+    assert {type(o) for o in expected} >= {TacticState, LeanError, ProofFinished}
