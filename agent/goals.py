@@ -33,6 +33,8 @@ from lean_env.trace.source.lexer import IDENT, IDENT_RE
 
 # Identifiers (dotted, with Lean's characters), numbers, runs of operator symbols, any
 # other single character. Whitespace separates and is dropped.
+# The type of a local that is a type itself (or a universe of propositions).
+UNIVERSE_RE = re.compile(r"^\s*(?:Prop|Type|Sort)\b")
 _TOKEN_RE = re.compile(rf"{IDENT}|\d+(?:\.\d+)?|[-+*/<>=!&|^%~:;$@]+|\S")
 _IDENT_RE = re.compile(IDENT)
 _DECL_HEAD_RE = re.compile(r"^\s*(?:theorem|lemma)\s+(?:«[^»]*»|[^\s({\[⦃:]+)")
@@ -227,7 +229,10 @@ def _align(
 def rename_tactic(tactic: str, source: GoalView, target: GoalView) -> str | None:
     """``tactic``, written for the state ``source``, with its locals renamed to
     ``target``'s; None when it names a local that ``target`` has no counterpart for (Lean
-    would only say the name is unknown)."""
+    would only say the name is unknown). A field of a local (``G.mul_assoc``) whose
+    counterpart is a type (``α : Type``, the carrier of an instance argument: the
+    structure-style and class-style ways of stating algebra) becomes the field's own name,
+    which the class exports (``mul_assoc``)."""
     used = {head for t in tokens(tactic) if (head := _local_head(t, source.names))}
     if not used:
         return tactic  # it names no local (`omega`, `simp [foo]`): nothing to rename
@@ -235,7 +240,8 @@ def rename_tactic(tactic: str, source: GoalView, target: GoalView) -> str | None
     if any(name not in full and name not in target.names for name in used):
         return None
     mapping = {a: b for a, b in full.items() if a != b}
-    if not mapping:
+    types = {local.name for local in target.locals if local.name and UNIVERSE_RE.match(local.type)}
+    if not mapping and not types.intersection(used):
         return tactic
 
     def rename(match: re.Match[str]) -> str:
@@ -243,6 +249,8 @@ def rename_tactic(tactic: str, source: GoalView, target: GoalView) -> str | None
         head, dot, rest = token.partition(".")
         if token in mapping:
             return mapping[token]
+        if dot and mapping.get(head, head) in types and head in used:
+            return rest
         return f"{mapping[head]}{dot}{rest}" if dot and head in mapping else token
 
     # Not after a dot or inside a longer name: `(f x).n` is a field, not the local `n`.

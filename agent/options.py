@@ -352,7 +352,9 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
         dest="proof_backend",
         choices=[c.value for c in ProofBackendChoice],
         default=ProofBackendChoice.AUTO.value,
-        help="proof environment: repl (Lean REPL), dojo (LeanDojo), file (any lean), auto (repl when found, else file)",
+        help="proof environment: repl (Lean REPL), dojo (LeanDojo), server (file checks through `lean --server`: "
+        "the file before the theorem elaborated once), file (one `lean` run per batch of candidates), auto (repl "
+        "when found, else server)",
     )
     parser.add_argument(
         "--candidates",

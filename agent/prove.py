@@ -164,47 +164,97 @@ def prove_theorem(
 ) -> ProofAttempt:
     """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
     ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
-    The generator sees every tactic's outcome."""
+    The generator sees every tactic's outcome.
+
+    The final check runs inside the search, on each path the proof environment says
+    finishes: a proof the check rejects (Lean reports an error, or the theorem is not
+    declared after it: the 2021 Lean drops some theorems without a word) does not end the
+    search, which goes on to the next candidate, up to :data:`REJECTIONS` of them; an
+    accepted, vacuous or timed-out check ends it."""
     started = time.monotonic()
     recorded: RecordingSession | None = None
+    checks: list[tuple[str, FinalCheckResult]] = []  # (proof text, its check), in the order run
+
+    def accept(path: tuple[str, ...]) -> bool:
+        proof = tactic_proof(path)
+        try:
+            check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
+        except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
+            raise _CheckFailed(proof, path, error) from error
+        checks.append((proof, check))
+        rejected = _judge_check(theorem, path, check)[0] is AttemptOutcome.FAILED
+        return not rejected or len(checks) >= REJECTIONS
+
     try:
         with backend.open(repo_dir, theorem) as session:
             opening = time.monotonic() - started
             recorded = RecordingSession(session, generator)
-            result = best_first_search(recorded, generator, search, premises_for=premises)
+            result = best_first_search(recorded, generator, search, premises_for=premises, accept=accept)
     except BackendError as error:
         failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
         if recorded is None:  # it could not be opened
             spent = time.monotonic() - started
             return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)
         return dataclasses.replace(failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds)
-    lean_seconds = opening + recorded.lean_seconds
+    except _CheckFailed as failure:
+        assert recorded is not None
+        detail = f"the final check could not run: {failure.error}"
+        return ProofAttempt(
+            AttemptOutcome.ERROR,
+            failure.proof,
+            None,
+            None,
+            detail,
+            recorded.steps(failure.path),
+            lean_seconds=opening + recorded.lean_seconds + sum(c.seconds for _, c in checks),
+            opening_seconds=opening,
+        )
+    lean_seconds = opening + recorded.lean_seconds + sum(check.seconds for _, check in checks)
     if result.status is not SearchStatus.PROVED:
         timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= search.time_limit
         outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
-        return ProofAttempt(outcome, None, result, None, detail, lean_seconds=lean_seconds, opening_seconds=opening)
+        if checks:
+            reasons = "; ".join(checks[-1][1].reasons) or checks[-1][1].verdict
+            detail += f"; the final check rejected {len(checks)} proof(s) it found, the last: {reasons}"
+        proof = checks[-1][0] if checks else None
+        return ProofAttempt(outcome, proof, result, None, detail, lean_seconds=lean_seconds, opening_seconds=opening)
     assert result.proof is not None
-    steps = recorded.steps(result.proof)
-    proof = tactic_proof(result.proof)
-    try:
-        check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
-    except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
-        detail = f"the final check could not run: {error}"
-        return ProofAttempt(
-            AttemptOutcome.ERROR, proof, result, None, detail, steps, lean_seconds=lean_seconds, opening_seconds=opening
-        )
-    outcome, detail = _judge_check(theorem, result, check)
+    proof, check = checks[-1]
+    outcome, detail = _judge_check(theorem, result.proof, check)
+    if len(checks) > 1:
+        detail += f" (after {len(checks) - 1} proof(s) the final check rejected)"
     return ProofAttempt(
-        outcome, proof, result, check, detail, steps, lean_seconds=lean_seconds + check.seconds, opening_seconds=opening
+        outcome,
+        proof,
+        result,
+        check,
+        detail,
+        recorded.steps(result.proof),
+        lean_seconds=lean_seconds,
+        opening_seconds=opening,
     )
 
 
-def _judge_check(theorem: Theorem, result: SearchResult, check: FinalCheckResult) -> tuple[AttemptOutcome, str]:
-    """The outcome of a found proof, by the final check's verdict, and why, for people."""
+# Proofs the final check may reject before a search gives up: each costs a run of the whole
+# file, and a search that keeps finding rejected proofs is finding one flaw again and again.
+REJECTIONS = 3
+
+
+class _CheckFailed(Exception):
+    """The final check could not run on a path the search found (it ends the attempt)."""
+
+    def __init__(self, proof: str, path: tuple[str, ...], error: LeanAgentError) -> None:
+        super().__init__(str(error))
+        self.proof, self.path, self.error = proof, path, error
+
+
+def _judge_check(theorem: Theorem, path: tuple[str, ...], check: FinalCheckResult) -> tuple[AttemptOutcome, str]:
+    """The outcome of a found proof (the tactics ``path``), by the final check's verdict, and
+    why, for people."""
     if check.accepted:
         beyond = check.nonstandard_axioms
-        return AttemptOutcome.PROVED, f"proved in {len(result.proof or ())} tactics; Lean accepted the file" + (
+        return AttemptOutcome.PROVED, f"proved in {len(path)} tactics; Lean accepted the file" + (
             f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""
         )
     if check.verdict is Verdict.VACUOUS:

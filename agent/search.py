@@ -7,7 +7,9 @@ a node asks the generator for ``num_candidates`` tactics and runs each in Lean (
 where the session batches them, as the file check does; else one at a time, so that none
 runs after a proof):
 
-* a :class:`~lean_env.interactive.interface.ProofFinished` ends the search with the path as the proof;
+* a :class:`~lean_env.interactive.interface.ProofFinished` ends the search with the path as the proof,
+  unless ``accept`` (the final check, when the caller gives one) refuses it: then it is
+  counted and dropped, and the search goes on;
 * a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals,
   so a state that several paths reach is one node, with the most likely of those paths
   found before it is expanded (a later, likelier path re-queues it), and it is expanded once;
@@ -80,6 +82,7 @@ class SearchResult:
     lean_errors: int
     timeouts: int
     seconds: float
+    rejected: int = 0  # paths Lean said finish the proof, which ``accept`` refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,20 +98,22 @@ def best_first_search(
     config: SearchConfig = SearchConfig(),
     *,
     premises_for: PremisesFor | None = None,
+    accept: Callable[[tuple[str, ...]], bool] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> SearchResult:
-    """Search for a proof of ``session``'s theorem; see the module docstring."""
+    """Search for a proof of ``session``'s theorem; see the module docstring. ``accept``
+    judges a finished path (True ends the search with it); its time counts in the budget."""
     start = clock()
     order = itertools.count()  # ties broken by insertion: deterministic
     root = _Node(session.initial_state, (), 0.0)
     frontier: list[tuple[float, int, _Node]] = [(0.0, next(order), root)]
     best = {root.state: 0.0}  # the best path score known for each state
     expanded: set[TacticState] = set()
-    expansions = tactics_run = errors = timeouts = 0
+    expansions = tactics_run = errors = timeouts = rejected = 0
     cut = False  # some node was too deep to expand: an empty frontier then proves nothing
 
     def result(status: SearchStatus, proof: tuple[str, ...] | None = None) -> SearchResult:
-        return SearchResult(status, proof, expansions, tactics_run, errors, timeouts, clock() - start)
+        return SearchResult(status, proof, expansions, tactics_run, errors, timeouts, clock() - start, rejected)
 
     while frontier:
         if expansions >= config.max_expansions or clock() - start >= config.time_limit:
@@ -128,8 +133,10 @@ def best_first_search(
             tactics_run += 1
             path = (*node.path, candidate.tactic)
             if isinstance(outcome, ProofFinished):
-                return result(SearchStatus.PROVED, path)
-            if isinstance(outcome, LeanError):
+                if accept is None or accept(path):
+                    return result(SearchStatus.PROVED, path)
+                rejected += 1
+            elif isinstance(outcome, LeanError):
                 errors += 1
             elif isinstance(outcome, TacticTimeout):
                 timeouts += 1

@@ -45,7 +45,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from agent.goals import GoalView, abstracted, goal_view, rename_tactic, statement_view
+from agent.goals import UNIVERSE_RE, GoalView, abstracted, goal_view, rename_tactic, statement_view
 from agent.online import Episode
 from agent.search import Candidate, TacticGenerator
 from curriculum.results import TheoremKey, theorem_key
@@ -78,6 +78,10 @@ CLOSERS = (
     ("norm_num", 0.05),
     ("linarith", 0.05),
 )
+# The share of a goal's pool given to the tactics Lean refused at the state before it (by
+# their probability there): a proof often needs an `intro`, `funext` or `cases` before the
+# tactic that closes it, and the state before proposed that tactic too early.
+INHERITED = 0.5
 # Premises a structural candidate's `simp [...]` unfolds: the retriever's first ones, else
 # the neighbours' best by weight.
 SIMP_PREMISES = 4
@@ -93,7 +97,6 @@ INTROS = 0.1  # an implication or a universal
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
 _PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆]|\b(?:True|False)\b")
-_UNIVERSE_RE = re.compile(r"^\s*(?:Prop|Type|Sort)\b")
 # Hypotheses that `cases` takes apart.
 _SPLITTABLE_RE = re.compile(r"[∧∨∃↔]")
 # A feature in more than this share of the stored steps (and more than STOP_MIN of them)
@@ -380,9 +383,19 @@ class TacticSuggester:
     def offered(self, tactic: str) -> bool:
         return tactic not in self._unknown and head_word(tactic) not in self._unknown
 
-    def suggest(self, state: str, *, previous: str | None, premises: Sequence[PremiseCode], n: int) -> list[Candidate]:
+    def suggest(
+        self,
+        state: str,
+        *,
+        previous: str | None,
+        premises: Sequence[PremiseCode],
+        n: int,
+        inherited: Mapping[str, float] | None = None,
+    ) -> list[Candidate]:
         """Up to ``n`` candidates for the goal ``state`` (``previous``: the tactic that led
-        to it), best first, with log-probabilities."""
+        to it), best first, with log-probabilities; ``inherited``: tactics (with their
+        probabilities there) that Lean refused at the state before, offered again here
+        with :data:`INHERITED` of the pool's weight times that probability."""
         view = goal_view(state)
         pool: dict[str, float] = defaultdict(float)
         premise_weight: dict[str, float] = {}
@@ -405,6 +418,10 @@ class TacticSuggester:
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
+        if inherited:
+            scale = INHERITED * sum(pool.values())
+            for tactic, probability in inherited.items():
+                pool[tactic] += scale * probability
         offered = {
             t.strip(): w * (COMPILED_SHARE if _COMPILED_RE.search(t) else 1.0)
             for t, w in pool.items()
@@ -435,7 +452,7 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
             continue
         if " ".join(local.type.split()) == " ".join(target.split()):
             out.append((f"exact {local.name}", EXACT_LOCAL))
-        if not _PROPOSITION_RE.search(local.type) and not _UNIVERSE_RE.match(local.type):
+        if not _PROPOSITION_RE.search(local.type) and not UNIVERSE_RE.match(local.type):
             out += [
                 (f"induction {local.name} <;> {simp_all}", SPLIT_THEN_SIMP),
                 (f"cases {local.name} <;> {simp_all}", SPLIT_THEN_SIMP * 2 / 3),
@@ -470,16 +487,27 @@ class SuggesterEpisode:
 
     def __init__(self, suggester: TacticSuggester) -> None:
         self._suggester = suggester
-        self._previous: dict[str, str] = {}  # normalised goals -> the tactic that reached them first
+        # Normalised goals -> the tactic that reached them first, and the goals it ran in.
+        self._previous: dict[str, tuple[str, str]] = {}
+        self._offered: dict[str, dict[str, float]] = {}  # goals -> their candidates' probabilities
+        self._refused: dict[str, set[str]] = defaultdict(set)  # goals -> tactics Lean refused there
 
     def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
-        previous = self._previous.get(normalize_goals(state))
-        return self._suggester.suggest(state, previous=previous, premises=premises, n=n)
+        key = normalize_goals(state)
+        previous, parent = self._previous.get(key, (None, None))
+        inherited = None
+        if parent is not None:
+            offered = self._offered.get(parent, {})
+            inherited = {t: offered[t] for t in self._refused[parent] if t in offered}
+        candidates = self._suggester.suggest(state, previous=previous, premises=premises, n=n, inherited=inherited)
+        self._offered[key] = {c.tactic: math.exp(c.logprob) for c in candidates}
+        return candidates
 
     def observe(self, state: TacticState, tactic: str, outcome: TacticResult) -> None:
         if isinstance(outcome, TacticState):
-            self._previous.setdefault(outcome.key, tactic)
+            self._previous.setdefault(outcome.key, (tactic, state.key))
         elif isinstance(outcome, LeanError):
+            self._refused[state.key].add(tactic)
             self._suggester.note_error(tactic, outcome.message)
 
 

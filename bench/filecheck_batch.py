@@ -18,7 +18,8 @@ the search pays: the outcomes read up to the first proof (one by one, the tactic
 never run). An expansion that finds no proof reads every outcome: the table gives both, as
 mean wall seconds of Lean per expansion one by one and batched, their ratio, and whether
 every verdict agreed with one by one (it must, up to the numbers of metavariables in
-messages, which count up through a file).
+messages, which count up through a file, and to the function named in a heartbeat timeout:
+the server's file worker runs out of heartbeats elsewhere in the same tactic).
 """
 
 from __future__ import annotations
@@ -47,15 +48,23 @@ from lean_env.records import RepoSpec, TheoremStatus  # noqa: E402
 from lean_env.trace.source import extract_repo  # noqa: E402
 
 _MVAR_RE = re.compile(r"\?[mu]\.\d+")
+# Where a tactic ran out of heartbeats: the same tactic in the language server's file worker
+# can run out in another function ('whnf' for 'isDefEq'), the same error otherwise.
+_HEARTBEATS_RE = re.compile(r"\(deterministic\) timeout at '[^']*'")
+
+
+def _message(error: LeanError) -> str:
+    return _HEARTBEATS_RE.sub("(deterministic) timeout", _MVAR_RE.sub("?m", error.message))
 
 
 def same_verdict(a: object, b: object) -> bool:
-    """The same verdict, up to the numbers of metavariables, which count up through a file:
-    ``?m.4578`` alone is ``?m.13057`` among 64 copies."""
+    """The same verdict, up to the numbers of metavariables, which count up through a file
+    (``?m.4578`` alone is ``?m.13057`` among 64 copies), and to where a tactic ran out of
+    heartbeats."""
     if type(a) is not type(b):
         return False
     if isinstance(a, LeanError) and isinstance(b, LeanError):
-        return _MVAR_RE.sub("?m", a.message) == _MVAR_RE.sub("?m", b.message)
+        return _message(a) == _message(b)
     if isinstance(a, TacticState) and isinstance(b, TacticState):
         return _MVAR_RE.sub("?m", a.key) == _MVAR_RE.sub("?m", b.key)
     return a == b

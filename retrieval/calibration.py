@@ -16,7 +16,7 @@ queries lost 5% of their neighbours.) Each query has its own mask: runs of 50 pr
 The ladder: while recall is short of the target, the misses say what to raise. A missed
 neighbour whose IVF list was not scanned asks for more lists (probes doubled); one in a
 scanned list was ranked out by the 4-bit codes, and asks for more candidates re-scored
-(rerank times 4). When both are at their ceiling the index is exact instead.
+(rerank doubled). When both are at their ceiling the index is exact instead.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def calibrate(
         if more_lists and (unscanned >= outranked or not more_candidates):
             scorer.probes = min(scorer.lists, 2 * scorer.probes)
         elif more_candidates:
-            scorer.rerank = min(options.max_rerank, 4 * scorer.rerank)
+            scorer.rerank = min(options.max_rerank, 2 * scorer.rerank)
         else:
             return False, quality
 

@@ -31,7 +31,7 @@ class IndexOptions:
     # first; the calibration doubles it while neighbours are missed in lists not scanned.
     probes: int = 64
     # Fast-scan candidates per result re-scored with the float16 vectors, at first; the
-    # calibration multiplies it by 4 while neighbours are missed among the lists scanned.
+    # calibration doubles it while neighbours are missed among the lists scanned.
     rerank: int = 8
     # Past this many candidates per result the re-scoring costs what an exact scan does.
     max_rerank: int = 128

@@ -117,9 +117,19 @@ def test_closing_the_session_stops_its_server(monkeypatch, tmp_path, repo) -> No
     assert _live_members(server) == []
 
 
-def test_a_server_that_dies_is_a_clear_fault(monkeypatch, tmp_path, repo) -> None:
+def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
+    log = _activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
+    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+        assert session.initial_state.pp == "p : Prop\n⊢ p → p"
+        assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
+    assert "Lean's server failed (the Lean server exited" in caplog.text
+    runs = [json.loads(line)["argv"] for line in log.read_text().splitlines() if "argv" in line]
+    assert runs[0] == ["--server"] and all(argv[-1].endswith("Basic.lean") for argv in runs[1:]) and len(runs) == 4
+
+
+def test_a_lean_that_dies_is_a_clear_fault_through_the_server_too(monkeypatch, tmp_path, repo) -> None:
     _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": "crash"})
-    with pytest.raises(LeanRunError, match="the Lean server exited"):
+    with pytest.raises(LeanRunError, match="killed by signal 11"):
         ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 

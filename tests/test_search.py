@@ -146,3 +146,21 @@ def test_search_proves_a_theorem_through_the_repl_backend(tmp_path: Path) -> Non
     assert result.status is SearchStatus.PROVED
     assert result.proof == ("constructor", "exact hp", "exact hq")
     assert result.lean_errors == 2
+
+
+def test_a_finished_path_the_caller_refuses_is_dropped_and_the_search_goes_on() -> None:
+    """The final check runs as ``accept``: a path Lean's session says finishes, which the
+    check refuses, is counted, and the next candidate is tried."""
+    session = WorldSession("A", {"A": {"bogus": DONE, "step": "B"}, "B": {"finish": DONE}})
+    generator = TableGenerator({"A": [("bogus", 0.9), ("step", 0.1)], "B": [("finish", 1.0)]})
+    judged = []
+
+    def accept(path: tuple[str, ...]) -> bool:
+        judged.append(path)
+        return path != ("bogus",)
+
+    result = best_first_search(session, generator, accept=accept)
+    assert result.status is SearchStatus.PROVED and result.proof == ("step", "finish")
+    assert judged == [("bogus",), ("step", "finish")] and result.rejected == 1
+    refused = best_first_search(session, generator, accept=lambda path: False)
+    assert refused.status is SearchStatus.EXHAUSTED and refused.rejected == 2

@@ -111,6 +111,13 @@ def test_statement_view(statement: str, locals_: tuple[Local, ...], target: str)
         pytest.param(
             "theorem t (a : Nat) : 0 + a = a", "exact Nat.zero_add a", "⊢ 0 + 0 = 0", None, id="no-counterpart"
         ),
+        pytest.param(
+            "theorem mul_inv {G : CommGroup} (a b : G) : (a * b)⁻¹ = a⁻¹ * b⁻¹",
+            "rw [mul_inv_rev, G.mul_comm]",
+            "α : Type u_1\ninst✝ : CommGroup α\na b : α\n⊢ (a * b)⁻¹ = a⁻¹ * b⁻¹",
+            "rw [mul_inv_rev, mul_comm]",
+            id="a-structure's-field-for-a-class's",
+        ),
     ],
 )
 def test_rename_tactic(context: str, tactic: str, goal: str, expected: str | None) -> None:

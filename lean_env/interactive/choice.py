@@ -12,7 +12,7 @@ from lean_env.interactive.interface import ProofBackend
 class ProofBackendChoice(enum.StrEnum):
     """A proof environment, as the user names it."""
 
-    AUTO = "auto"  # repl when a Lean REPL is found for the project, else file
+    AUTO = "auto"  # repl when a Lean REPL is found for the project, else server
     FILE = "file"  # any lean: one whole-file run per batch of tactics
     SERVER = "server"  # the file check through `lean --server`: the file before the theorem elaborated once
     REPL = "repl"  # the Lean REPL: JSON over stdio, processes reused
@@ -32,7 +32,7 @@ def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data
     repl_cache = data_dir / "repl"
     if choice is ProofBackendChoice.AUTO:
         found = describe_repl(repo, cache_dir=repl_cache).found
-        choice = ProofBackendChoice.REPL if found else ProofBackendChoice.FILE
+        choice = ProofBackendChoice.REPL if found else ProofBackendChoice.SERVER
     if choice is ProofBackendChoice.REPL:
         return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
     if choice is ProofBackendChoice.DOJO:

@@ -67,6 +67,7 @@ def probe_toolchain(project: Path, *, repl_cache: Path) -> ToolchainReport:
     tools += [_repl(project, repl_cache), _lean_dojo()]
     found = {t.name: t.found for t in tools}
     backends = {
+        ProofBackendChoice.SERVER: found["lean"],  # every Lean 4 serves (`lean --server`)
         ProofBackendChoice.FILE: found["lean"],
         ProofBackendChoice.REPL: found["lean REPL"],
         ProofBackendChoice.DOJO: found["lean-dojo"] and found["lean"] and found["git"],

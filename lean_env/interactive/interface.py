@@ -139,7 +139,7 @@ class ProofBackend(Protocol):
 
     @property
     def name(self) -> str:
-        """The backend's name in attempts and reports ("file", "dojo", "repl")."""
+        """The backend's name in attempts and reports ("file", "server", "dojo", "repl")."""
         ...
 
     def open(self, repo_dir: Path, theorem: Theorem) -> ProofSession: ...

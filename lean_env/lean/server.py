@@ -288,12 +288,14 @@ class LeanServer(ClosesOnExit):
 class ServerRunner(ClosesOnExit):
     """Answers :meth:`LeanRunner.run <lean_env.lean.runner.LeanRunner.run>` through one
     language server for the project, started at the first run and again after one that
-    timed out or crashed."""
+    timed out. A server that cannot start, exits or speaks garbage is logged once, and
+    ``runner`` answers from then on, one ``lean`` run each: the same answers, slower."""
 
     def __init__(self, runner: LeanRunner) -> None:
         self.runner = runner
         self.command = (*runner.command, "--server")
         self._server: LeanServer | None = None
+        self._failed = False  # the server failed: every run is the one-shot runner's
 
     @classmethod
     def for_project(cls, project_dir: Path) -> ServerRunner:
@@ -304,12 +306,20 @@ class ServerRunner(ClosesOnExit):
         """What ``lean FILE`` says of ``file`` as it is now, or a timed-out run."""
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"a Lean run needs a finite positive timeout, got {timeout!r}")
+        if self._failed:
+            return self.runner.run(file, timeout=timeout)
         path = file.resolve()
         text = path.read_text(encoding="utf-8")
         started = time.monotonic()
-        if self._server is None or not self._server.alive:
-            self._server = LeanServer.start(self.command, self.runner.project_dir)
-        diagnostics, answered = self._server.check(path, text, timeout=timeout)
+        try:
+            if self._server is None or not self._server.alive:
+                self._server = LeanServer.start(self.command, self.runner.project_dir)
+            diagnostics, answered = self._server.check(path, text, timeout=timeout)
+        except LeanRunError as error:
+            log.warning("Lean's server failed (%s); checking with one `lean` run each from now on", error)
+            self.close()
+            self._failed = True
+            return self.runner.run(file, timeout=timeout)
         seconds = time.monotonic() - started
         if not answered:
             self._server = None

@@ -58,8 +58,9 @@ stdio, as much of it as :mod:`lean_env.lean.server` uses: ``initialize``, open, 
 edits in UTF-16 columns), close, and ``textDocument/waitForDiagnostics``, answered by
 publishing the diagnostics above for the document's text (0-based lines, UTF-16 columns,
 the version) and then the answer. The log gets a line per message: the initialization
-options, each open, each edit's range and each elaboration's version. ``mode`` ``crash``
-dies at the first elaboration; ``hang`` outcomes hang it as they hang ``lean FILE``.
+options, each open, each edit's range and each elaboration's version. ``mode`` ``crash``, or
+``"server": "crash"`` (the server alone), dies at the first elaboration; ``hang`` outcomes
+hang it as they hang ``lean FILE``.
 """
 
 from __future__ import annotations
@@ -378,7 +379,7 @@ def serve(script: dict) -> int:
             documents.pop(params["textDocument"]["uri"], None)
             log_event({"close": params["textDocument"]["uri"]})
         elif method == "textDocument/waitForDiagnostics":
-            if script.get("mode") == "crash":
+            if script.get("mode") == "crash" or script.get("server") == "crash":
                 os.kill(os.getpid(), signal.SIGSEGV)
             version, text = documents[params["uri"]]
             log_event({"elaborate": version})
