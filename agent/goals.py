@@ -165,13 +165,9 @@ def _local_head(token: str, names: frozenset[str]) -> str | None:
     return head if head != token and head in names else None
 
 
-def name_map(source: GoalView, target: GoalView) -> dict[str, str]:
-    """Which local of ``target`` each local of ``source`` stands for (see the module docstring)."""
-    return dict(_name_map(source, target))
-
-
 @lru_cache(maxsize=4096)  # the steps of one neighbour theorem share its statement
 def _name_map(source: GoalView, target: GoalView) -> dict[str, str]:
+    """Which local of ``target`` each local of ``source`` stands for (see the module docstring)."""
     src, tgt = source.names, target.names
     if not src:
         return {}

@@ -211,8 +211,7 @@ def prove_theorem(
         )
     lean_seconds = opening + recorded.lean_seconds + sum(check.seconds for _, check in checks)
     if result.status is not SearchStatus.PROVED:
-        timed_out = result.status is SearchStatus.OUT_OF_BUDGET and result.seconds >= search.time_limit
-        outcome = AttemptOutcome.TIMEOUT if timed_out else AttemptOutcome.FAILED
+        outcome = AttemptOutcome.TIMEOUT if result.status is SearchStatus.OUT_OF_TIME else AttemptOutcome.FAILED
         detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
         if checks:
             reasons = "; ".join(checks[-1][1].reasons) or checks[-1][1].verdict

@@ -17,9 +17,10 @@ runs after a proof):
   is counted and dropped.
 
 The search stops when a proof is found, the frontier is empty (every reachable state was
-expanded: the generator's tactics cannot prove it), or a budget runs out (expansions, wall
-time). A found proof is only a candidate: it counts once the final check
-(:mod:`lean_env.proofs.final_check`) compiled the file with it.
+expanded: the generator's tactics cannot prove it; or some were too deep to expand), or a
+budget runs out (wall time, expansions), each its own status. A found proof is only a
+candidate: it counts once the final check (:mod:`lean_env.proofs.final_check`) compiled the
+file with it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ class TacticGenerator(Protocol):
 class SearchStatus(enum.StrEnum):
     PROVED = "proved"  # a tactic closed the last goal
     EXHAUSTED = "exhausted"  # no open node left: these tactics cannot prove it
-    OUT_OF_BUDGET = "out_of_budget"  # expansions, time or depth ran out first
+    OUT_OF_TIME = "out_of_time"  # the time limit passed first (unknown: more time might prove it)
+    OUT_OF_EXPANSIONS = "out_of_expansions"  # every expansion allowed was spent first
+    TOO_DEEP = "too_deep"  # no open node left but some too deep to expand (max_depth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +119,10 @@ def best_first_search(
         return SearchResult(status, proof, expansions, tactics_run, errors, timeouts, clock() - start, rejected)
 
     while frontier:
-        if expansions >= config.max_expansions or clock() - start >= config.time_limit:
-            return result(SearchStatus.OUT_OF_BUDGET)
+        if clock() - start >= config.time_limit:
+            return result(SearchStatus.OUT_OF_TIME)
+        if expansions >= config.max_expansions:
+            return result(SearchStatus.OUT_OF_EXPANSIONS)
         _, _, node = heapq.heappop(frontier)
         if node.state in expanded or node.score < best[node.state]:
             continue  # a stale entry: the state was re-queued with a likelier path
@@ -146,8 +151,8 @@ def best_first_search(
                     best[outcome] = score
                     heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
             if clock() - start >= config.time_limit:
-                return result(SearchStatus.OUT_OF_BUDGET)
-    return result(SearchStatus.OUT_OF_BUDGET if cut else SearchStatus.EXHAUSTED)
+                return result(SearchStatus.OUT_OF_TIME)
+    return result(SearchStatus.TOO_DEEP if cut else SearchStatus.EXHAUSTED)
 
 
 def _distinct(candidates: Sequence[Candidate]) -> list[Candidate]:

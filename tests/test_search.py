@@ -73,8 +73,8 @@ def test_a_state_reached_again_by_a_likelier_path_takes_that_path() -> None:
 @pytest.mark.parametrize(
     "config, status",
     [
-        pytest.param(SearchConfig(max_expansions=3), SearchStatus.OUT_OF_BUDGET, id="expansions"),
-        pytest.param(SearchConfig(max_depth=3), SearchStatus.OUT_OF_BUDGET, id="depth"),
+        pytest.param(SearchConfig(max_expansions=3), SearchStatus.OUT_OF_EXPANSIONS, id="expansions"),
+        pytest.param(SearchConfig(max_depth=3), SearchStatus.TOO_DEEP, id="depth"),
         pytest.param(SearchConfig(max_depth=20), SearchStatus.PROVED, id="deep-enough"),
     ],
 )
@@ -92,7 +92,7 @@ def test_the_time_limit_is_checked_between_tactics() -> None:
     session = WorldSession("A", {"A": {f"t{i}": f"B{i}" for i in range(8)}})
     generator = TableGenerator({"A": [(f"t{i}", 0.1) for i in range(8)]})
     result = best_first_search(session, generator, SearchConfig(time_limit=4), clock=lambda: next(ticks))
-    assert result.status is SearchStatus.OUT_OF_BUDGET and len(session.ran) == 3
+    assert result.status is SearchStatus.OUT_OF_TIME and len(session.ran) == 3
 
 
 def test_premises_are_retrieved_for_each_expanded_goal() -> None:

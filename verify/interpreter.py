@@ -129,11 +129,6 @@ def encode_word(spec: EncoderSpec, word: Sequence[str]) -> list[int]:
     return ids
 
 
-def sequence_length(spec: EncoderSpec, word_length: int) -> int:
-    """Positions the encoder sees for a word of ``word_length`` (one more with a CLS symbol)."""
-    return word_length + (spec.readout.position is ReadoutPosition.CLS)
-
-
 def max_word_length(spec: EncoderSpec) -> int | None:
     """The longest word a ``table`` positional encoding covers, or None when unbounded."""
     if spec.positional.kind is not PositionalKind.TABLE:

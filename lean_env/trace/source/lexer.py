@@ -121,10 +121,6 @@ class MaskedText:
     def line_of(self, offset: int) -> int:
         return bisect_right(self.line_starts, offset)
 
-    def column_of(self, offset: int) -> int:
-        """The 1-based column of ``offset``."""
-        return offset - self.line_starts[bisect_right(self.line_starts, offset) - 1] + 1
-
 
 # The byte-order mark some editors put first in a UTF-8 file.
 BOM = "\ufeff"
