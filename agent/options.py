@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
+from lean_env.interactive.repl.pool import Recycling
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
     CANDIDATES_PER_EXPANSION,
@@ -385,6 +386,22 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
         help="seconds for the final check's Lean run (default: 600)",
     )
     parser.add_argument(
+        "--repl-max-uses",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="replace a Lean REPL process by a fresh one after N requests (its states are replayed there; "
+        "default: no limit)",
+    )
+    parser.add_argument(
+        "--repl-max-memory",
+        type=positive_int,
+        default=Recycling().max_memory_mb,
+        metavar="MB",
+        help=f"replace a Lean REPL process whose process tree holds more than MB of resident memory, between "
+        f"requests (default: {Recycling().max_memory_mb})",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=1,
@@ -416,6 +433,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         input_len=args.input_len,
         tactic_len=args.tactic_len,
         tactic_timeout=args.tactic_timeout,
+        repl=Recycling(max_uses=args.repl_max_uses, max_memory_mb=args.repl_max_memory),
         check_timeout=args.check_timeout,
         workers=args.workers,
         index=index_options(args),

@@ -30,6 +30,7 @@ from agent.search import (
 from lean_env.errors import BackendError, LeanAgentError
 from lean_env.interactive.choice import ProofBackendChoice, open_backend
 from lean_env.interactive.interface import ProofBackend
+from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.runner import LeanRunner
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
@@ -81,6 +82,9 @@ class ProvingConfig:
     check_timeout: float = 600.0
     # 1: prove in this process; more: on that many Ray workers (the same attempts).
     workers: int = 1
+    # When a Lean REPL process is replaced by a fresh one (after its uses, past its memory);
+    # not part of the identity: the states are replayed, the answers the same.
+    repl: Recycling = Recycling()
     # The premise index's options (its recall target); not part of the identity, as for the
     # device: the index is held to the target whatever it chose, and near ties may differ.
     index: IndexOptions = IndexOptions()
@@ -115,7 +119,9 @@ class ProvingConfig:
     def backend_opener(self, data_dir: Path) -> Callable[[Path], ProofBackend]:
         """Opens this config's proof environment for a repository directory; picklable, so
         that Ray workers open their own."""
-        return functools.partial(open_backend, self.backend, timeout=self.tactic_timeout, data_dir=data_dir)
+        return functools.partial(
+            open_backend, self.backend, timeout=self.tactic_timeout, data_dir=data_dir, recycling=self.repl
+        )
 
 
 class PremiseSource(Protocol):

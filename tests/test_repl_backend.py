@@ -22,7 +22,7 @@ from lean_env.interactive.interface import (
 from lean_env.interactive.repl.backend import ReplBackend, ReplStateHandle
 from lean_env.interactive.repl.errors import ReplOpenError, ReplProtocolError, TheoremSourceError
 from lean_env.interactive.repl.locate import describe_repl
-from lean_env.interactive.repl.pool import PoolKey, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
+from lean_env.interactive.repl.pool import PoolKey, Recycling, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
 from lean_env.interactive.repl.protocol import (
     CommandRequest,
     CommandResponse,
@@ -192,6 +192,49 @@ def test_timeout_restarts_and_old_states_are_replayed(backend: ReplBackend, proj
     assert len(pids) == 2 and pids[0] != pids[1]
     replayed = [e["request"].get("tactic") for e in read_log(log) if e["pid"] == pids[1]]
     assert replayed[-3:] == ["constructor", "exact hp", "exact hq"]
+
+
+@pytest.mark.parametrize(
+    "recycling, memory",
+    [
+        pytest.param(Recycling(max_uses=2, max_memory_mb=None), {}, id="after-two-requests"),
+        pytest.param(Recycling(max_uses=None, max_memory_mb=100), {1: 500.0}, id="past-its-memory"),
+    ],
+)
+def test_a_process_is_replaced_between_requests_and_its_states_replayed(
+    tmp_path: Path, project: Path, log: Path, recycling: Recycling, memory: dict[int, float]
+) -> None:
+    """After its uses, or past its memory (the first process here), the REPL is replaced by a
+    fresh one before the next request; a state of the old one is replayed on the new one and
+    every answer is what one process gives."""
+    script = write_script(tmp_path, SCRIPT)
+    starts: list[int] = []
+
+    def resident(pid: int) -> float:
+        starts.append(pid) if pid not in starts else None
+        return memory.get(starts.index(pid) + 1, 10.0)
+
+    backend = ReplBackend.create(
+        launcher=lambda project_dir: fake_command(project_dir, script, log=log),
+        memory_limit_mb=None,
+        tactic_timeout=1.0,
+        recycling=recycling,
+    )
+    backend.pool.resident_mb = resident
+    with backend, backend.open(project, AND) as session:
+        both = session.run_tactic(session.initial_state, "constructor")
+        right = session.run_tactic(both, "exact hp")
+        assert right == TacticState(G_RIGHT)
+        assert session.run_tactic(right, "exact hq") == ProofFinished()
+        assert isinstance(right.handle, ReplStateHandle) and right.handle.incarnation >= 2
+    assert backend.pool.stats.recycled >= 1 and backend.pool.stats.crashes == 0
+    pids = header_loads(log)
+    assert len(pids) == backend.pool.stats.started >= 2 and len(set(pids)) == len(pids)
+
+
+def test_recycling_limits_are_positive_or_none() -> None:
+    with pytest.raises(ValueError, match="max_uses is a positive number or none"):
+        Recycling(max_uses=0)
 
 
 def test_a_replay_that_times_out_is_a_timeout_not_a_fault(tmp_path: Path, project: Path) -> None:

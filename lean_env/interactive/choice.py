@@ -7,6 +7,7 @@ import enum
 from pathlib import Path
 
 from lean_env.interactive.interface import ProofBackend
+from lean_env.interactive.repl.pool import Recycling
 
 
 class ProofBackendChoice(enum.StrEnum):
@@ -19,11 +20,18 @@ class ProofBackendChoice(enum.StrEnum):
     DOJO = "dojo"  # LeanDojo's Dojo
 
 
-def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data_dir: Path) -> ProofBackend:
+def open_backend(
+    choice: ProofBackendChoice,
+    repo: Path,
+    *,
+    timeout: float,
+    data_dir: Path,
+    recycling: Recycling = Recycling(),
+) -> ProofBackend:
     """The proof environment ``choice`` names, for the Lake project at ``repo``, with
     ``timeout`` seconds per tactic; caches (REPL builds, LeanDojo traces) live in
-    ``data_dir``. A module-level function: a ``functools.partial`` of it pickles, so Ray
-    workers open their own."""
+    ``data_dir``; ``recycling``: when a REPL process is replaced. A module-level function: a
+    ``functools.partial`` of it pickles, so Ray workers open their own."""
     from lean_env.interactive.dojo import DojoBackend
     from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
     from lean_env.interactive.repl.backend import ReplBackend
@@ -34,7 +42,7 @@ def open_backend(choice: ProofBackendChoice, repo: Path, *, timeout: float, data
         found = describe_repl(repo, cache_dir=repl_cache).found
         choice = ProofBackendChoice.REPL if found else ProofBackendChoice.SERVER
     if choice is ProofBackendChoice.REPL:
-        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache)
+        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache, recycling=recycling)
     if choice is ProofBackendChoice.DOJO:
         return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
     if choice is ProofBackendChoice.SERVER:

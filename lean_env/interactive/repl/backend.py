@@ -53,6 +53,7 @@ from lean_env.interactive.repl.locate import repl_command
 from lean_env.interactive.repl.pool import (
     Launcher,
     PoolKey,
+    Recycling,
     ReplCrashed,
     ReplOutcome,
     ReplPool,
@@ -331,6 +332,7 @@ class ReplBackend(ClosesOnExit):
         tactic_timeout: float = 10.0,
         command_timeout: float = 300.0,
         header_timeout: float = 600.0,
+        recycling: Recycling = Recycling(),
     ) -> ReplBackend:
         """A backend with its own pool; no process starts before the first :meth:`open`.
 
@@ -348,6 +350,7 @@ class ReplBackend(ClosesOnExit):
             max_size=max_processes,
             memory_limit_mb=memory_limit_mb,
             header_timeout=header_timeout,
+            recycling=recycling,
         )
         return cls(pool, tactic_timeout=tactic_timeout, command_timeout=command_timeout)
 

@@ -8,7 +8,14 @@ imports) runs on one process that has loaded the header once. The pool keeps at 
 A :class:`PooledRepl` hides restarts: when its process died (crash, timeout kill, memory
 cap) the next request starts a new one and reloads the header. Each process it starts gets a
 new :attr:`~PooledRepl.incarnation` number, unique within the pool, so callers can tell that
-the proof-state ids they hold belong to a process that is gone.
+the proof-state ids they hold belong to a process that is gone (the backend replays them).
+
+**Recycling** (:class:`Recycling`, after kimina-lean-server's ``MAX_REPL_USES`` and
+``MAX_REPL_MEM``): a REPL keeps every environment and proof state it made, so its memory
+grows with its requests. Before a request, a process that has answered ``max_uses`` of them,
+or whose process tree holds more than ``max_memory_mb`` of resident memory, is replaced by a
+fresh one when a caller next asks which process it is talking to
+(:attr:`PooledRepl.incarnation`, at the start of every tactic step), never within a step.
 
 Requests return outcomes, not exceptions, for what a tactic can cause::
 
@@ -40,6 +47,44 @@ logger = logging.getLogger(__name__)
 
 # Starts the REPL for a project directory (see lean_env.interactive.repl.locate.repl_command).
 Launcher = Callable[[Path], ReplCommand]
+# The resident memory, in MB, of a process and its descendants (``lake env repl`` runs the
+# REPL as lake's child).
+ResidentMemory = Callable[[int], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Recycling:
+    """When a pooled REPL process is replaced by a fresh one, between requests."""
+
+    # Requests one process answers before it is replaced; None: no limit.
+    max_uses: int | None = None
+    # Resident memory of its process tree, in MB, past which it is replaced (a Mathlib
+    # REPL holds several GB after its imports); None: no limit.
+    max_memory_mb: int | None = 16_384
+
+    def __post_init__(self) -> None:
+        for name in ("max_uses", "max_memory_mb"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"a REPL's {name} is a positive number or none, got {value}")
+
+
+def resident_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` and its descendants, in MB (0 when gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for process in processes:
+        try:
+            total += process.memory_info().rss
+        except psutil.Error:
+            continue  # it ended while we counted
+    return total / 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +138,7 @@ class PoolStats:
     crashes: int = 0
     timeouts: int = 0
     requests: int = 0
+    recycled: int = 0  # processes replaced for their uses or their memory
 
 
 class PooledRepl:
@@ -104,13 +150,17 @@ class PooledRepl:
         self._process: ReplProcess | None = None
         self._header_env: int | None = None
         self._incarnation = 0
+        self._uses = 0  # requests the current process answered
         self._lock = threading.RLock()
         self._closed = False
 
     @property
     def incarnation(self) -> int:
-        """The id of the current process (starting one if none runs)."""
+        """The id of the current process (starting one if none runs). Asked at the start of
+        every step, this is where a process due for recycling is replaced: never between a
+        caller's reading the incarnation and its requests on it."""
         with self._lock:
+            self._recycle_if_due()
             self._ensure_running()
             return self._incarnation
 
@@ -141,6 +191,7 @@ class PooledRepl:
             self._pool.launcher(self.key.project_dir), memory_limit_mb=self._pool.memory_limit_mb
         )
         self._incarnation = self._pool.next_incarnation()
+        self._uses = 0
         self._pool.stats.started += 1
         try:
             answer = self._process.request(CommandRequest(cmd=self.key.header), timeout=self._pool.header_timeout)
@@ -173,6 +224,7 @@ class PooledRepl:
             assert self._process is not None
             incarnation = self._incarnation
             self._pool.stats.requests += 1
+            self._uses += 1
             try:
                 return ReplReply(self._process.request(request, timeout=timeout), incarnation)
             except ReplTimeoutError as e:
@@ -188,6 +240,25 @@ class PooledRepl:
                 )
                 self._pool.record_crash(crash)
                 return crash
+
+    def _recycle_if_due(self) -> None:
+        """Close a running process that has answered its share of requests or grown past its
+        memory (:class:`Recycling`): the next request starts a fresh one."""
+        process, limits = self._process, self._pool.recycling
+        if process is None or not process.alive or process.pid is None:
+            return
+        why = None
+        if limits.max_uses is not None and self._uses >= limits.max_uses:
+            why = f"it answered {self._uses} requests"
+        elif limits.max_memory_mb is not None:
+            resident = self._pool.resident_mb(process.pid)
+            if resident > limits.max_memory_mb:
+                why = f"it holds {resident:.0f} MB"
+        if why is not None:
+            logger.info("replacing the REPL for %s (pid %d): %s", self.key.project_dir, process.pid, why)
+            process.close()
+            self._process = None
+            self._pool.stats.recycled += 1
 
     def close(self) -> None:
         """Stop the process; later requests fail (the pool hands out a new slot instead)."""
@@ -208,6 +279,8 @@ class ReplPool(ClosesOnExit):
         max_size: int = 2,
         memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
         header_timeout: float = 600.0,
+        recycling: Recycling = Recycling(),
+        resident_mb: ResidentMemory = resident_mb,
     ) -> None:
         if max_size < 1:
             raise ValueError(f"a REPL pool needs room for at least one process, got {max_size}")
@@ -215,6 +288,8 @@ class ReplPool(ClosesOnExit):
         self.max_size = max_size
         self.memory_limit_mb = memory_limit_mb
         self.header_timeout = header_timeout
+        self.recycling = recycling
+        self.resident_mb = resident_mb
         self.stats = PoolStats()
         self.incidents: list[ReplCrashed] = []
         self._slots: OrderedDict[PoolKey, PooledRepl] = OrderedDict()
