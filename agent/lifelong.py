@@ -107,6 +107,9 @@ class LifelongOptions:
     # Globs of paths whose sorries are left alone in every repository (exercises), besides
     # each repository's own skip= globs in the repos file.
     skip: tuple[str, ...] = ()
+    # Write back the proofs that only restate a lemma of their repository (reported either
+    # way); not part of the identity: it changes what is written, not what is proved.
+    keep_restatements: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -210,12 +213,9 @@ class LifelongJob:
             name = f"run-{run.id}"
             proving = None
             if prover is not None:
-                proving = ProvingOutcome(
-                    tuple(prover.attempts),
-                    prover.target_count,
-                    prover.write_patches(self.reports_dir, name),
-                    prover.skipped,
-                )
+                # Written first: it flags the proofs that restate a lemma in the attempts.
+                written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
+                proving = ProvingOutcome(tuple(prover.attempts), prover.target_count, written, prover.skipped)
             result = LifelongResult(
                 run_id=run.id,
                 resumed=resumed,

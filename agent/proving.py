@@ -18,7 +18,7 @@ from agent.prove import ProofAttempt, ProvingConfig
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.suggester import StepMemory
 from agent.theorem_refs import TheoremRef, resolve_refs
-from curriculum.results import CarriedProof, StoredTheorem, TheoremKey
+from curriculum.results import CarriedProof, StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import nonstandard
@@ -61,6 +61,9 @@ class AttemptReport:
     carried: bool = False
     # Wall seconds in Lean (opening, tactics, final check); None: not known any more.
     lean_seconds: float | None = None
+    # The premise of the repository that the proof only invokes, with the theorem's own
+    # statement (agent/restatements.py); such a proof is not written back unless asked.
+    restates: str | None = None
 
     @property
     def proved(self) -> bool:
@@ -98,6 +101,25 @@ class AttemptReport:
             axioms=attempt.check.axioms if attempt.check else None,
             lean_seconds=attempt.lean_seconds,
         )
+
+
+def flag_restatements(reports: Sequence[AttemptReport], traces: Sequence[RepoTrace]) -> list[AttemptReport]:
+    """``reports`` with :attr:`AttemptReport.restates` set on the proofs that only restate a
+    lemma of their own repository (``traces``: the stored versions the theorems are of)."""
+    from agent.restatements import restated
+
+    by_location = {t.spec.location: t for t in traces}
+    theorems = {theorem_key(t.spec.location, th): th for t in traces for th in t.theorems}
+    flagged = []
+    for report in reports:
+        theorem, trace = theorems.get(report.key), by_location.get(report.repository)
+        restates = None
+        if report.proved and theorem is not None and trace is not None:
+            restates = restated(report.proof, theorem, trace.premises)
+        if restates is not None and report.restates is None:
+            report = dataclasses.replace(report, restates=restates, detail=f"restates {restates}; {report.detail}")
+        flagged.append(report)
+    return flagged
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,18 +462,25 @@ class RepositoryProver:
                 targets = [*self.targets.get(location, ()), dataclasses.replace(stored, theorem=reopened)]
                 self.targets[location] = sorted(targets, key=lambda t: t.id)  # trace order
 
-    def write_patches(self, directory: Path, name: str) -> WrittenBack:
+    def write_patches(self, directory: Path, name: str, *, keep_restatements: bool = False) -> WrittenBack:
         """One patch per repository with proofs found in this run (``git apply`` format),
         written to ``directory``. A URL repository's remote is fetched first: its patch, and a
         branch in its clone, are made on the newest commit of its branch, without the proofs
-        whose sorry is not there any more (:func:`lean_env.proofs.writeback.write_back_fresh`)."""
+        whose sorry is not there any more (:func:`lean_env.proofs.writeback.write_back_fresh`).
+        A proof that only restates a lemma of its repository is flagged in :attr:`attempts`
+        and left out, unless ``keep_restatements``."""
         from agent.report import write_text_atomically
         from lean_env.proofs.writeback import ProofEdit, render_diff, write_back_fresh
 
+        self.attempts = flag_restatements(self.attempts, list(self._traces.values()))
         patches, branches, stale, failed = {}, {}, {}, {}
         for number, location in enumerate(self.locations, start=1):
             proved = [(self._known[a.key], a) for a in self.attempts if a.repository == location]
-            edits = [ProofEdit(stored.theorem, a.proof or "") for stored, a in proved if a.proved]
+            edits = [
+                ProofEdit(stored.theorem, a.proof or "")
+                for stored, a in proved
+                if a.proved and (keep_restatements or a.restates is None)
+            ]
             if not edits:
                 continue
             # One repository's write-back failing (its clone, its files, a position that does

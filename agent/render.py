@@ -250,4 +250,10 @@ def audit_summary(attempts: Sequence[AttemptReport]) -> list[str]:
         for a in attempts
         if a.proved and a.nonstandard_axioms
     ]
+    lines += [
+        f"{a.theorem} restates {a.restates}, a lemma of its repository with the same statement "
+        "(`run` writes it back only with --keep-restatements)"
+        for a in attempts
+        if a.restates
+    ]
     return lines

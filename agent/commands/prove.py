@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.proving import checkout_all, prove_targets, select_targets
+    from agent.proving import checkout_all, flag_restatements, prove_targets, select_targets
     from agent.render import attempts_table, audit_summary
     from agent.scale import ProofRunner, ProverRecipe
     from agent.suggester import StepMemory
@@ -97,6 +97,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
                 attempts = prove_targets(store, run.id, targets, checkouts=checkouts, prove=runner.run)
         finally:
             runner.close()
+    attempts = flag_restatements(attempts, traces)
     proved = sum(a.proved for a in attempts)
     skipped = len(targets) - len(attempts)
     human = "\n".join(

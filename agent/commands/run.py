@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall_target_option(run)
     device_option(run)
     skip_option(run)
+    run.add_argument(
+        "--keep-restatements",
+        action="store_true",
+        help="write back proofs that only invoke a lemma of the repository with the theorem's own statement "
+        "(`exact X`: reported as 'restates X', left out by default)",
+    )
     wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -84,6 +90,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         # Asked for a model, the user means to prove: a missing Lean is then an error.
         lean_optional=args.generator is None,
         skip=tuple(args.skip or ()),
+        keep_restatements=args.keep_restatements,
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}
