@@ -110,6 +110,9 @@ class LifelongOptions:
     # Write back the proofs that only restate a lemma of their repository (reported either
     # way); not part of the identity: it changes what is written, not what is proved.
     keep_restatements: bool = False
+    # Prove the sorries that look like exercises too (agent/exercises.py), which are left
+    # alone and listed by default.
+    include_exercises: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -120,6 +123,7 @@ class LifelongOptions:
             "train": None if self.training is None else self.training.identity(),
             "prove": None if self.proving is None else self.proving.identity(),
             "skip": list(self.skip),
+            **({"include_exercises": True} if self.include_exercises else {}),
         }
 
 
@@ -129,6 +133,8 @@ class ProvingOutcome:
     targets: int  # sorry theorems of the file's repositories not left alone, with those whose carried proof failed
     written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
     skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
+    # Sorries left alone as exercises (agent/exercises.py), not in `targets`: (path, theorem, why) per repository.
+    exercises: dict[str, list[tuple[str, str, str]]] = dataclasses.field(default_factory=dict)
 
     @property
     def patches(self) -> dict[str, str]:
@@ -193,7 +199,14 @@ class LifelongJob:
                 skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
                 try:
                     prover = RepositoryProver.start(
-                        store, run.id, ordered, targets, options.proving, data_dir=settings.data_dir, skip=skip
+                        store,
+                        run.id,
+                        ordered,
+                        targets,
+                        options.proving,
+                        data_dir=settings.data_dir,
+                        skip=skip,
+                        include_exercises=options.include_exercises,
                     )
                 except LeanNotFoundError as error:
                     if not options.lean_optional:
@@ -215,7 +228,12 @@ class LifelongJob:
             if prover is not None:
                 # Written first: it flags the proofs that restate a lemma in the attempts.
                 written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
-                proving = ProvingOutcome(tuple(prover.attempts), prover.target_count, written, prover.skipped)
+                exercises: dict[str, list[tuple[str, str, str]]] = {}
+                for (location, path, theorem), why in prover.exercises.items():
+                    exercises.setdefault(location, []).append((path, theorem, why))
+                proving = ProvingOutcome(
+                    tuple(prover.attempts), prover.target_count, written, prover.skipped, exercises
+                )
             result = LifelongResult(
                 run_id=run.id,
                 resumed=resumed,

@@ -46,6 +46,10 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
             "attempts": [a.to_json() for a in proving.attempts],
             "targets": proving.targets,
             "skipped_sorries": proving.skipped,
+            "exercises": {
+                location: [{"path": path, "theorem": theorem, "why": why} for path, theorem, why in found]
+                for location, found in proving.exercises.items()
+            },
             **proving.written.to_json(),
         },
         "proving_skipped": result.proving_skipped,
@@ -129,6 +133,11 @@ def _proving_section(result: LifelongResult) -> str:
         f"{count} sorry theorem(s) of {location} left alone (skip globs), not attempted"
         for location, count in proving.skipped.items()
     ]
+    for location, found in proving.exercises.items():
+        left_alone.append(
+            f"{len(found)} sorry theorem(s) of {location} left alone as exercises (--include-exercises proves them):"
+        )
+        left_alone += [f"  {path}:{theorem}: exercise: {why}" for path, theorem, why in found]
     written = proving.written
     patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
     branches = [

@@ -101,6 +101,15 @@ def skip_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def include_exercises_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--include-exercises",
+        action="store_true",
+        help="prove the sorries that look like exercises too (an exercise file or folder, a solutions twin, a "
+        "proved declaration with the same statement, a comment saying exercise), which are left alone by default",
+    )
+
+
 def device(text: str) -> str:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether this machine has it is checked when
     a model is placed, after parsing: that needs torch)."""

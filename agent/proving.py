@@ -277,6 +277,7 @@ class RepositoryProver:
         skipped: dict[str, int] | None = None,
         check_timeout: float = DEFAULT_TIMEOUT,
         skip: Mapping[str, Sequence[str]] | None = None,
+        exercises: Mapping[TheoremKey, str] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -287,6 +288,7 @@ class RepositoryProver:
         self.snapshot = data_dir / "retriever"  # where the retriever is saved for Ray workers
         self.cache_dir = data_dir / "cache"  # the clones of URL repositories
         self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
+        self.exercises = dict(exercises or {})  # sorry -> why it is an exercise, left alone (not a target)
         self.check_timeout = check_timeout  # seconds for Lean's check of a carried proof
         # The carried proofs to check, but in paths a repository's skip globs leave alone.
         skip = skip or {}
@@ -315,11 +317,14 @@ class RepositoryProver:
         *,
         data_dir: Path,
         skip: Mapping[str, Sequence[str]] | None = None,
+        include_exercises: bool = False,
     ) -> RepositoryProver:
         """Check out the repositories ``locations`` (in curriculum order), make sure Lean is
         there and load the generator, before any training: a missing toolchain or a bad
         generator is reported before hours of work, not after. The sorries in the paths
-        ``skip`` gives a repository (globs) are left alone, only counted."""
+        ``skip`` gives a repository (globs) are left alone, only counted; so are exercises
+        (:mod:`agent.exercises`), listed with why, unless ``include_exercises``."""
+        from agent.exercises import exercises
         from lean_env.lean.runner import LeanRunner
 
         skip = skip or {}
@@ -340,6 +345,9 @@ class RepositoryProver:
         # Every repository, not only those with sorries left: a resumed run writes the
         # patches of proofs it found before the interruption too.
         checkouts = checkout_all(known, cache_dir=data_dir / "cache")
+        sorry_targets = [t for here in targets.values() for t in here]
+        left = {} if include_exercises else exercises(sorry_targets, by_location, checkouts)
+        targets = {loc: [t for t in here if t.key not in left] for loc, here in targets.items()}
         for directory in checkouts.values():
             LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
         runner = ProofRunner.start(
@@ -357,6 +365,7 @@ class RepositoryProver:
             skipped=skipped,
             check_timeout=config.check_timeout,
             skip=skip,
+            exercises=left,
         )
 
     @property

@@ -30,7 +30,7 @@ def twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "Twins").mkdir(parents=True)
     (root / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
     (root / "Twins" / "A.lean").write_text(TWIN, encoding="utf-8")
-    (root / "Twins" / "B.lean").write_text(f"-- the same exercise\n\n{TWIN}", encoding="utf-8")
+    (root / "Twins" / "B.lean").write_text(f"-- the same statement\n\n{TWIN}", encoding="utf-8")
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "twins")

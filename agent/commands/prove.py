@@ -18,6 +18,7 @@ from agent.joblock import holding_job_lock
 from agent.options import (
     add_prove_options,
     device_option,
+    include_exercises_option,
     json_option,
     proving_config,
     recall_target_option,
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     repo_option(prove)
     skip_option(prove)
+    include_exercises_option(prove)
     retriever_length_option(prove)
     recall_target_option(prove)
     device_option(prove)
@@ -58,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.exercises import exercises
     from agent.proving import checkout_all, flag_restatements, prove_targets, select_targets
     from agent.render import attempts_table, audit_summary
     from agent.scale import ProofRunner, ProverRecipe
@@ -75,12 +78,15 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         "theorems": args.theorem,
         "repo": args.repo,
         "skip": args.skip,
+        **({"include_exercises": True} if args.include_exercises else {}),
     }
     with open_store(settings) as store:
         chosen = select_targets(store, args.theorem, args.repo, skip=args.skip or ())
         targets = chosen.theorems
         checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
         traces = tuple(store.latest_traces())
+        left = {} if args.include_exercises else exercises(targets, {t.spec.location: t for t in traces}, checkouts)
+        targets = [t for t in targets if t.key not in left]
         recipe = ProverRecipe(
             config,
             settings.data_dir,
@@ -105,7 +111,9 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             attempts_table(attempts) if attempts else "nothing to prove",
             f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
             + (f"; {skipped} attempted before this run resumed" if skipped else "")
-            + (f"; {chosen.skipped} sorry theorem(s) left alone (--skip)" if chosen.skipped else ""),
+            + (f"; {chosen.skipped} sorry theorem(s) left alone (--skip)" if chosen.skipped else "")
+            + (f"; {len(left)} left alone as exercises (--include-exercises proves them)" if left else ""),
+            *(f"  {path}:{name}: exercise: {why}" for (_, path, name), why in left.items()),
             *audit_summary(attempts),
         ]
     )
@@ -115,6 +123,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             "attempts": [a.to_json() for a in attempts],
             "resumed_skipped": skipped,
             "skipped_sorries": chosen.skipped,
+            "exercises": [{"path": path, "theorem": name, "why": why} for (_, path, name), why in left.items()],
         },
         human,
         as_json=args.json,

@@ -21,6 +21,7 @@ from agent.options import (
     add_prove_options,
     add_train_options,
     device_option,
+    include_exercises_option,
     index_options,
     json_option,
     proving_config,
@@ -57,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     recall_target_option(run)
     device_option(run)
     skip_option(run)
+    include_exercises_option(run)
     run.add_argument(
         "--keep-restatements",
         action="store_true",
@@ -91,6 +93,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         lean_optional=args.generator is None,
         skip=tuple(args.skip or ()),
         keep_restatements=args.keep_restatements,
+        include_exercises=args.include_exercises,
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}
