@@ -40,6 +40,7 @@ from retrieval.model_files import model_key, save_model
 from retrieval.train import TrainConfig
 
 if TYPE_CHECKING:
+    from agent.pull_requests import PullRequestOptions
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from retrieval.embeddings import EmbeddingCounts, PremiseIndexes
@@ -113,6 +114,9 @@ class LifelongOptions:
     # Prove the sorries that look like exercises too (agent/exercises.py), which are left
     # alone and listed by default.
     include_exercises: bool = False
+    # Push each URL repository's branch of proofs and open a pull request (None: don't); not
+    # part of the identity: it changes where the proofs go, not what is proved.
+    pull_requests: PullRequestOptions | None = None
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match (the number of proving workers is not part of it)."""
@@ -228,6 +232,10 @@ class LifelongJob:
             if prover is not None:
                 # Written first: it flags the proofs that restate a lemma in the attempts.
                 written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
+                if options.pull_requests is not None and options.proving is not None:
+                    from agent.pull_requests import open_pull_requests
+
+                    written = open_pull_requests(written, prover.attempts, options.proving, options.pull_requests)
                 exercises: dict[str, list[tuple[str, str, str]]] = {}
                 for (location, path, theorem), why in prover.exercises.items():
                     exercises.setdefault(location, []).append((path, theorem, why))

@@ -142,8 +142,17 @@ def _proving_section(result: LifelongResult) -> str:
     patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
     branches = [
         f"proofs of {location} on branch {b.branch} ({b.commit[:12]}, on {b.onto} at {b.base[:12]}) of the clone "
-        f"{b.clone}; to open a pull request: git -C {b.clone} push <your fork> {b.branch}"
+        f"{b.clone}"
+        + (
+            ""
+            if location in written.pull_requests
+            else f"; to open a pull request: git -C {b.clone} push <your fork> {b.branch}"
+        )
         for location, b in written.branches.items()
+    ]
+    pulls = [
+        f"pull request of {location}: {pr.url}" + (" (open already)" if pr.existed else "")
+        for location, pr in written.pull_requests.items()
     ]
     stale = [
         f"stale, not written back: {p.theorem} of {location} ({p.reason})"
@@ -152,5 +161,15 @@ def _proving_section(result: LifelongResult) -> str:
     ]
     failed = [f"the proofs of {location} could not be written back: {why}" for location, why in written.failed.items()]
     table = [attempts_table(proving.attempts)] if proving.attempts else []
-    lines = [*table, summary, *left_alone, *audit_summary(proving.attempts), *patches, *branches, *stale, *failed]
+    lines = [
+        *table,
+        summary,
+        *left_alone,
+        *audit_summary(proving.attempts),
+        *patches,
+        *branches,
+        *pulls,
+        *stale,
+        *failed,
+    ]
     return "\n".join(lines)

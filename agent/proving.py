@@ -27,6 +27,7 @@ from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
 
 if TYPE_CHECKING:
+    from lean_env.proofs.github import PullRequest
     from lean_env.proofs.writeback import FreshBranch, StaleProof
     from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
@@ -239,12 +240,15 @@ class WrittenBack:
     branches: dict[str, FreshBranch]  # URL repository -> the branch in its clone
     stale: dict[str, tuple[StaleProof, ...]]  # URL repository -> the proofs left out
     failed: dict[str, str] = dataclasses.field(default_factory=dict)  # repository -> why its write-back failed
+    # URL repository -> the pull request of its branch (run --pull-request)
+    pull_requests: dict[str, PullRequest] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "patches": self.patches,
             "write_back_failed": self.failed,
             "branches": {location: branch.to_json() for location, branch in self.branches.items()},
+            "pull_requests": {location: dataclasses.asdict(pr) for location, pr in self.pull_requests.items()},
             "stale": [
                 {"repository": location, **dataclasses.asdict(proof)}
                 for location, proofs in self.stale.items()

@@ -15,7 +15,9 @@ interrupted or failed is resumed under its own id when started again with the sa
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.options import (
     add_prove_options,
@@ -34,6 +36,9 @@ from agent.options import (
 )
 from agent.output import emit
 from agent.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.pull_requests import PullRequestOptions
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,6 +70,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write back proofs that only invoke a lemma of the repository with the theorem's own statement "
         "(`exact X`: reported as 'restates X', left out by default)",
     )
+    pulls = run.add_argument_group("pull requests")
+    pulls.add_argument(
+        "--pull-request",
+        action="store_true",
+        help="push each URL repository's branch of proofs and open a pull request on GitHub, listing each "
+        "theorem, the commit it was checked at, its axioms and the search that found it (needs a token: "
+        "GITHUB_TOKEN or --token-file)",
+    )
+    pulls.add_argument("--token-file", type=Path, metavar="FILE", help="a file holding the GitHub token")
+    pulls.add_argument(
+        "--fork", metavar="OWNER", help="push the branch to OWNER's fork (it must exist); default: the origin"
+    )
+    pulls.add_argument(
+        "--github-api",
+        metavar="URL",
+        default=None,
+        help="GitHub's REST API (default: $GITHUB_API_URL or https://api.github.com; GitHub Enterprise: "
+        "https://HOST/api/v3)",
+    )
     wait_option(run)
     json_option(run)
     run.set_defaults(handler=_run)
@@ -94,6 +118,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         skip=tuple(args.skip or ()),
         keep_restatements=args.keep_restatements,
         include_exercises=args.include_exercises,
+        pull_requests=_pull_request_options(args),
     )
     result = LifelongJob(settings, options, wait=args.wait).run()
     payload = {**report_payload(result), "report": [str(p) for p in result.report]}
@@ -102,3 +127,25 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     human = "\n\n".join([header, *sections, f"report: {', '.join(map(str, result.report))}"])
     emit(payload, human, as_json=args.json)
     return 0
+
+
+def _pull_request_options(args: argparse.Namespace) -> PullRequestOptions | None:
+    """The pull request options asked for; a missing token is said before any work."""
+    from agent.pull_requests import PullRequestOptions
+    from lean_env.errors import UserInputError
+    from lean_env.proofs.github import GITHUB_API, read_token
+
+    if not args.pull_request:
+        if args.token_file or args.fork or args.github_api:
+            raise UserInputError("--token-file, --fork and --github-api go with --pull-request")
+        return None
+    if args.no_prove:
+        raise UserInputError("--pull-request opens pull requests of found proofs; --no-prove finds none")
+    token = read_token(args.token_file)
+    if token is None:
+        raise UserInputError(
+            "--pull-request needs a GitHub token that can push and open pull requests: "
+            "set GITHUB_TOKEN or pass --token-file FILE"
+        )
+    api = args.github_api or os.environ.get("GITHUB_API_URL") or GITHUB_API
+    return PullRequestOptions(token, fork=args.fork, api=api)

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lean_env.errors import BackendError, UserInputError
 from lean_env.proofs.text import offset_of, proof_span, splice_proof
@@ -233,14 +234,18 @@ class FreshBranch:
     commit: str
     onto: str  # the remote's branch
     base: str  # its head: the parent of `commit`
+    checked: str  # the commit Lean checked the proofs at (their sorries are unchanged at `base`)
+    theorems: tuple[tuple[str, str], ...]  # (path, full name) of each proof on it
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "clone": str(self.clone),
             "branch": self.branch,
             "commit": self.commit,
             "onto": self.onto,
             "base": self.base,
+            "checked": self.checked,
+            "theorems": [{"path": path, "theorem": name} for path, name in self.theorems],
         }
 
 
@@ -279,8 +284,16 @@ def write_back_fresh(spec: RepoSpec, edits: Sequence[ProofEdit], *, checked: str
         head.branch,
         head.commit[:12],
     )
-    branch = FreshBranch(head.clone, done.branch, done.commit, head.branch, head.commit)
+    on_branch = tuple((e.theorem.path, e.theorem.full_name) for e in fresh)
+    branch = FreshBranch(head.clone, done.branch, done.commit, head.branch, head.commit, checked, on_branch)
     return FreshWriteBack(render_diff(head.clone, fresh, base=head.commit), head.commit, branch, tuple(stale))
+
+
+def push_branch(repo_dir: Path, branch: str, remote: str, *, env: Mapping[str, str] | None = None) -> None:
+    """Push ``branch`` of the git repository to the same branch of the URL ``remote``; git
+    never asks for credentials (``env`` brings them)."""
+    refspec = f"refs/heads/{branch}:refs/heads/{branch}"
+    _Git(repo_dir).run("push", "--quiet", remote, refspec, env={"GIT_TERMINAL_PROMPT": "0", **(env or {})})
 
 
 def _by_path(edits: Iterable[ProofEdit]) -> dict[str, list[ProofEdit]]:
