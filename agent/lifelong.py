@@ -19,7 +19,7 @@ under its own id when started again with the same options (:meth:`LifelongOption
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from agent.settings import Settings
 from agent.workspace import ingest_repositories, open_store
 from lean_env.errors import LeanAgentError, LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
+from lean_env.repos import is_skipped
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.index_options import IndexOptions
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from agent.pull_requests import PullRequestOptions
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
+    from curriculum.store import Store
     from retrieval.embeddings import EmbeddingCounts, PremiseIndexes
     from retrieval.index import IndexQuality
     from retrieval.progressive import ProgressiveReport, ProgressRow
@@ -165,6 +167,28 @@ class LifelongResult:
     report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
 
 
+def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip: Sequence[str]) -> bool:
+    """Whether the newest stored version of ``location`` gives ``options``' proving nothing to
+    do: no carried proof to check, and every sorry not left alone (skip globs, exercises)
+    attempted by some run already. (``prove --repo`` attempts them again.)"""
+    from agent.exercises import exercises
+
+    if options.proving is None:
+        return True
+    if store.unconfirmed_proofs(location):
+        return False
+    sorries = [
+        t for t in store.theorems(status=TheoremStatus.SORRY, location=location) if not is_skipped(t.theorem.path, skip)
+    ]
+    if not options.include_exercises:
+        # Without a checkout, by path, twin and statement only: an exercise that only its
+        # comment tells apart makes the repository fetched, which is all it costs.
+        traces = {t.spec.location: t for t in store.latest_traces(location=location)}
+        left = exercises(sorries, traces, {})
+        sorries = [t for t in sorries if t.key not in left]
+    return len(store.attempted([t.id for t in sorries])) == len(sorries)
+
+
 class LifelongJob:
     """One run of the lifelong loop; :meth:`run` does the work (nothing happens before).
     While it works it holds the data directory's and the database's job lock
@@ -180,6 +204,7 @@ class LifelongJob:
         return self.settings.data_dir / "reports"
 
     def run(self) -> LifelongResult:
+        from curriculum.ingest import IngestStatus
         from curriculum.ordering import curriculum_of, traces_in_curriculum_order
         from curriculum.runs import tracked_run
         from lean_env.repos import parse_repos_file
@@ -192,15 +217,23 @@ class LifelongJob:
             open_store(settings) as store,
             tracked_run(store, options.identity()) as (run, resumed),
         ):
-            outcomes = ingest_repositories(store, specs, settings, options.tracer)
+            skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
+            outcomes = ingest_repositories(
+                store,
+                specs,
+                settings,
+                options.tracer,
+                idle=lambda location: nothing_to_prove(store, location, options, skip.get(location, ())),
+            )
             order = curriculum_of(store)
             ordered = traces_in_curriculum_order(store, order)
-            # The file's repositories are the proving targets, in curriculum order.
+            # The file's repositories are the proving targets, in curriculum order, but those
+            # whose unchanged remote was not even fetched: they have nothing to prove.
             mine = {o.location for o in outcomes}
+            unchanged = {o.location for o in outcomes if o.status is IngestStatus.UNCHANGED_REMOTE}
             prover = skipped = None
             if options.proving is not None:
-                targets = [t.spec.location for t in ordered if t.spec.location in mine]
-                skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
+                targets = [t.spec.location for t in ordered if t.spec.location in mine - unchanged]
                 try:
                     prover = RepositoryProver.start(
                         store,

@@ -36,6 +36,9 @@ def outcomes_text(outcomes: Sequence[IngestOutcome]) -> str:
     ]
     added = sum(o.status == "added" for o in outcomes)
     summary = f"{plural(len(outcomes), 'repository', 'repositories')}: {added} added, {len(outcomes) - added} unchanged"
+    remote = sum(o.status == "unchanged-remote" for o in outcomes)
+    if remote:
+        summary += f" ({remote} not even fetched: git ls-remote found the stored head, with nothing left to do)"
     carried = sum(o.carried_proofs for o in outcomes)
     if carried:
         summary += (

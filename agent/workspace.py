@@ -3,7 +3,7 @@ and the stored repositories in curriculum order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agent.settings import Settings
@@ -30,15 +30,22 @@ def open_store(settings: Settings, *, read_only: bool = False) -> Store:
 
 
 def ingest_repositories(
-    store: Store, specs: Sequence[RepoSpec], settings: Settings, tracer: TracerChoice
+    store: Store,
+    specs: Sequence[RepoSpec],
+    settings: Settings,
+    tracer: TracerChoice,
+    *,
+    idle: Callable[[str], bool] | None = None,
 ) -> list[IngestOutcome]:
     """Check out, trace (unless stored already) and store every spec, with a progress bar;
-    clones and LeanDojo's traces are cached in the data directory."""
+    clones and LeanDojo's traces are cached in the data directory. ``idle``: see
+    :func:`curriculum.ingest.ingest_specs` (URL repositories unchanged with nothing to do)."""
     from curriculum.ingest import ingest_specs
     from lean_env.trace.choice import make_tracer
 
     trace = make_tracer(tracer, dojo_cache=settings.data_dir / "lean_dojo")
-    return ingest_specs(store, specs, cache_dir=settings.data_dir / "cache", tracer=trace, progress=True)
+    cache = settings.data_dir / "cache"
+    return ingest_specs(store, specs, cache_dir=cache, tracer=trace, progress=True, idle=idle)
 
 
 def ordered_traces(settings: Settings) -> list[RepoTrace]:

@@ -17,7 +17,7 @@ import dataclasses
 import enum
 import logging
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from tqdm import tqdm
 from curriculum.results import AddedTrace
 from curriculum.store import Store
 from lean_env.records import IngestBackend, RepoSpec, RepoTrace
-from lean_env.repos import resolve
+from lean_env.repos import remote_commit, resolve
 from lean_env.trace.choice import Tracer
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 class IngestStatus(enum.StrEnum):
     ADDED = "added"  # traced and stored now
     UNCHANGED = "unchanged"  # this (location, commit) was stored already; nothing traced
+    # A URL repository whose remote head (git ls-remote) is its newest stored commit, with
+    # nothing left to do there: not cloned, fetched or checked out.
+    UNCHANGED_REMOTE = "unchanged-remote"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +65,23 @@ def ingest_specs(
     cache_dir: Path,
     tracer: Tracer,
     progress: bool = False,
+    idle: Callable[[str], bool] | None = None,
 ) -> list[IngestOutcome]:
-    """Resolve, trace (unless stored already) and store every spec, in order."""
+    """Resolve, trace (unless stored already) and store every spec, in order. With ``idle``
+    (location -> whether its newest stored version has nothing left to do), a URL spec is
+    first asked of its remote with ``git ls-remote``: when the head is that version and
+    ``idle`` says so, nothing is cloned or fetched (:attr:`IngestStatus.UNCHANGED_REMOTE`)."""
     outcomes = []
     with _bar(len(specs), progress) as bar:
         for spec in specs:
             bar.set_postfix_str(spec.name)
+            if idle is not None and spec.is_remote and (head := _stored_head(store, spec)) is not None:
+                if idle(spec.location):
+                    log.info("%s: its head %s is stored and has nothing left to do", spec.location, head[:12])
+                    unchanged = _outcome(store, spec.location, head, added=AddedTrace(added=False))
+                    outcomes.append(dataclasses.replace(unchanged, status=IngestStatus.UNCHANGED_REMOTE))
+                    bar.update()
+                    continue
             checkout = resolve(spec, cache_dir=cache_dir)
             added = AddedTrace(added=False)
             if store.has_version(checkout.location, checkout.commit):
@@ -99,6 +113,12 @@ def ingest_traces(store: Store, traces: Iterable[RepoTrace], *, progress: bool =
             outcomes.append(_outcome(store, trace.spec.location, trace.commit, added=added))
             bar.update()
     return outcomes
+
+
+def _stored_head(store: Store, spec: RepoSpec) -> str | None:
+    """The remote's head for ``spec`` (git ls-remote) when it is the newest stored version."""
+    head = remote_commit(spec)
+    return head if head is not None and store.newest_commit(spec.location) == head else None
 
 
 def _bar(total: int, progress: bool) -> tqdm[Any]:

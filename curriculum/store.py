@@ -30,7 +30,7 @@ import sqlite3
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -98,6 +98,9 @@ _SQLITE_WAIT = 60.0
 
 # The password part of a URL's authority, for messages about URLs that did not parse.
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+# Ids per `IN (...)` list: under SQLite's limit of bound parameters in one statement.
+_IN_CHUNK = 10_000
 
 
 class DatabaseUnavailableError(UserInputError):
@@ -279,6 +282,12 @@ class Store(ClosesOnExit):
         found = self._version_infos(lambda loc, v: (loc, v.commit) == (location, commit))
         return found[0] if found else None
 
+    def newest_commit(self, location: str) -> str | None:
+        """The commit of the newest stored version of ``location`` (None: none stored)."""
+        with self._guard("listing versions"), Session(self._engine) as session:
+            newest = [v.commit for v, loc in _latest(self._all_versions(session)) if loc == location]
+        return newest[0] if newest else None
+
     def versions(self) -> list[VersionInfo]:
         """Every stored version, by location and then ingest order."""
         return self._version_infos(lambda loc, v: True)
@@ -314,11 +323,13 @@ class Store(ClosesOnExit):
 
     # ---- the merged view -------------------------------------------------------------
 
-    def latest_traces(self) -> list[RepoTrace]:
-        """The newest version of every repository, as records, ordered by location."""
+    def latest_traces(self, *, location: str | None = None) -> list[RepoTrace]:
+        """The newest version of every repository (or of ``location``), as records, ordered
+        by location."""
         with self._guard("reading the merged view"), Session(self._engine) as session:
             conn = session.connection()
-            return [bulk.read_trace(conn, v, loc) for v, loc in _latest(self._all_versions(session))]
+            newest = _latest(self._all_versions(session))
+            return [bulk.read_trace(conn, v, loc) for v, loc in newest if location in (None, loc)]
 
     def theorems(self, *, status: TheoremStatus | None = None, location: str | None = None) -> list[StoredTheorem]:
         """Theorems of the merged view (optionally one status, one repository), with ids."""
@@ -505,6 +516,17 @@ class Store(ClosesOnExit):
             if theorem.status is not TheoremStatus.PROVED_BY_US:
                 raise ValueError(f"theorem {theorem_id} is {theorem.status}, not proved_by_us")
             found_proofs.withdraw_found_proof(session.connection(), theorem_id, theorem.version_id)
+
+    def attempted(self, theorem_ids: Collection[int]) -> set[int]:
+        """Which of ``theorem_ids`` some run has attempted."""
+        ids = sorted(set(theorem_ids))
+        found: set[int] = set()
+        with self._guard("reading attempts"), Session(self._engine) as session:
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start : start + _IN_CHUNK]
+                query = select(AttemptRow.theorem_id).distinct().where(AttemptRow.theorem_id.in_(chunk))
+                found.update(session.scalars(query))
+        return found
 
     def attempts(self, *, run_id: int | None = None) -> list[AttemptRecord]:
         """Proof attempts in the order they were recorded, optionally of one run."""

@@ -218,6 +218,38 @@ def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Check
     return Checkout(spec, clone, sha, read_toolchain(clone))
 
 
+def remote_commit(spec: RepoSpec, *, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> str | None:
+    """The commit the URL ``spec`` names at its remote now, asked with ``git ls-remote`` (no
+    clone, no fetch; SorryDB's way to skip unchanged repositories): a full SHA is itself, a
+    name is the remote's branch of that name, else its tag (peeled), no name its HEAD. None
+    when ls-remote cannot say (unreachable, a short SHA, a name it lacks): resolving then
+    fetches, or falls back to the cached clone, as always."""
+    if spec.commit is not None and len(spec.commit) == 40 and _SHA_RE.fullmatch(spec.commit):
+        return spec.commit
+    if spec.commit is not None and _SHA_RE.fullmatch(spec.commit):
+        return None
+    wanted = (
+        ["HEAD"]
+        if spec.commit is None
+        else [f"refs/heads/{spec.commit}", f"refs/tags/{spec.commit}^{{}}", f"refs/tags/{spec.commit}"]
+    )
+    try:
+        out = _run_git(None, "ls-remote", "--", spec.location, *wanted, timeout=git_timeout)
+    except RepoUnavailableError as error:
+        log.info("git ls-remote %s: %s", spec.location, error)
+        return None
+    if out.returncode != 0:
+        log.info(
+            "git ls-remote %s: %s", spec.location, _git_reason(out.stderr.decode(errors="replace"), out.returncode)
+        )
+        return None
+    refs: dict[str, str] = {}
+    for line in out.stdout.decode().splitlines():
+        sha, _, ref = line.partition("\t")
+        refs[ref] = sha
+    return next((refs[ref] for ref in wanted if ref in refs), None)
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteHead:
     """The newest commit of a URL repository's branch, in its clone in the cache."""

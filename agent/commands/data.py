@@ -104,7 +104,9 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         else:
             from lean_env.trace.choice import TracerChoice
 
-            outcomes = ingest_repositories(store, _specs_of(args), settings, TracerChoice(args.backend))
+            # A URL repository whose remote head is stored already costs one git ls-remote.
+            specs = _specs_of(args)
+            outcomes = ingest_repositories(store, specs, settings, TracerChoice(args.backend), idle=lambda _: True)
     emit([dataclasses.asdict(o) for o in outcomes], outcomes_text(outcomes), as_json=args.json)
     return 0
 
