@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "agent.commands.generator",
     "agent.commands.lean",
     "agent.commands.prove",
+    "agent.commands.recheck",
     "agent.commands.retrieval",
     "agent.commands.run",
     "agent.commands.verify",

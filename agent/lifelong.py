@@ -42,6 +42,7 @@ from retrieval.train import TrainConfig
 
 if TYPE_CHECKING:
     from agent.pull_requests import PullRequestOptions
+    from agent.recheck import RecheckResult
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from curriculum.store import Store
@@ -141,6 +142,10 @@ class ProvingOutcome:
     skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
     # Sorries left alone as exercises (agent/exercises.py), not in `targets`: (path, theorem, why) per repository.
     exercises: dict[str, list[tuple[str, str, str]]] = dataclasses.field(default_factory=dict)
+    # Repository -> Lean's verdicts on the found proofs carried over to its new version.
+    rechecked: dict[str, tuple[RecheckResult, ...]] = dataclasses.field(default_factory=dict)
+    # Repository -> how its toolchain changed from the version before ("X -> Y"), when it did.
+    bumps: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def patches(self) -> dict[str, str]:
@@ -175,7 +180,7 @@ def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip
 
     if options.proving is None:
         return True
-    if store.unconfirmed_proofs(location):
+    if store.found_proofs(location, unconfirmed=True):
         return False
     sorries = [
         t for t in store.theorems(status=TheoremStatus.SORRY, location=location) if not is_skipped(t.theorem.path, skip)
@@ -187,6 +192,15 @@ def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip
         left = exercises(sorries, traces, {})
         sorries = [t for t in sorries if t.key not in left]
     return len(store.attempted([t.id for t in sorries])) == len(sorries)
+
+
+def toolchain_bump(store: Store, location: str) -> str | None:
+    """``"X -> Y"`` when the newest stored version of ``location`` names another Lean
+    toolchain than the version before it; None when it does not, or there is none before."""
+    toolchains = [v.lean_version for v in store.versions() if v.location == location]
+    if len(toolchains) < 2 or toolchains[-2] == toolchains[-1]:
+        return None
+    return f"{toolchains[-2] or 'none'} -> {toolchains[-1] or 'none'}"
 
 
 class LifelongJob:
@@ -272,8 +286,15 @@ class LifelongJob:
                 exercises: dict[str, list[tuple[str, str, str]]] = {}
                 for (location, path, theorem), why in prover.exercises.items():
                     exercises.setdefault(location, []).append((path, theorem, why))
+                rechecked = {location: tuple(found) for location, found in prover.rechecked.items() if found}
                 proving = ProvingOutcome(
-                    tuple(prover.attempts), prover.target_count, written, prover.skipped, exercises
+                    tuple(prover.attempts),
+                    prover.target_count,
+                    written,
+                    prover.skipped,
+                    exercises,
+                    rechecked,
+                    {loc: bump for loc in rechecked if (bump := toolchain_bump(store, loc)) is not None},
                 )
             result = LifelongResult(
                 run_id=run.id,

@@ -4,10 +4,12 @@ Markdown sections for people, and the plots of the metrics matrix."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.recheck import Recheck
 from agent.render import (
     METRICS,
     SHOWN,
@@ -46,6 +48,8 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
             "attempts": [a.to_json() for a in proving.attempts],
             "targets": proving.targets,
             "skipped_sorries": proving.skipped,
+            "rechecked": {location: [r.to_json() for r in results] for location, results in proving.rechecked.items()},
+            "toolchain_bumps": proving.bumps,
             "exercises": {
                 location: [{"path": path, "theorem": theorem, "why": why} for path, theorem, why in found]
                 for location, found in proving.exercises.items()
@@ -138,6 +142,21 @@ def _proving_section(result: LifelongResult) -> str:
             f"{len(found)} sorry theorem(s) of {location} left alone as exercises (--include-exercises proves them):"
         )
         left_alone += [f"  {path}:{theorem}: exercise: {why}" for path, theorem, why in found]
+    for location, results in proving.rechecked.items():
+        verdicts = Counter(r.verdict.value for r in results)
+        bump, commit = proving.bumps.get(location), results[0].found.stored.commit
+        left_alone.append(
+            f"rechecked {len(results)} found proof(s) carried over to {location} at {commit[:12]}"
+            + (f" (its toolchain changed: {bump})" if bump else "")
+            + ": "
+            + ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
+        )
+        left_alone += [
+            f"  {r.found.stored.theorem.path}:{r.found.stored.theorem.full_name}: broke at "
+            f"{r.found.stored.commit[:12]} ({r.why}); a target again"
+            for r in results
+            if r.verdict is Recheck.BROKE
+        ]
     written = proving.written
     patches = [f"proofs of {location} as a patch: {path}" for location, path in written.patches.items()]
     branches = [

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.interactive.repl.pool import Recycling
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
     CANDIDATES_PER_EXPANSION,
@@ -195,6 +196,16 @@ def generator_length_options(parser: argparse.ArgumentParser) -> None:
         default=GENERATOR_OUTPUT_LENGTH,
         metavar="N",
         help=f"tokens of a generated tactic (default: {GENERATOR_OUTPUT_LENGTH}, ReProver's; 128 is CPU-friendly)",
+    )
+
+
+def check_timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--check-timeout",
+        type=positive_seconds,
+        default=FINAL_CHECK_TIMEOUT,
+        metavar="S",
+        help=f"seconds for the final check's Lean run over a theorem's file (default: {FINAL_CHECK_TIMEOUT:g})",
     )
 
 
@@ -387,13 +398,7 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
     parser.add_argument(
         "--tactic-timeout", type=positive_seconds, default=60.0, metavar="S", help="seconds per tactic (default: 60)"
     )
-    parser.add_argument(
-        "--check-timeout",
-        type=positive_seconds,
-        default=600.0,
-        metavar="S",
-        help="seconds for the final check's Lean run (default: 600)",
-    )
+    check_timeout_option(parser)
     parser.add_argument(
         "--repl-max-uses",
         type=positive_int,

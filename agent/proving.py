@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.prove import ProofAttempt, ProvingConfig
+from agent.recheck import CARRIED_BACKEND, Recheck, RecheckResult, recheck_proofs
 from agent.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.suggester import StepMemory
 from agent.theorem_refs import TheoremRef, resolve_refs
-from curriculum.results import CarriedProof, StoredTheorem, TheoremKey, theorem_key
+from curriculum.results import FoundProof, StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.proofs.axioms import nonstandard
-from lean_env.proofs.final_check import DEFAULT_TIMEOUT, Verdict, check_proof
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
 
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The backend recorded for a carried proof that Lean checked again (no search made it).
-CARRIED_BACKEND = "carried"
 # The outcomes whose proof Lean compiled: recorded with the proof (a vacuous one for reports).
 _CHECKED = (AttemptOutcome.PROVED, AttemptOutcome.VACUOUS)
 # Runs proof jobs somewhere (this process, Ray workers) and yields each as it finishes.
@@ -296,10 +295,16 @@ class RepositoryProver:
         self.check_timeout = check_timeout  # seconds for Lean's check of a carried proof
         # The carried proofs to check, but in paths a repository's skip globs leave alone.
         skip = skip or {}
-        self._unconfirmed: dict[str, list[CarriedProof]] = {
-            loc: [c for c in store.unconfirmed_proofs(loc) if not is_skipped(c.stored.theorem.path, skip.get(loc, ()))]
+        self._unconfirmed: dict[str, list[FoundProof]] = {
+            loc: [
+                c
+                for c in store.found_proofs(loc, unconfirmed=True)
+                if not is_skipped(c.stored.theorem.path, skip.get(loc, ()))
+            ]
             for loc in targets
         }
+        # location -> Lean's verdicts on the proofs carried over to it (the report's "rechecked")
+        self.rechecked: dict[str, list[RecheckResult]] = {}
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {t.key: t for t in known}
@@ -417,60 +422,35 @@ class RepositoryProver:
 
     def _confirm_carried(self, location: str) -> None:
         """Have Lean check, in the checkout of ``location``, each proof carried over to it and
-        not checked there yet: accepted, it is recorded as this run's; rejected or vacuous,
-        it is withdrawn and its theorem becomes a target; a timeout, errors only outside the
-        theorem (the file is broken, not the proof), or a check that could not run leave it
-        carried (unknown), to be checked by the next run. Skipped paths are not checked."""
-        from lean_env.lean.runner import LeanRunner
-
-        directory = self.checkouts[location]
-        runner = LeanRunner.for_project(directory)
-        for carried in self._unconfirmed.pop(location, []):
-            stored, theorem = carried.stored, carried.stored.theorem
-            found = f"carried over from {carried.checked_at[:12]}"
-            try:
-                check = check_proof(directory, theorem, carried.proof, runner=runner, timeout=self.check_timeout)
-            except LeanAgentError as error:  # the file could not be read, Lean could not run
-                log.warning(
-                    "%s: its proof %s could not be checked (%s); it stays carried", theorem.full_name, found, error
-                )
-                continue
-            if check.accepted:
-                self.store.record_attempt(
-                    run_id=self.run_id,
-                    theorem_id=stored.id,
-                    outcome=AttemptOutcome.PROVED,
-                    seconds=check.seconds,
-                    nodes=0,
-                    backend=CARRIED_BACKEND,
-                    proof=carried.proof,
-                )
+        not checked there yet (:func:`agent.recheck.recheck_proofs`): one that holds is this
+        run's proof there (reported, written back); one that broke is withdrawn and its
+        theorem becomes a target; one the check tells nothing of stays carried, for the
+        next run. Skipped paths are not checked."""
+        carried = self._unconfirmed.pop(location, [])
+        results = recheck_proofs(self.store, self.run_id, carried, self.checkouts[location], timeout=self.check_timeout)
+        self.rechecked[location] = results
+        for result in results:
+            stored, theorem = result.found.stored, result.found.stored.theorem
+            found = f"carried over from {result.found.checked_at[:12]}"
+            if result.verdict is Recheck.HOLDS:
                 self.attempts.append(
                     AttemptReport(
                         theorem=theorem.full_name,
                         repository=location,
                         path=theorem.path,
                         outcome=AttemptOutcome.PROVED,
-                        proof=carried.proof,
+                        proof=result.found.proof,
                         tactics=len(theorem.tactics),
                         expansions=0,
-                        seconds=check.seconds,
+                        seconds=result.seconds,
                         detail=f"{found}; Lean accepts it at {stored.commit[:12]} too",
-                        axioms=check.axioms,
+                        axioms=result.axioms,
                         carried=True,
-                        lean_seconds=check.seconds,
+                        lean_seconds=result.seconds,
                     )
                 )
-            elif check.verdict is Verdict.TIMEOUT or check.only_elsewhere:
-                why = "ran out of time" if check.verdict is Verdict.TIMEOUT else "; ".join(check.reasons)
-                log.warning(
-                    "%s: the check of its proof %s is unknown (%s); it stays carried", theorem.full_name, found, why
-                )
-            else:
-                self.store.withdraw_found_proof(stored.id)
-                reasons = "; ".join(check.reasons) or check.verdict
-                log.warning("%s: Lean rejects its proof %s (%s); proving it again", theorem.full_name, found, reasons)
-                self._withdrawn[stored.key] = f"Lean rejected its proof {found} ({reasons})"
+            elif result.verdict is Recheck.BROKE:
+                self._withdrawn[stored.key] = f"its proof {found} broke at {stored.commit[:12]} ({result.why})"
                 reopened = dataclasses.replace(theorem, status=TheoremStatus.SORRY, tactics=(), premises=())
                 targets = [*self.targets.get(location, ()), dataclasses.replace(stored, theorem=reopened)]
                 self.targets[location] = sorted(targets, key=lambda t: t.id)  # trace order

@@ -11,7 +11,7 @@ next version (:func:`carry_found_proofs`) makes its steps examples of that versi
 
 A carried proof was checked by Lean at the commit it was found in, not at the new one, where
 a lemma it uses may be gone. Proving a repository therefore first has Lean check each
-carried proof no attempt has checked at the new version (:func:`unconfirmed_proofs`); one
+carried proof no attempt has checked at the new version (:func:`found_proofs`); one
 that Lean rejects there is withdrawn (:func:`withdraw_found_proof`), and its theorem is a
 `sorry` target again.
 
@@ -73,31 +73,33 @@ def carry_found_proofs(conn: Connection, *, earlier_version_id: int, version_id:
     return carried
 
 
-def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, Theorem, str, str]]:
-    """The proofs carried over to the version ``version_id`` that Lean has not checked there:
-    (row id, theorem, proof text, commit it was checked at) for each `proved_by_us` theorem of
-    the version with no PROVED attempt of its own, in trace order. The text is that of the
-    newest PROVED attempt at a theorem with its :func:`carry_key` in the newest earlier
-    version of the repository that has one (a proof carried on over several commits is the
-    one last checked); within a version, the first such theorem's, as
-    :func:`carry_found_proofs` picks the steps it carries."""
+def found_proofs(conn: Connection, version_id: int, *, unconfirmed: bool) -> list[tuple[int, Theorem, str, str]]:
+    """The proofs our search found for the `proved_by_us` theorems of the version
+    ``version_id``: (row id, theorem, proof text, commit Lean last accepted it at), in trace
+    order. A proof checked at this version (a PROVED attempt of its own) is the newest such
+    attempt's, at this version's commit; with ``unconfirmed``, only the others are listed,
+    those carried over. A carried proof's text is that of the newest PROVED attempt at a
+    theorem with its :func:`carry_key` in the newest earlier version of the repository that
+    has one (a proof carried on over several commits is the one last checked); within a
+    version, the first such theorem's, as :func:`carry_found_proofs` picks the steps it
+    carries."""
     checked_here = _proved_attempts(conn, version_id)
-    waiting = [
-        (theorem_id, theorem, key)
+    repository_id, commit = conn.execute(
+        select(VersionRow.repository_id, VersionRow.commit).where(VersionRow.id == version_id)
+    ).one()
+    listed = [
+        (theorem_id, theorem, carry_key(theorem))
         for theorem_id, theorem in bulk.read_theorems(conn, [version_id], status=TheoremStatus.PROVED_BY_US)
-        if theorem_id not in checked_here and (key := carry_key(theorem)) is not None
+        if not (unconfirmed and theorem_id in checked_here)
     ]
-    if not waiting:
-        return []
-    wanted = {key for _, _, key in waiting}
+    wanted = {key for theorem_id, _, key in listed if theorem_id not in checked_here and key is not None}
     found: dict[tuple[str, str, str], tuple[str, str]] = {}  # carry key -> (proof, commit)
-    repository_id = conn.execute(select(VersionRow.repository_id).where(VersionRow.id == version_id)).scalar_one()
     earlier = conn.execute(
         select(VersionRow.id, VersionRow.commit)
         .where(VersionRow.repository_id == repository_id, VersionRow.id < version_id)
         .order_by(VersionRow.id.desc())  # newest first, as ingested
     ).all()
-    for earlier_id, commit in earlier:
+    for earlier_id, earlier_commit in earlier if wanted else ():
         if wanted <= found.keys():
             break
         proofs = _proved_attempts(conn, earlier_id)
@@ -106,8 +108,14 @@ def unconfirmed_proofs(conn: Connection, version_id: int) -> list[tuple[int, The
         for theorem_id, theorem in bulk.read_theorems(conn, [earlier_id], status=TheoremStatus.PROVED_BY_US):
             key = carry_key(theorem)
             if theorem_id in proofs and key in wanted and key not in found:
-                found[key] = (proofs[theorem_id], commit)
-    return [(theorem_id, theorem, *found[key]) for theorem_id, theorem, key in waiting if key in found]
+                found[key] = (proofs[theorem_id], earlier_commit)
+    result = []
+    for theorem_id, theorem, key in listed:
+        if theorem_id in checked_here:
+            result.append((theorem_id, theorem, checked_here[theorem_id], commit))
+        elif key in found:
+            result.append((theorem_id, theorem, *found[key]))
+    return result
 
 
 def _proved_attempts(conn: Connection, version_id: int) -> dict[int, str]:

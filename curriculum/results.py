@@ -65,13 +65,19 @@ class StoredTheorem:
 
 
 @dataclass(frozen=True, slots=True)
-class CarriedProof:
-    """A proof carried over to a repository's newest version, which Lean has not checked there
-    (:func:`curriculum.found_proofs.unconfirmed_proofs`)."""
+class FoundProof:
+    """A proof our search found for a theorem of a repository's newest version
+    (:func:`curriculum.found_proofs.found_proofs`): checked by Lean there, or carried over
+    from an earlier version and not checked there yet."""
 
     stored: StoredTheorem  # the theorem of the newest version, `proved_by_us`
     proof: str  # the proof text Lean accepted at ``checked_at``
-    checked_at: str  # the commit it was found and checked at
+    checked_at: str  # the commit Lean last accepted it at
+
+    @property
+    def carried(self) -> bool:
+        """Not checked at the theorem's own commit yet."""
+        return self.checked_at != self.stored.commit
 
 
 @dataclass(frozen=True, slots=True)

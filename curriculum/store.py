@@ -80,8 +80,8 @@ from curriculum.db import (
 from curriculum.results import (
     AddedTrace,
     AttemptRecord,
-    CarriedProof,
     DbStats,
+    FoundProof,
     RunRecord,
     StoredTheorem,
     TheoremSummary,
@@ -491,22 +491,24 @@ class Store(ClosesOnExit):
             session.flush()
             return _attempt_record(row)
 
-    def unconfirmed_proofs(self, location: str) -> list[CarriedProof]:
-        """The proofs carried over to the newest version of ``location`` that no attempt has
-        checked there, in trace order (:func:`curriculum.found_proofs.unconfirmed_proofs`)."""
-        with self._guard(f"reading the proofs carried over to {location}"), Session(self._engine) as session:
+    def found_proofs(self, location: str, *, unconfirmed: bool = False) -> list[FoundProof]:
+        """The proofs found for the `proved_by_us` theorems of the newest version of
+        ``location``, in trace order; with ``unconfirmed`` only those carried over to it that
+        no attempt has checked there (:func:`curriculum.found_proofs.found_proofs`)."""
+        with self._guard(f"reading the proofs found for {location}"), Session(self._engine) as session:
             newest = [v for v, loc in _latest(self._all_versions(session)) if loc == location]
             if not newest:
                 return []
             version = newest[0]
+            found = found_proofs.found_proofs(session.connection(), version.id, unconfirmed=unconfirmed)
             return [
-                CarriedProof(StoredTheorem(id_, location, version.commit, theorem), proof, checked_at)
-                for id_, theorem, proof, checked_at in found_proofs.unconfirmed_proofs(session.connection(), version.id)
+                FoundProof(StoredTheorem(id_, location, version.commit, theorem), proof, checked_at)
+                for id_, theorem, proof, checked_at in found
             ]
 
     def withdraw_found_proof(self, theorem_id: int) -> None:
         """Make the `proved_by_us` theorem ``theorem_id`` `sorry` again, its found steps gone:
-        Lean rejected its carried proof (:func:`curriculum.found_proofs.withdraw_found_proof`)."""
+        Lean rejected its found proof (:func:`curriculum.found_proofs.withdraw_found_proof`)."""
         with (
             self._guard(f"withdrawing the proof of theorem {theorem_id}"),
             Session(self._engine) as session,

@@ -170,7 +170,7 @@ def test_a_run_resumed_at_a_newer_version_reports_only_its_attempts_there(store:
         )  # fmt: skip
     store.add_trace(version("c2", KEPT, dataclasses.replace(changed, statement="theorem A.changed : 1 = 1")))
     assert earlier_attempts(store, run.id, store.theorems()) == []
-    [carried] = store.unconfirmed_proofs(URL)
+    [carried] = store.found_proofs(URL, unconfirmed=True)
     assert (carried.stored.theorem.full_name, carried.stored.commit) == ("A.kept", "c2")
     assert (carried.proof, carried.checked_at) == ("by -- A.kept", "c1")
     [target] = select_targets(store, None, None).theorems
@@ -189,11 +189,14 @@ def test_a_carried_proof_is_unconfirmed_until_an_attempt_at_the_new_version_prov
     attempt at the second records it, the third's carried proof is the one checked there."""
     store.add_trace(version("c1", KEPT))
     prove(store, {"A.kept"})
-    assert store.unconfirmed_proofs(URL) == []  # proved at c1 itself
+    assert store.found_proofs(URL, unconfirmed=True) == []  # proved at c1 itself
+    [found] = store.found_proofs(URL)
+    assert (found.stored.commit, found.checked_at, found.carried) == ("c1", "c1", False)
     store.add_trace(version("c2", KEPT))
     store.add_trace(version("c3", KEPT))
-    [carried] = store.unconfirmed_proofs(URL)
-    assert (carried.stored.commit, carried.checked_at) == ("c3", "c1")
+    [carried] = store.found_proofs(URL, unconfirmed=True)
+    assert (carried.stored.commit, carried.checked_at, carried.carried) == ("c3", "c1", True)
+    assert store.found_proofs(URL) == [carried]
     assert carried.proof == "by\n  intro h\n  exact A.lemma h"
     assert carried.stored.theorem.status is TheoremStatus.PROVED_BY_US and carried.stored.theorem.tactics == STEPS
 
@@ -202,26 +205,28 @@ def test_a_carried_proof_is_unconfirmed_until_an_attempt_at_the_new_version_prov
         run_id=run.id, theorem_id=carried.stored.id, outcome=AttemptOutcome.PROVED, seconds=1.0, nodes=0,
         backend="carried", proof="by -- checked at c3",
     )  # fmt: skip
-    assert store.unconfirmed_proofs(URL) == []
+    assert store.found_proofs(URL, unconfirmed=True) == []
+    [confirmed] = store.found_proofs(URL)  # every found proof: the one checked at c3 now
+    assert (confirmed.checked_at, confirmed.proof, confirmed.carried) == ("c3", "by -- checked at c3", False)
     assert newest(store)["A.kept"].tactics == STEPS  # the carried steps stay
     store.add_trace(version("c4", KEPT))
-    [carried] = store.unconfirmed_proofs(URL)
+    [carried] = store.found_proofs(URL, unconfirmed=True)
     assert (carried.stored.commit, carried.checked_at, carried.proof) == ("c4", "c3", "by -- checked at c3")
-    assert store.unconfirmed_proofs("https://example.org/other.git") == []
+    assert store.found_proofs("https://example.org/other.git", unconfirmed=True) == []
 
 
 def test_a_withdrawn_proof_makes_its_theorem_a_sorry_target_again(store: Store) -> None:
     store.add_trace(version("c1", KEPT))
     prove(store, {"A.kept"})
     store.add_trace(version("c2", KEPT))
-    [carried] = store.unconfirmed_proofs(URL)
+    [carried] = store.found_proofs(URL, unconfirmed=True)
     store.withdraw_found_proof(carried.stored.id)
     with pytest.raises(ValueError, match="is sorry, not proved_by_us"):
         store.withdraw_found_proof(carried.stored.id)
     assert newest(store)["A.kept"] == KEPT  # as the source gave it: sorry, no steps, no premises
     assert {s.full_name: s.num_steps for s in store.theorem_summaries()}["A.kept"] == 0
     assert [t.id for t in select_targets(store, None, None).theorems] == [carried.stored.id]
-    assert store.unconfirmed_proofs(URL) == []
+    assert store.found_proofs(URL, unconfirmed=True) == []
     # The proof found at c1 stays there, and does not carry to the next version.
     assert store.add_trace(version("c3", KEPT)).carried_proofs == ()
 

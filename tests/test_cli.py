@@ -12,8 +12,8 @@ from lean_env.errors import BackendError, RepoSpecError
 from verify.errors import SolverError, VerifyInputError
 
 TOP_LEVEL = {
-    "ingest", "db", "curriculum", "export", "run", "retrieval", "prove", "evaluate", "generator", "check", "env",
-    "verify",
+    "ingest", "db", "curriculum", "export", "run", "retrieval", "prove", "recheck", "evaluate", "generator", "check",
+    "env", "verify",
 }  # fmt: skip
 
 
@@ -35,6 +35,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
         pytest.param(("run",), set(), id="run"),
         pytest.param(("retrieval",), {"train", "eval", "search"}, id="retrieval"),
         pytest.param(("prove",), set(), id="prove"),
+        pytest.param(("recheck",), set(), id="recheck"),
         pytest.param(("evaluate",), set(), id="evaluate"),
         pytest.param(("generator",), {"train"}, id="generator"),
         pytest.param(("check",), set(), id="check"),

@@ -496,7 +496,7 @@ def _statuses(data: Path) -> dict[str, TheoremStatus]:
 
 def _unconfirmed(tmp_path: Path) -> list[str]:
     with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
-        return [c.stored.theorem.full_name for c in store.unconfirmed_proofs(str(tmp_path / "repo"))]
+        return [c.stored.theorem.full_name for c in store.found_proofs(str(tmp_path / "repo"), unconfirmed=True)]
 
 
 def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypatch, capsys, caplog, generator) -> None:
@@ -514,11 +514,18 @@ def test_carried_proofs_are_checked_by_lean_at_the_new_commit(tmp_path, monkeypa
         f"{second['ingest'][0]['commit'][:12]} too"
     )
     assert (again["outcome"], again["carried"]) == ("failed", False) and again["expansions"] > 0
+    new_commit = second["ingest"][0]["commit"][:12]
     assert again["detail"].startswith(
-        f"Lean rejected its proof carried over from {ingested['commit'][:12]} (error in Demo.imp_self2"
+        f"its proof carried over from {ingested['commit'][:12]} broke at {new_commit} (error in Demo.imp_self2"
     )
-    assert "Demo.imp_self2: Lean rejects its proof carried over from" in caplog.text
+    assert (
+        f"Demo.imp_self2: Lean rejects its proof accepted at {ingested['commit'][:12]} at {new_commit}" in caplog.text
+    )
     markdown = Path(second["report"][1]).read_text(encoding="utf-8")
+    repo = str(tmp_path / "repo")
+    assert f"rechecked 2 found proof(s) carried over to {repo} at {new_commit}: 1 broke, 1 holds" in markdown
+    assert f"  Demo.lean:Demo.imp_self2: broke at {new_commit} (error in Demo.imp_self2" in markdown
+    assert [r["verdict"] for r in second["proving"]["rechecked"][repo]] == ["holds", "broke"]
     assert "(1 sorry theorem(s) targeted; 1 proof(s) carried over from an earlier commit, checked again)" in markdown
     patch = Path(second["proving"]["patches"][str(tmp_path / "repo")])
     assert patch.read_text(encoding="utf-8").count("+  exact h\n") == 1
@@ -543,13 +550,13 @@ def test_a_carried_proof_that_is_vacuous_now_is_withdrawn(tmp_path, monkeypatch,
     ("imp_self2", "extra", "script", "logged"),
     [
         pytest.param(
-            _exact_h({"hang": True}), ("--check-timeout", "3"), None, "is unknown (ran out of time)", id="timeout"
+            _exact_h({"hang": True}), ("--check-timeout", "3"), None, "is unknown at {} (ran out of time)", id="timeout"
         ),
         pytest.param(
             _STEPS,
             (),
             {"errors": [{"line": 1, "column": 0, "message": "unknown package 'Mathlib'"}]},
-            "is unknown (error elsewhere in the file (line 1): unknown package 'Mathlib')",
+            "is unknown at {} (error elsewhere in the file (line 1): unknown package 'Mathlib')",
             id="the-file-is-broken",
         ),
     ],
@@ -564,7 +571,8 @@ def test_a_carried_proof_whose_check_tells_nothing_stays_carried(
     checked = [a["theorem"] for a in second["proving"]["attempts"]]
     assert checked == ([] if script else ["Demo.imp_self'"])
     found_at = first["ingest"][0]["commit"][:12]
-    assert f"Demo.imp_self2: the check of its proof carried over from {found_at} {logged}" in caplog.text
+    new_commit = second["ingest"][0]["commit"][:12]
+    assert f"Demo.imp_self2: the check of its proof accepted at {found_at} {logged.format(new_commit)}" in caplog.text
     assert _statuses(tmp_path / "data")["Demo.imp_self2"] is TheoremStatus.PROVED_BY_US
     assert _unconfirmed(tmp_path) == (["Demo.imp_self'", "Demo.imp_self2"] if script else ["Demo.imp_self2"])
 
