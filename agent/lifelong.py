@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from curriculum.store import Store
+    from lean_env.lean.build import BuildOutcome
     from retrieval.embeddings import EmbeddingCounts, PremiseIndexes
     from retrieval.index import IndexQuality
     from retrieval.progressive import ProgressiveReport, ProgressRow
@@ -146,6 +147,8 @@ class ProvingOutcome:
     rechecked: dict[str, tuple[RecheckResult, ...]] = dataclasses.field(default_factory=dict)
     # Repository -> how its toolchain changed from the version before ("X -> Y"), when it did.
     bumps: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Repository -> how building its checkout went; one that failed had no attempts.
+    builds: dict[str, BuildOutcome] = dataclasses.field(default_factory=dict)
 
     @property
     def patches(self) -> dict[str, str]:
@@ -295,6 +298,7 @@ class LifelongJob:
                     exercises,
                     rechecked,
                     {loc: bump for loc in rechecked if (bump := toolchain_bump(store, loc)) is not None},
+                    dict(prover.builds),
                 )
             result = LifelongResult(
                 run_id=run.id,

@@ -50,6 +50,7 @@ def report_payload(result: LifelongResult) -> dict[str, Any]:
             "skipped_sorries": proving.skipped,
             "rechecked": {location: [r.to_json() for r in results] for location, results in proving.rechecked.items()},
             "toolchain_bumps": proving.bumps,
+            "builds": {location: dataclasses.asdict(build) for location, build in proving.builds.items()},
             "exercises": {
                 location: [{"path": path, "theorem": theorem, "why": why} for path, theorem, why in found]
                 for location, found in proving.exercises.items()
@@ -142,6 +143,11 @@ def _proving_section(result: LifelongResult) -> str:
             f"{len(found)} sorry theorem(s) of {location} left alone as exercises (--include-exercises proves them):"
         )
         left_alone += [f"  {path}:{theorem}: exercise: {why}" for path, theorem, why in found]
+    for location, build in proving.builds.items():
+        left_alone.append(
+            f"{location}: {build.text()}"
+            + ("" if build.usable else "; its sorries were not attempted (a build failure is no proof failure)")
+        )
     for location, results in proving.rechecked.items():
         verdicts = Counter(r.verdict.value for r in results)
         bump, commit = proving.bumps.get(location), results[0].found.stored.commit

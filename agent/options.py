@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.interactive.repl.pool import Recycling
+from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
@@ -400,6 +401,17 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
     )
     check_timeout_option(parser)
     parser.add_argument(
+        "--build-timeout",
+        type=positive_seconds,
+        default=DEFAULT_BUILD_TIMEOUT,
+        metavar="S",
+        help="seconds to build a Lake checkout before proving it: `lake exe cache get` when it uses Mathlib, "
+        f"then `lake build` of the modules its sorries' files import (default: {DEFAULT_BUILD_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--no-build", action="store_true", help="do not build checkouts before proving (you built them)"
+    )
+    parser.add_argument(
         "--repl-max-uses",
         type=positive_int,
         default=None,
@@ -449,6 +461,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         tactic_timeout=args.tactic_timeout,
         repl=Recycling(max_uses=args.repl_max_uses, max_memory_mb=args.repl_max_memory),
         check_timeout=args.check_timeout,
+        build_timeout=None if args.no_build else args.build_timeout,
         workers=args.workers,
         index=index_options(args),
     )

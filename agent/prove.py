@@ -31,7 +31,9 @@ from lean_env.errors import BackendError, LeanAgentError
 from lean_env.interactive.choice import ProofBackendChoice, open_backend
 from lean_env.interactive.interface import ProofBackend
 from lean_env.interactive.repl.pool import Recycling
+from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem, TracedTactic
@@ -79,7 +81,11 @@ class ProvingConfig:
     # Seconds one tactic may run in the proof environment.
     tactic_timeout: float = 60.0
     # Seconds for the final check's Lean run over the whole file.
-    check_timeout: float = 600.0
+    check_timeout: float = FINAL_CHECK_TIMEOUT
+    # Seconds to build a Lake checkout (its imports, Mathlib's cache) before proving it
+    # (lean_env.lean.build); None: no build, the user built it. Not part of the identity: it
+    # decides whether Lean can check the files, not what a check says.
+    build_timeout: float | None = DEFAULT_BUILD_TIMEOUT
     # 1: prove in this process; more: on that many Ray workers (the same attempts).
     workers: int = 1
     # When a Lean REPL process is replaced by a fresh one (after its uses, past its memory);

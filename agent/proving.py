@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
 
 if TYPE_CHECKING:
+    from lean_env.lean.build import BuildOutcome
     from lean_env.proofs.github import PullRequest
     from lean_env.proofs.writeback import FreshBranch, StaleProof
     from retrieval.embeddings import PremiseIndexes
@@ -165,6 +166,22 @@ def _checkout(location: str, commit: str, cache_dir: Path) -> Path:
             "run 'leanagent ingest' on it again first"
         )
     return checkout.path
+
+
+def build_checkout(
+    trace: RepoTrace | None, directory: Path, paths: Iterable[str], config: ProvingConfig, *, data_dir: Path
+) -> BuildOutcome | None:
+    """Build the checkout ``directory`` for the files ``paths`` of ``trace`` (their imports),
+    dependencies shared in DATA_DIR/builds, as ``config`` asks; None when it asks for none."""
+    from lean_env.lean.build import build_project
+
+    if config.build_timeout is None:
+        return None
+    wanted = set(paths)
+    imports = [m for f in (trace.files if trace is not None else ()) if f.path in wanted for m in f.imports]
+    outcome = build_project(directory, imports, shared_root=data_dir / "builds", timeout=config.build_timeout)
+    (log.info if outcome.usable else log.error)("%s: %s", directory, outcome.text())
+    return outcome
 
 
 def prove_targets(
@@ -305,6 +322,8 @@ class RepositoryProver:
         }
         # location -> Lean's verdicts on the proofs carried over to it (the report's "rechecked")
         self.rechecked: dict[str, list[RecheckResult]] = {}
+        # location -> how building its checkout went (none when the config asks for no build)
+        self.builds: dict[str, BuildOutcome] = {}
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         self._known = {t.key: t for t in known}
@@ -395,6 +414,16 @@ class RepositoryProver:
         if location in self._proved:
             return
         self._proved.add(location)
+        paths = [t.theorem.path for t in self.targets.get(location, ())]
+        paths += [c.stored.theorem.path for c in self._unconfirmed.get(location, ())]
+        config = self.runner.recipe.config
+        build = build_checkout(
+            self._traces.get(location), self.checkouts[location], paths, config, data_dir=self.data_dir
+        )
+        if build is not None:
+            self.builds[location] = build
+            if not build.usable:  # a repository-level outcome: no attempt is a failure for it
+                return
         self._confirm_carried(location)
         if not self.targets.get(location):  # only carried proofs to check: no retriever needed
             return

@@ -13,6 +13,7 @@ had not attempted yet.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from agent.joblock import holding_job_lock
 from agent.options import (
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.exercises import exercises
-    from agent.proving import checkout_all, flag_restatements, prove_targets, select_targets
+    from agent.proving import build_checkout, checkout_all, flag_restatements, prove_targets, select_targets
     from agent.render import attempts_table, audit_summary
     from agent.scale import ProofRunner, ProverRecipe
     from agent.suggester import StepMemory
@@ -85,8 +86,17 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
         targets = chosen.theorems
         checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
         traces = tuple(store.latest_traces())
-        left = {} if args.include_exercises else exercises(targets, {t.spec.location: t for t in traces}, checkouts)
+        by_location = {t.spec.location: t for t in traces}
+        left = {} if args.include_exercises else exercises(targets, by_location, checkouts)
         targets = [t for t in targets if t.key not in left]
+        builds = {}
+        for location, directory in checkouts.items():
+            paths = [t.theorem.path for t in targets if t.location == location]
+            trace = by_location.get(location)
+            if paths and (build := build_checkout(trace, directory, paths, config, data_dir=settings.data_dir)):
+                builds[location] = build
+        # A checkout that did not build is a repository-level outcome: no attempts there.
+        targets = [t for t in targets if t.location not in builds or builds[t.location].usable]
         recipe = ProverRecipe(
             config,
             settings.data_dir,
@@ -114,6 +124,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             + (f"; {chosen.skipped} sorry theorem(s) left alone (--skip)" if chosen.skipped else "")
             + (f"; {len(left)} left alone as exercises (--include-exercises proves them)" if left else ""),
             *(f"  {path}:{name}: exercise: {why}" for (_, path, name), why in left.items()),
+            *(f"{location}: {build.text()}" for location, build in builds.items() if not build.usable),
             *audit_summary(attempts),
         ]
     )
@@ -124,6 +135,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             "resumed_skipped": skipped,
             "skipped_sorries": chosen.skipped,
             "exercises": [{"path": path, "theorem": name, "why": why} for (_, path, name), why in left.items()],
+            "builds": {location: dataclasses.asdict(build) for location, build in builds.items()},
         },
         human,
         as_json=args.json,

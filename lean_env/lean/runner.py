@@ -132,12 +132,12 @@ class LeanRunner:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            stdout, stderr = _kill_group(proc)
+            stdout, stderr = kill_group(proc)
             seconds = time.monotonic() - started
             log.debug("%s timed out after %.1fs", file, seconds)
             return LeanRun(command, None, parse_diagnostics(stdout), stdout, stderr, seconds, True)
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             raise
         seconds = time.monotonic() - started
         output = parse_diagnostics(stdout)
@@ -157,7 +157,7 @@ class LeanRunner:
         """Nothing to release: every run's process has ended with it."""
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:
+def kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:
     """Kill ``proc``'s whole process group and collect what it printed so far."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -53,6 +53,11 @@ after ``#exit`` is read.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
 
+``lake build MODULE...`` and ``lake exe cache get`` answer as the script's ``"lake"`` entry
+says, by step (``"build"``, ``"cache"``): ``{"exit": 1, "output": "error: ..."}`` prints the
+output and exits so, ``{"hang": true}`` sleeps; by default a step prints Lake's success line.
+A successful build writes ``.lake/build/fake-built`` (the modules asked for, one per line).
+
 ``lean --server`` (and ``lake env lean --server``) speaks the language server protocol on
 stdio, as much of it as :mod:`lean_env.lean.server` uses: ``initialize``, open, change (range
 edits in UTF-16 columns), close, and ``textDocument/waitForDiagnostics``, answered by
@@ -402,8 +407,13 @@ def main(argv: list[str]) -> int:
         if argv[1:] == ["--version"]:
             print(LAKE_VERSION)
             return 0
+        if argv[1:2] == ["build"] or argv[1:4] == ["exe", "cache", "get"]:
+            return lake_step(argv[1:])
         if argv[1:3] != ["env", "lean"]:
-            print(f"error: fake lake only runs `env lean FILE`, got {argv[1:]}", file=sys.stderr)
+            print(
+                f"error: fake lake only runs `env lean FILE`, `build` and `exe cache get`, got {argv[1:]}",
+                file=sys.stderr,
+            )
             return 1
         argv = argv[3:]
     if argv == ["--version"]:
@@ -433,6 +443,22 @@ def main(argv: list[str]) -> int:
         bare = severity == "info" and not script.get("info_headers")
         sys.stdout.write(f"{message}\n" if bare else f"{file}:{line}:{col}: {severity}: {message}\n")
     return 1 if any(severity == "error" for _, _, severity, _ in found) else 0
+
+
+def lake_step(argv: list[str]) -> int:
+    """``lake build ...`` or ``lake exe cache get``, as the script's ``"lake"`` entry says."""
+    script_path = os.environ.get("FAKE_LEAN_SCRIPT")
+    script = json.loads(Path(script_path).read_text(encoding="utf-8")) if script_path else {}
+    step = script.get("lake", {}).get("build" if argv[0] == "build" else "cache", {})
+    if step.get("hang"):
+        hang()
+    print(step.get("output", "Build completed successfully."))
+    code = int(step.get("exit", 0))
+    if code == 0 and argv[0] == "build":
+        built = Path(".lake") / "build"
+        built.mkdir(parents=True, exist_ok=True)
+        (built / "fake-built").write_text("".join(f"{m}\n" for m in argv[1:]), encoding="utf-8")
+    return code
 
 
 def write_wrappers(bin_dir: Path) -> None:
