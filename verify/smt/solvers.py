@@ -2,7 +2,7 @@
 
 A question leaves the process that encoded it as a :class:`Problem`: SMT-LIB2 text (QF_BV
 declarations and assertions) and the variables whose values a SAT answer must report.
-:mod:`verify.portfolio` hands it to backends running in child processes; this module is
+:mod:`verify.smt.portfolio` hands it to backends running in child processes; this module is
 what runs there:
 
 * ``z3``: z3's Python API parses the text in a fresh ``z3.Context``;
@@ -12,7 +12,7 @@ what runs there:
   ``smtlib:"bitwuzla -m"``); the answer and ``get-value`` output are read from stdout.
 
 Each backend is also given the time limit as its own soft limit, so that it usually stops
-with ``unknown`` by itself; the hard limit is the parent's (:mod:`verify.portfolio` kills
+with ``unknown`` by itself; the hard limit is the parent's (:mod:`verify.smt.portfolio` kills
 the child). An ``unknown`` answer or a timeout is :attr:`Verdict.UNKNOWN`, a result; it
 never turns into ``unsat``. A solver that is missing, crashes or answers something
 unreadable raises :class:`~verify.errors.SolverError`.
@@ -101,7 +101,7 @@ class Problem:
 
 
 class SmtBackend(Protocol):
-    """One SMT solver, run in the calling process (:mod:`verify.portfolio` calls it in a child)."""
+    """One SMT solver, run in the calling process (:mod:`verify.smt.portfolio` calls it in a child)."""
 
     # Read-only: the backends are frozen dataclasses, and CommandBackend derives its name.
     @property
