@@ -252,6 +252,15 @@ def test_fake_broken_solver_is_a_solver_error(tmp_path: Path, spec, body: str, m
         trsat(spec, max_len=1, options=QueryOptions(solver=broken, presearch=0))
 
 
+@pytest.mark.parametrize("backend_name", BACKENDS[:3])
+def test_a_library_solver_that_fails_is_a_solver_error_naming_it(backend_name: str) -> None:
+    """The shared skeleton (LibraryBackend.solve) turns each package's own exception into a
+    SolverError that names the solver; here the script uses a symbol it never declared."""
+    undeclared = Problem("(set-logic QF_BV)\n(assert (= y #b0101))\n", (("y", 4),))
+    with pytest.raises(SolverError, match=f"^solver {backend_name} failed: "):
+        make_backend(backend_name).solve(undeclared, timeout=10)
+
+
 def test_missing_binary_and_unknown_names(tmp_path: Path) -> None:
     gone = tmp_path / "solver"
     gone.write_text("#!/bin/sh\n")
