@@ -17,7 +17,7 @@ pre-pass over candidate words, encoding and solving, over every length the query
   word (UNSAT); one pass per encoder times every label. Verdicts must agree. ``~``: time
   extrapolated (--quick only). The unique-hardmax encoders without positions are the
   complete class (its lengths reduce to <= |vocab| + 1); the ``periodic`` rows are answered
-  at the asked length by signature words (verify.signatures); the average rows by sorted
+  at the asked length by signature words (verify.queries.signatures); the average rows by sorted
   words;
 * ``long``     unique hardmax with periodic positions, vocab 4, exact lengths 20..64 (4^64
   words), by signature words and by the solver alone; and the all-lengths question (lengths
@@ -39,7 +39,7 @@ pre-pass over candidate words, encoding and solving, over every length the query
   positional table), ``equiv`` with the exact model of the language, seconds per length.
 
 UNKNOWN means the per-call timeout hit; it is reported, never counted as an answer. Every
-solver call runs in child processes (verify.portfolio), so its time limit holds.
+solver call runs in child processes (verify.smt.portfolio), so its time limit holds.
 """
 
 from __future__ import annotations
@@ -55,17 +55,22 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+# The random encoders come from the tests' helper (tests/verify_synth.py): tests and this
+# benchmark draw the same models, and the library does not ship a generator only they use.
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from verify_synth import SynthConfig, random_spec  # noqa: E402
 
 from agent.output import table  # noqa: E402
-from verify import interpreter as ref  # noqa: E402
-from verify.encoding import EncodingOptions  # noqa: E402
-from verify.queries import LengthCheck, QueryOptions, equiv, trsat  # noqa: E402
-from verify.spec import Accept, Attention, EncoderSpec, Mask, PositionalKind  # noqa: E402
-from verify.synth import SynthConfig, random_spec  # noqa: E402
+from verify.model import interpreter as ref  # noqa: E402
+from verify.model.spec import Accept, Attention, EncoderSpec, Mask, PositionalKind  # noqa: E402
+from verify.queries.questions import equiv, trsat  # noqa: E402
+from verify.queries.results import LengthCheck, QueryOptions  # noqa: E402
+from verify.smt.encoding import EncodingOptions  # noqa: E402
 
 # Unique hardmax with a periodic positional encoding: exact lengths do not reduce to short
-# ones (verify.completeness), so the solver does the work.
+# ones (verify.queries.completeness), so the solver does the work.
 PERIODIC: dict[str, object] = {
     "attention": Attention.UNIQUE_HARDMAX,
     "positional": PositionalKind.PERIODIC,
@@ -326,10 +331,10 @@ def larger_rows(dims: list[int], lengths: list[int], timeout: float) -> list[Row
 def trained_rows(tasks: dict[str, int], timeout: float) -> list[Row]:
     """The trained examples at 8 bits: equiv with the exact model, lengths 1..N (up to the first
     distinguishing length), per length: by default and with the solver alone."""
-    from verify.exact_models import exact_model
-    from verify.quantize import QuantConfig, quantize
-    from verify.tasks import get_task, sample_dataset
-    from verify.training import recipe, train
+    from verify.trained.exact_models import exact_model
+    from verify.trained.quantize import QuantConfig, quantize
+    from verify.trained.tasks import get_task, sample_dataset
+    from verify.trained.training import recipe, train
 
     rows = []
     for name, max_len in tasks.items():

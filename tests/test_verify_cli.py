@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from verify_synth import SynthConfig, random_spec
 
-import verify.interpreter as ref
+import verify.model.interpreter as ref
 from agent import cli
-from verify.spec import Attention, load_spec, save_spec
-from verify.synth import SynthConfig, random_spec
+from verify.model.spec import Attention, load_spec, save_spec
 
 
 @pytest.fixture
@@ -192,7 +192,7 @@ def test_softmax_model_trsat_claims_only_checked_lengths(capsys, tmp_path: Path)
 
 def test_a_solver_that_is_not_installed_is_exit_2(capsys, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cvc5 missing (as on a machine without the package): one line, exit 2, before any work."""
-    monkeypatch.setattr("verify.solvers.installed", lambda name: name == "z3")
+    monkeypatch.setattr("verify.smt.solvers.installed", lambda name: name == "z3")
     code, out, err = _run(capsys, "trsat", str(model), "--max-len", "2", "--solver", "cvc5")
     assert code == cli.EXIT_USAGE and out == ""
     assert err.strip().splitlines() == ["leanagent: error: solver cvc5 is not installed (pip install cvc5)"]

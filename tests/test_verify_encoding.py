@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from pysmt.environment import Environment
 from pysmt.typing import BVType
+from verify_synth import SynthConfig, random_spec
 
-import verify.interpreter as ref
-from verify.encoding import EncodingOptions, PositionInput, encode
+import verify.model.interpreter as ref
 from verify.errors import WitnessMismatchError
-from verify.queries import QueryOptions, Verdict, trsat
-from verify.spec import (
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,
@@ -25,7 +24,10 @@ from verify.spec import (
     Rounding,
     spec_from_dict,
 )
-from verify.synth import SynthConfig, random_spec
+from verify.queries.questions import trsat
+from verify.queries.results import QueryOptions
+from verify.smt.encoding import EncodingOptions, PositionInput, encode
+from verify.smt.solvers import Verdict
 
 ALL_OPTIONS = [
     pytest.param(EncodingOptions(), id="full"),

@@ -6,10 +6,11 @@ import itertools
 
 import numpy as np
 import pytest
+from verify_synth import SynthConfig, random_spec
 
-import verify.interpreter as ref
+import verify.model.interpreter as ref
 from verify.errors import VerifyInputError
-from verify.spec import (
+from verify.model.spec import (
     Attention,
     EncoderSpec,
     Head,
@@ -22,7 +23,6 @@ from verify.spec import (
     Rounding,
     validate,
 )
-from verify.synth import SynthConfig, random_spec
 
 F, U, E = Rounding.FLOOR, Rounding.HALF_UP, Rounding.HALF_EVEN
 

@@ -7,28 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
+from verify_synth import SynthConfig, random_spec
 
-import verify.interpreter as ref
-from verify.completeness import (
-    first_occurrence_word,
-    joint_bound,
-    length_bound,
-    padding_position,
-    permutable_positions,
-)
+import verify.model.interpreter as ref
 from verify.errors import VerifyInputError
-from verify.queries import (
-    CheckMethod,
-    QueryOptions,
-    Verdict,
-    WordConstraints,
-    equiv,
-    export_smt,
-    robust,
-    search_lengths,
-    trsat,
-)
-from verify.spec import (
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,
@@ -39,8 +22,17 @@ from verify.spec import (
     Rounding,
     spec_from_dict,
 )
-from verify.synth import SynthConfig, random_spec
-from verify.words import canonical_words, reduction
+from verify.queries.completeness import (
+    first_occurrence_word,
+    joint_bound,
+    length_bound,
+    padding_position,
+    permutable_positions,
+)
+from verify.queries.questions import equiv, export_smt, robust, search_lengths, trsat
+from verify.queries.results import CheckMethod, QueryOptions
+from verify.queries.words import WordConstraints, canonical_words, reduction
+from verify.smt.solvers import Verdict
 
 # The interpreter pre-pass off: every verdict below comes from the solver on the encoding.
 SMT_ONLY = QueryOptions(presearch=0)
@@ -240,7 +232,7 @@ def _periodic_spec(seed: int, readout: ReadoutPosition, period: int = 2) -> Enco
 
 
 def _cut_repeated_blocks(word: tuple[str, ...], *, period: int, keep_last: bool, offset: int) -> tuple[str, ...]:
-    """The shortening of verify.completeness, written out independently: drop blocks of
+    """The shortening of verify.queries.completeness, written out independently: drop blocks of
     ``period`` positions that are not first occurrences of their (symbol, position mod p)
     class (never the last position when it is read out), and a trailing run of repeats
     when it is not."""
@@ -640,7 +632,7 @@ def test_the_timeout_bounds_a_lengths_encoding_too() -> None:
     every two of them) stops at the deadline, and the length is UNKNOWN, not solved late."""
     import time
 
-    from verify.queries import QueryOptions
+    from verify.queries.results import QueryOptions
 
     spec = random_spec(np.random.default_rng(0), SynthConfig(vocab_size=3000, d_model=4))
     started = time.perf_counter()
@@ -656,7 +648,7 @@ def test_an_encoding_past_its_deadline_stops() -> None:
 
     from pysmt.environment import Environment
 
-    from verify.bitvec import Builder, OutOfTime
+    from verify.smt.bitvec import Builder, OutOfTime
 
     builder = Builder(Environment(), deadline=time.perf_counter() - 1)
     with pytest.raises(OutOfTime):

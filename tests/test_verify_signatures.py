@@ -1,4 +1,4 @@
-"""The signature reduction (verify.signatures): its words stand for every word of a length.
+"""The signature reduction (verify.queries.signatures): its words stand for every word of a length.
 
 The property that makes it sound: over all words of a length, the encoders reach exactly
 the outputs they reach on the representatives. Checked against enumeration on random encoders
@@ -13,14 +13,15 @@ import itertools
 
 import numpy as np
 import pytest
+from verify_synth import SynthConfig, random_spec
 
-from verify import interpreter as ref
-from verify.queries import CheckMethod, QueryOptions, equiv, trsat
-from verify.signatures import _representatives, signature_words
-from verify.solvers import Verdict
-from verify.spec import Accept, Attention, EncoderSpec, PositionalKind, ReadoutPosition
-from verify.synth import SynthConfig, random_spec
-from verify.words import WordConstraints, WordSpace
+from verify.model import interpreter as ref
+from verify.model.spec import Accept, Attention, EncoderSpec, PositionalKind, ReadoutPosition
+from verify.queries.questions import equiv, trsat
+from verify.queries.results import CheckMethod, QueryOptions
+from verify.queries.signatures import _representatives, signature_words
+from verify.queries.words import WordConstraints, WordSpace
+from verify.smt.solvers import Verdict
 
 
 def _spec(

@@ -17,14 +17,15 @@ import numpy as np
 import pytest
 from pysmt.environment import Environment
 from pysmt.typing import BVType
+from verify_synth import SynthConfig, random_spec
 
-import verify.interpreter as ref
+import verify.model.interpreter as ref
 from verify.errors import Interrupted, SolverError, VerifyInputError, WitnessMismatchError
-from verify.portfolio import Portfolio, make_portfolio, solve
-from verify.queries import QueryOptions, Verdict, trsat
-from verify.solvers import CommandBackend, Problem, installed, make_backend
-from verify.spec import Attention, save_spec
-from verify.synth import SynthConfig, random_spec
+from verify.model.spec import Attention, save_spec
+from verify.queries.questions import trsat
+from verify.queries.results import QueryOptions
+from verify.smt.portfolio import Portfolio, make_portfolio, solve
+from verify.smt.solvers import CommandBackend, Problem, Verdict, installed, make_backend
 
 
 def _backend_param(name: str, available: bool, why: str):
@@ -251,6 +252,15 @@ def test_fake_broken_solver_is_a_solver_error(tmp_path: Path, spec, body: str, m
         trsat(spec, max_len=1, options=QueryOptions(solver=broken, presearch=0))
 
 
+@pytest.mark.parametrize("backend_name", BACKENDS[:3])
+def test_a_library_solver_that_fails_is_a_solver_error_naming_it(backend_name: str) -> None:
+    """The shared skeleton (LibraryBackend.solve) turns each package's own exception into a
+    SolverError that names the solver; here the script uses a symbol it never declared."""
+    undeclared = Problem("(set-logic QF_BV)\n(assert (= y #b0101))\n", (("y", 4),))
+    with pytest.raises(SolverError, match=f"^solver {backend_name} failed: "):
+        make_backend(backend_name).solve(undeclared, timeout=10)
+
+
 def test_missing_binary_and_unknown_names(tmp_path: Path) -> None:
     gone = tmp_path / "solver"
     gone.write_text("#!/bin/sh\n")
@@ -350,8 +360,8 @@ def test_a_killed_parent_leaves_no_solver_running(tmp_path: Path) -> None:
     the solver process and the solver binary die with it."""
     fake = _fake(tmp_path, "orphan", SLOW)
     script = (
-        "from verify.portfolio import Portfolio, solve\n"
-        "from verify.solvers import CommandBackend, Problem\n"
+        "from verify.smt.portfolio import Portfolio, solve\n"
+        "from verify.smt.solvers import CommandBackend, Problem\n"
         f"solve(Portfolio('x', (CommandBackend({fake.command!r}),)), Problem('', ()), timeout=None)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script])

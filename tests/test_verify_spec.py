@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from verify_synth import SynthConfig, random_spec
 
 from verify.errors import VerifyInputError
-from verify.interpreter import run_batch
-from verify.spec import (
+from verify.model.interpreter import run_batch
+from verify.model.spec import (
     Attention,
     PositionalKind,
     ReadoutPosition,
@@ -20,7 +21,6 @@ from verify.spec import (
     save_spec,
     spec_from_dict,
 )
-from verify.synth import SynthConfig, random_spec
 
 
 def _spec_dict(**config: object) -> dict:

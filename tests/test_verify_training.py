@@ -14,12 +14,12 @@ import torch
 
 from agent.commands.verify.train_example import TASK_CHOICES, add_parser
 from agent.settings import Settings
-from verify import interpreter
 from verify.errors import VerifyInputError
-from verify.exact_models import exact_max_length, exact_model
-from verify.quantize import QuantConfig, measure_gap, predict_quantized, quantize
-from verify.spec import Attention, Mask, PositionalKind, ReadoutPosition, load_spec, save_spec
-from verify.tasks import (
+from verify.model import interpreter
+from verify.model.spec import Attention, Mask, PositionalKind, ReadoutPosition, load_spec, save_spec
+from verify.trained.exact_models import exact_max_length, exact_model
+from verify.trained.quantize import QuantConfig, measure_gap, predict_quantized, quantize
+from verify.trained.tasks import (
     DYCK_MAX_DEPTH,
     all_words,
     get_task,
@@ -27,7 +27,7 @@ from verify.tasks import (
     sample_words,
     task_names,
 )
-from verify.training import ModelConfig, TrainConfig, accuracy, recipe, train
+from verify.trained.training import ModelConfig, TrainConfig, accuracy, recipe, train
 
 # Budgets for the tests: the recipes' architectures, fewer steps.
 TEST_STEPS = {"majority": 300, "contains-ab": 800}

@@ -1,7 +1,7 @@
 """``leanagent verify``: trSAT, robustness, equivalence, SMT-LIB export and one-word evaluation
 for quantized encoders.
 
-Parses, calls :mod:`verify.queries`, prints. Every verdict (SAT, UNSAT, UNKNOWN) is a
+Parses, calls :mod:`verify.queries.questions`, prints. Every verdict (SAT, UNSAT, UNKNOWN) is a
 result and exits 0; a malformed model file, an unknown solver or bad options raise
 :class:`~verify.errors.VerifyInputError` (exit 2); Ctrl-C during a query is exit 130 with
 what was decided so far (:func:`agent.commands.verify.options.interrupted`).
@@ -116,10 +116,10 @@ def _solving_options(p: argparse.ArgumentParser) -> None:
 
 def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify trsat``."""
-    from verify.completeness import length_bound
     from verify.errors import Interrupted, VerifyInputError
-    from verify.queries import trsat
-    from verify.spec import load_spec
+    from verify.model.spec import load_spec
+    from verify.queries.completeness import length_bound
+    from verify.queries.questions import trsat
 
     del settings
     spec = load_spec(args.model)
@@ -161,8 +161,8 @@ def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
 def run_robust(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify robust``."""
     from verify.errors import Interrupted
-    from verify.queries import robust
-    from verify.spec import load_spec
+    from verify.model.spec import load_spec
+    from verify.queries.questions import robust
 
     del settings
     spec = load_spec(args.model)
@@ -187,8 +187,8 @@ def run_robust(args: argparse.Namespace, settings: Settings) -> int:
 def run_equiv(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify equiv``."""
     from verify.errors import Interrupted
-    from verify.queries import equiv
-    from verify.spec import load_spec
+    from verify.model.spec import load_spec
+    from verify.queries.questions import equiv
 
     del settings
     first, second = load_spec(args.model), load_spec(args.other)
@@ -217,8 +217,8 @@ def run_equiv(args: argparse.Namespace, settings: Settings) -> int:
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify export-smt``."""
     from verify.errors import VerifyInputError
-    from verify.queries import export_smt
-    from verify.spec import load_spec
+    from verify.model.spec import load_spec
+    from verify.queries.questions import export_smt
 
     del settings
     spec = load_spec(args.model)
@@ -238,8 +238,8 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``leanagent verify eval``: the reference interpreter on one word."""
-    from verify.interpreter import run
-    from verify.spec import load_spec
+    from verify.model.interpreter import run
+    from verify.model.spec import load_spec
 
     del settings
     spec = load_spec(args.model)
@@ -287,7 +287,7 @@ def _word(text: str, spec: Any, option: str) -> tuple[str, ...]:
 
 
 def _constraints(args: argparse.Namespace, spec: Any) -> Any:
-    from verify.queries import WordConstraints
+    from verify.queries.words import WordConstraints
 
     alphabet = None if args.alphabet is None else _word(args.alphabet, spec, "--alphabet")
     prefix = _word(args.prefix, spec, "--prefix") if getattr(args, "prefix", None) else ()

@@ -1,5 +1,5 @@
 """The options every solving ``leanagent verify`` command shares, their reading into
-:class:`~verify.queries.QueryOptions`, per-length progress, and the answer to Ctrl-C.
+:class:`~verify.queries.results.QueryOptions`, per-length progress, and the answer to Ctrl-C.
 
 Kept apart from the command modules so that ``trsat``/``robust``/``equiv`` and
 ``train-example`` take the same options, checked the same way (argparse types: one line,
@@ -63,15 +63,15 @@ def solver_options(p: argparse.ArgumentParser) -> None:
 
 
 def encoding(args: argparse.Namespace) -> Any:
-    from verify.encoding import EncodingOptions
+    from verify.smt.encoding import EncodingOptions
 
     return EncodingOptions(tabulate=not args.no_tabulate, prune=not args.no_prune)
 
 
 def query_options(args: argparse.Namespace) -> Any:
     """The options of :func:`solver_options`; an unknown or missing solver fails here, before any work."""
-    from verify.portfolio import make_portfolio
-    from verify.queries import QueryOptions
+    from verify.queries.results import QueryOptions
+    from verify.smt.portfolio import make_portfolio
 
     make_portfolio(args.solver)
     return QueryOptions(

@@ -1,6 +1,6 @@
 """``leanagent verify train-example TASK``: train a tiny encoder, quantize it, verify it.
 
-Parses, calls :func:`verify.train_example.run_train_example`, prints. The verify command
+Parses, calls :func:`verify.trained.train_example.run_train_example`, prints. The verify command
 family (``agent/commands/verify/__init__.py``) calls :func:`add_parser` on its subparsers.
 """
 
@@ -15,9 +15,9 @@ from agent.output import emit, table
 from agent.settings import Settings
 
 if TYPE_CHECKING:  # the report type only; importing it loads torch
-    from verify.train_example import ExampleReport
+    from verify.trained.train_example import ExampleReport
 
-# Mirrors verify.tasks.TASKS; kept literal so that `--help` imports neither torch nor numpy.
+# Mirrors verify.trained.tasks.TASKS; kept literal so that `--help` imports neither torch nor numpy.
 TASK_CHOICES = ("majority", "contains-ab", "parity", "dyck")
 ATTENTION_CHOICES = ("softmax_table", "unique_hardmax", "average_hardmax")
 
@@ -81,10 +81,10 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
     from tqdm import tqdm
 
     from verify.errors import Interrupted, VerifyInputError
-    from verify.quantize import QuantConfig
-    from verify.spec import Attention
-    from verify.tasks import get_task
-    from verify.train_example import ExampleOptions, run_train_example
+    from verify.model.spec import Attention
+    from verify.trained.quantize import QuantConfig
+    from verify.trained.tasks import get_task
+    from verify.trained.train_example import ExampleOptions, run_train_example
 
     for name in ("steps", "sample_size", "verify_len", "exhaustive_len"):
         value = getattr(args, name)

@@ -1,4 +1,4 @@
-"""The reference semantics of an :class:`~verify.spec.EncoderSpec`, in plain integer arithmetic.
+"""The reference semantics of an :class:`~verify.model.spec.EncoderSpec`, in plain integer arithmetic.
 
 This module is THE definition of what an encoder computes; the SMT encoding must agree
 with it bit for bit, and every SAT witness is replayed through it. All arithmetic is exact
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.errors import VerifyInputError
-from verify.spec import (
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,

@@ -4,7 +4,7 @@ A solver's own time limit is a request: z3 checks it only between steps (and del
 context after a timeout took 14 s), cvc5 ignored it for minutes while translating, and none
 of them notice SIGINT while in C code. So :func:`solve` never calls a solver in the calling
 process. It starts one child per member of a :class:`Portfolio` (one for a single solver),
-each with the :class:`~verify.solvers.Problem` text, and waits for the first definitive
+each with the :class:`~verify.smt.solvers.Problem` text, and waits for the first definitive
 answer (sat or unsat), the deadline, or the end of every child; then it kills every child.
 Hence:
 
@@ -18,7 +18,7 @@ Hence:
 Each child is a session leader, so "kill" is ``SIGKILL`` to its whole process group (a
 ``smtlib:CMD`` binary included), it ignores SIGINT (the parent decides, and a terminal's
 Ctrl-C reaches only the parent's group), and on Linux it dies with the forkserver, which
-dies with the parent (:mod:`verify.forkserver_preload`), so a killed parent leaves no
+dies with the parent (:mod:`verify.smt.forkserver_preload`), so a killed parent leaves no
 solver running. Children come from
 multiprocessing's *forkserver*: forking the parent (threads, pysmt state) is unsafe, spawning
 costs an interpreter start per call, a fork of the single-threaded server that preloaded the
@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from verify.errors import SolverError, VerifyError
-from verify.solvers import (
+from verify.smt.solvers import (
     LIBRARY_SOLVERS,
     Problem,
     SmtBackend,
@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 PORTFOLIO = "portfolio"
 # The forkserver imports these once; every child forked from it has them loaded (and the
 # first makes the server die with this process).
-_PRELOAD = ["verify.forkserver_preload", "verify.solvers", "z3", "cvc5", "bitwuzla"]
+_PRELOAD = ["verify.smt.forkserver_preload", "verify.smt.solvers", "z3", "cvc5", "bitwuzla"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class Portfolio:
 def make_portfolio(name: str) -> Portfolio:
     """``portfolio`` (z3, cvc5 and bitwuzla, those installed, racing) or one solver by name.
 
-    Unknown or missing solvers raise as in :func:`~verify.solvers.make_backend`, before any work.
+    Unknown or missing solvers raise as in :func:`~verify.smt.solvers.make_backend`, before any work.
     """
     if name == PORTFOLIO:
         return Portfolio(name, tuple(make_backend(s) for s in LIBRARY_SOLVERS if installed(s)))

@@ -63,7 +63,7 @@ def _first_hit(batches: Sequence[np.ndarray], hit: Hit) -> tuple[int, ...] | Non
 
 def run_all(codes: np.ndarray, hit: Hit) -> PresearchResult:
     """Run every word of ``codes`` (W, n): words that stand for all words of a length (a sound
-    reduction, :func:`verify.words.canonical_words` or :func:`verify.signatures.signature_words`),
+    reduction, :func:`verify.queries.words.canonical_words` or :func:`verify.queries.signatures.signature_words`),
     so a miss decides the length."""
     start = time.perf_counter()
     n = codes.shape[1]

@@ -1,6 +1,6 @@
 """The quantized transformer encoder spec: dataclasses, validation, and the JSON file format.
 
-The integer *semantics* of a spec live in :mod:`verify.interpreter`; this module only says
+The integer *semantics* of a spec live in :mod:`verify.model.interpreter`; this module only says
 what a well-formed spec is and how it is stored.
 
 File format (``"format": "leanagent-verify-encoder/1"``)

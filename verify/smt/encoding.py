@@ -1,8 +1,8 @@
 """Exact QF_BV encoding of an encoder run on a symbolic word of fixed length.
 
-The encoding follows :mod:`verify.interpreter` operation by operation, so that it agrees
-with it bit for bit. Each value is a :class:`~verify.bitvec.Val` (a bit-vector term
-with integer bounds, see :mod:`verify.bitvec`), so every bit-vector operation computes
+The encoding follows :mod:`verify.model.interpreter` operation by operation, so that it agrees
+with it bit for bit. Each value is a :class:`~verify.smt.bitvec.Val` (a bit-vector term
+with integer bounds, see :mod:`verify.smt.bitvec`), so every bit-vector operation computes
 the exact integer.
 
 What makes it small:
@@ -29,10 +29,8 @@ import numpy as np
 from pysmt.environment import Environment
 from pysmt.fnode import FNode
 
-from verify import interpreter as ref
-from verify.bitvec import Builder, PositionInput, Val
-from verify.intervals import Interval
-from verify.spec import (
+from verify.model import interpreter as ref
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,
@@ -42,6 +40,8 @@ from verify.spec import (
     Requant,
     Rounding,
 )
+from verify.smt.bitvec import Builder, PositionInput, Val
+from verify.smt.intervals import Interval
 
 __all__ = ["Builder", "EncodedRun", "EncodingOptions", "PositionInput", "Val", "encode"]
 
@@ -393,7 +393,7 @@ def encode(
     deadline: float | None = None,
 ) -> EncodedRun:
     """Encode ``spec`` on the whole input sequence described by ``inputs`` (CLS included);
-    past ``deadline`` (:func:`time.perf_counter`) raise :class:`~verify.bitvec.OutOfTime`."""
+    past ``deadline`` (:func:`time.perf_counter`) raise :class:`~verify.smt.bitvec.OutOfTime`."""
     fixed = None if options.prune else ref.static_value_bits(spec, len(inputs)) + 4
     builder = Builder(env, prune=options.prune, fixed_width=fixed, deadline=deadline)
     kind = _ClassEncoder if options.tabulate and classwise_applies(spec) else _Encoder

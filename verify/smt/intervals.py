@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.interpreter import div_round, overflow
-from verify.spec import Overflow, Rounding
+from verify.model.interpreter import div_round, overflow
+from verify.model.spec import Overflow, Rounding
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""A tiny PyTorch encoder with exactly the structure of :class:`~verify.spec.EncoderSpec`, and its training.
+"""A tiny PyTorch encoder with exactly the structure of :class:`~verify.model.spec.EncoderSpec`, and its training.
 
 The float model is the spec with real numbers in place of integers, so that quantizing it
-(:mod:`verify.quantize`) changes only the arithmetic, never the architecture:
+(:mod:`verify.trained.quantize`) changes only the arithmetic, never the architecture:
 
 * ``x_i = emb[t_i] + pos[i]`` (positional: none, a table, or a periodic table);
 * per layer, per head ``q = x @ wq``, ``k = x @ wk``, ``v = x @ wv`` (no biases), scores
@@ -41,8 +41,8 @@ import torch
 from torch import nn
 
 from verify.errors import VerifyInputError
-from verify.spec import Attention, Mask, PositionalKind, ReadoutPosition
-from verify.tasks import Dataset, FormalLanguage, sample_dataset
+from verify.model.spec import Attention, Mask, PositionalKind, ReadoutPosition
+from verify.trained.tasks import Dataset, FormalLanguage, sample_dataset
 
 log = logging.getLogger(__name__)
 

@@ -3,13 +3,13 @@
 :func:`run_train_example` is what ``leanagent verify train-example TASK`` and
 ``bench/verify_training.py`` run:
 
-1. train a :class:`~verify.training.TinyEncoder` on the task (:func:`verify.training.recipe`);
-2. quantize it post-training into an :class:`~verify.spec.EncoderSpec` and save it;
+1. train a :class:`~verify.trained.training.TinyEncoder` on the task (:func:`verify.trained.training.recipe`);
+2. quantize it post-training into an :class:`~verify.model.spec.EncoderSpec` and save it;
 3. measure float versus quantized accuracy exhaustively on every word up to a small length
    and on a uniform sample of longer words (the quantized model runs through the
    reference interpreter) -- the quantization gap;
 4. optionally verify the quantized model with the SMT queries. When
-   :mod:`verify.exact_models` has an exact encoder for the language, the question is an
+   :mod:`verify.trained.exact_models` has an exact encoder for the language, the question is an
    equivalence ("is there a word of length <= n the model misclassifies?"): UNSAT proves the
    quantized model right on every such word. Otherwise it is plain trSAT ("is there an
    accepted word of length <= n?"), and the witness is checked against the language.
@@ -23,16 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from verify import interpreter
 from verify.errors import VerifyInputError
-from verify.exact_models import exact_max_length, exact_model
-from verify.portfolio import make_portfolio
-from verify.quantize import GapRow, QuantConfig, measure_gap, quantize
-from verify.queries import Progress, QueryOptions, equiv, trsat
-from verify.solvers import Verdict
-from verify.spec import Attention, EncoderSpec, save_spec
-from verify.tasks import FormalLanguage, all_words, sample_dataset, sample_words
-from verify.training import Recipe, TrainResult, recipe, train
+from verify.model import interpreter
+from verify.model.spec import Attention, EncoderSpec, save_spec
+from verify.queries.questions import equiv, trsat
+from verify.queries.results import Progress, QueryOptions
+from verify.smt.portfolio import make_portfolio
+from verify.smt.solvers import Verdict
+from verify.trained.exact_models import exact_max_length, exact_model
+from verify.trained.quantize import GapRow, QuantConfig, measure_gap, quantize
+from verify.trained.tasks import FormalLanguage, all_words, sample_dataset, sample_words
+from verify.trained.training import Recipe, TrainResult, recipe, train
 
 # Calibration sample size: enough to see the extremes of every activation.
 CALIBRATION_WORDS = 500

@@ -1,19 +1,18 @@
 """The verifier's questions: trSAT, local robustness, and equivalence of two encoders.
 
 Each question is answered one word length at a time: first the interpreter pre-pass of
-:mod:`verify.presearch` (which decides a length when its candidate words, or the words that
-stand for all of them by :mod:`verify.signatures` or :mod:`verify.words`, are few, and
+:mod:`verify.queries.presearch` (which decides a length when its candidate words, or the words that
+stand for all of them by :mod:`verify.queries.signatures` or :mod:`verify.queries.words`, are few, and
 otherwise may find a witness among a sample), then a fresh pysmt
-``Environment`` per length, the encoding of :mod:`verify.encoding`, one solver call. A SAT
-answer's witness word is replayed through :mod:`verify.interpreter` before it is reported;
+``Environment`` per length, the encoding of :mod:`verify.smt.encoding`, one solver call. A SAT
+answer's witness word is replayed through :mod:`verify.model.interpreter` before it is reported;
 if the replay disagrees, :class:`~verify.errors.WitnessMismatchError` is raised (an internal
 error, never a silent answer). An UNSAT answer covers exactly the lengths searched ("no word
-of length <= n") unless :mod:`verify.completeness` gives a bound that the search reached.
+of length <= n") unless :mod:`verify.queries.completeness` gives a bound that the search reached.
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 import logging
 import time
@@ -25,147 +24,34 @@ import numpy as np
 from pysmt.environment import Environment
 from pysmt.fnode import FNode
 
-from verify import interpreter as ref
-from verify.bitvec import OutOfTime
-from verify.completeness import LengthBound, joint_bound, length_bound, padding_position
-from verify.encoding import EncodedRun, EncodingOptions, encode
 from verify.errors import Interrupted, VerifyInputError, WitnessMismatchError
-from verify.interpreter import EncoderOutput
-from verify.portfolio import Portfolio, make_portfolio, solve
-from verify.presearch import Hit, PresearchResult, run_all, search_ball, search_product
-from verify.signatures import signature_words
-from verify.solvers import Problem, Verdict
-from verify.spec import Accept, EncoderSpec
-from verify.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
+from verify.model import interpreter as ref
+from verify.model.interpreter import EncoderOutput
+from verify.model.spec import Accept, EncoderSpec
+from verify.queries.completeness import LengthBound, joint_bound, length_bound, padding_position
+from verify.queries.presearch import Hit, PresearchResult, run_all, search_ball, search_product
+from verify.queries.results import (
+    CheckMethod,
+    EquivResult,
+    LengthCheck,
+    Progress,
+    QueryOptions,
+    RobustResult,
+    TrsatResult,
+    Witness,
+)
+from verify.queries.signatures import signature_words
+from verify.queries.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
+from verify.smt.bitvec import OutOfTime
+from verify.smt.encoding import EncodedRun, EncodingOptions, encode
+from verify.smt.portfolio import Portfolio, make_portfolio, solve
+from verify.smt.solvers import Problem, Verdict
 
 log = logging.getLogger(__name__)
 
 _Found = TypeVar("_Found")  # what a length's check found: a witness, or a pair of them
 
-__all__ = [
-    "CheckMethod",
-    "EquivResult",
-    "Interrupted",
-    "LengthCheck",
-    "QueryOptions",
-    "RobustResult",
-    "TrsatResult",
-    "Verdict",
-    "Witness",
-    "WordConstraints",
-    "equiv",
-    "export_smt",
-    "robust",
-    "search_lengths",
-    "trsat",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryOptions:
-    """How a query is solved."""
-
-    # z3 | cvc5 | bitwuzla | smtlib:CMD, or portfolio: z3, cvc5 and bitwuzla race on each length
-    solver: str = "z3"
-    # Wall-clock seconds of each length, from its pre-pass through its encoding to its solver
-    # stage (the child processes are killed past it, an encoding stops): past it the length
-    # is UNKNOWN; None = no limit. (The pre-pass itself is bounded by `presearch` words.)
-    timeout: float | None = None
-    encoding: EncodingOptions = EncodingOptions()
-    # Candidate words per length run through the interpreter before the solver
-    # (:mod:`verify.presearch`): all of them when there are at most this many, else a random
-    # sample that can only find witnesses. 0 = off: every length goes to the solver.
-    presearch: int = 1024
-    # With presearch on: when a sound reduction (verify.signatures, verify.words) leaves at
-    # most this many words that stand for all words of a length, all of them are run and
-    # decide it. An interpreter run costs microseconds, a solver call rarely under 0.1 s.
-    canonical: int = 1 << 15
-
-
-class CheckMethod(enum.Enum):
-    """How one length was answered."""
-
-    SMT = "smt"  # the solver, on the exact encoding
-    SAMPLE = "sample"  # a random candidate word run through the interpreter was a witness
-    ENUMERATE = "enumerate"  # every candidate word was run through the interpreter
-
-
-@dataclass(frozen=True, slots=True)
-class LengthCheck:
-    """One word length: the pre-pass over candidate words and, unless it decided, one solver call."""
-
-    length: int
-    verdict: Verdict
-    encode_seconds: float
-    solve_seconds: float
-    method: CheckMethod = CheckMethod.SMT
-    presearch_seconds: float = 0.0
-    solver: str | None = None  # the solver that answered (a portfolio's winner); None: the pre-pass
-
-    @property
-    def seconds(self) -> float:
-        return self.encode_seconds + self.solve_seconds + self.presearch_seconds
-
-
-@dataclass(frozen=True, slots=True)
-class Witness:
-    """A word and the interpreter's output on it (already replayed)."""
-
-    word: tuple[str, ...]
-    output: EncoderOutput
-
-
-@dataclass(frozen=True, slots=True)
-class TrsatResult:
-    """Is there a word (length exactly n, or 1..n) on which the encoder outputs the target?"""
-
-    verdict: Verdict
-    witness: Witness | None  # set iff SAT
-    target: str  # "accept" or "class c"
-    max_len: int
-    exact_len: bool
-    checks: tuple[LengthCheck, ...]
-    bound: LengthBound  # the completeness bound for this encoder and query
-    all_lengths: bool  # an UNSAT verdict covers every length (the search reached the bound)
-    claim: str  # the answer in one sentence, never claiming more than was checked
-    solver: str
-    # Lengths the solver gave up on: a SAT witness is then not known to be a shortest one.
-    undecided: tuple[int, ...] = ()
-    # False: interrupted (Ctrl-C); ``checks`` are the lengths decided before, the verdict is UNKNOWN.
-    complete: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class RobustResult:
-    """Do all words within Hamming distance d of ``word`` keep its label?"""
-
-    verdict: Verdict  # SAT: a counterexample exists (not robust); UNSAT: robust
-    word: tuple[str, ...]
-    distance: int
-    original: EncoderOutput
-    counterexample: Witness | None
-    check: LengthCheck
-    claim: str
-    solver: str
-
-
-@dataclass(frozen=True, slots=True)
-class EquivResult:
-    """Do two encoders output the same label on every word of length 1..n?"""
-
-    verdict: Verdict  # SAT: a distinguishing word exists; UNSAT: equivalent up to n
-    counterexample: tuple[Witness, Witness] | None  # the word with each encoder's output
-    max_len: int
-    checks: tuple[LengthCheck, ...]
-    bound: LengthBound
-    all_lengths: bool
-    claim: str
-    solver: str
-    undecided: tuple[int, ...] = ()  # as for TrsatResult: a distinguishing word may not be a shortest one
-    complete: bool = True  # as for TrsatResult
-
-
-Progress = Callable[[LengthCheck], None]
+__all__ = ["equiv", "export_smt", "robust", "search_lengths", "trsat"]
 
 
 def _check_length(spec: EncoderSpec, n: int) -> None:
@@ -196,7 +82,7 @@ def _build(
     deadline: float | None = None,
 ) -> _Query:
     """One length's formula; past ``deadline`` (:func:`time.perf_counter`) the encoding
-    raises :class:`~verify.bitvec.OutOfTime`."""
+    raises :class:`~verify.smt.bitvec.OutOfTime`."""
     start = time.perf_counter()
     env = Environment()
     variables = words.variables(env, n)
@@ -331,7 +217,7 @@ def _lengths(max_len: int, exact_len: bool, option: str = "--max-len") -> range:
 def _within_bound(lengths: range, bound: LengthBound) -> range:
     """The lengths to solve: ``lengths``, or 1..bound when the completeness bound covers them.
 
-    With a bound (:mod:`verify.completeness`), every word has a word of length <= the bound
+    With a bound (:mod:`verify.queries.completeness`), every word has a word of length <= the bound
     with the same output; so lengths beyond the bound need only 1..bound. An exact length
     beyond it does too when shorter words pad to it keeping their output (``bound.pads``);
     otherwise it is solved as asked.
@@ -430,9 +316,9 @@ def trsat(
     The target is acceptance, or output label ``label`` when given. Stops at the first SAT
     length; an UNKNOWN length makes the overall answer UNKNOWN unless a later length is SAT
     (whose claim then names the undecided lengths: the witness may not be a shortest one).
-    For the complete class (:mod:`verify.completeness`) only lengths up to its bound are
+    For the complete class (:mod:`verify.queries.completeness`) only lengths up to its bound are
     solved; a witness for an exact length beyond it is (without positions) a shorter one padded by
-    :func:`~verify.completeness.padding_position`, and replayed at the asked length.
+    :func:`~verify.queries.completeness.padding_position`, and replayed at the asked length.
 
     Ctrl-C raises :class:`~verify.errors.Interrupted` (a ``KeyboardInterrupt``) whose
     ``partial`` is the result so far (``complete`` False), the solver processes killed.

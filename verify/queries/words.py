@@ -3,7 +3,7 @@
 A word of length n is n bit-vector variables ``w_i`` holding *codes* (indices into the
 model's word alphabet), each constrained to the symbols its position allows. The
 symmetry-breaking constraints keep, of every class of words with provably the same
-output(s), at least one word (:mod:`verify.completeness` gives the arguments).
+output(s), at least one word (:mod:`verify.queries.completeness` gives the arguments).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pysmt.environment import Environment
 from pysmt.fnode import FNode
 from pysmt.typing import BVType
 
-from verify.completeness import class_period, padding_position, permutable_positions
-from verify.encoding import PositionInput
 from verify.errors import VerifyInputError, WitnessMismatchError
-from verify.spec import EncoderSpec, ReadoutPosition
+from verify.model.spec import EncoderSpec, ReadoutPosition
+from verify.queries.completeness import class_period, padding_position, permutable_positions
+from verify.smt.encoding import PositionInput
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +124,14 @@ class Reduction:
     """A sound restriction of a query to canonical words: every word has a canonical one with
     the same output(s) under every encoder of the query.
 
-    * ``sorted``: the symbols at ``positions`` (:func:`~verify.completeness.permutable_positions`)
+    * ``sorted``: the symbols at ``positions`` (:func:`~verify.queries.completeness.permutable_positions`)
       are in code order.
     * ``first_occurrence``: after the first repeated symbol, every symbol is the one at
-      ``pad`` (:func:`~verify.completeness.padding_position`).
+      ``pad`` (:func:`~verify.queries.completeness.padding_position`).
     * ``least_repeat`` (unique hardmax, no mask, periodic positions of period ``period``):
       a position whose class ``(symbol, i mod period)`` occurred before holds the least
       symbol of the classes of its residue seen before it (except the last position when
-      ``keep_last``). Sound: by :mod:`verify.completeness` every output is a function of
+      ``keep_last``). Sound: by :mod:`verify.queries.completeness` every output is a function of
       the classes in first-occurrence order (and the last position's class for a ``last``
       readout); replacing a repeated class by another one already seen at the same
       residue changes neither that order nor, for any later position, the set of classes
@@ -209,7 +209,7 @@ def canonical_words(found: Reduction, domains: Sequence[Sequence[int]]) -> Itera
     """Every word (as codes; position ``i`` from ``domains[i]``) that satisfies a ``sorted``
     reduction: the words the solver keeps under :func:`symmetry_breaking`, which the pre-pass
     runs all of when there are few. (The class of ``first_occurrence`` is reduced further, by
-    :func:`verify.signatures.signature_words`.)"""
+    :func:`verify.queries.signatures.signature_words`.)"""
     if found.kind != "sorted":
         raise ValueError(f"canonical words are listed for sorted reductions only, not {found.kind!r}")
     n = len(domains)

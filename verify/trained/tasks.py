@@ -3,7 +3,7 @@
 Each :class:`FormalLanguage` is a finite alphabet and a membership test. Words are plain
 strings with one character per symbol, so ``"(()"`` or ``"abba"`` read naturally in logs,
 JSON and counterexamples. The datasets here are what the training and the evaluation of
-:mod:`verify.training` and :mod:`verify.quantize` use:
+:mod:`verify.trained.training` and :mod:`verify.trained.quantize` use:
 
 * :func:`sample_dataset` -- a seeded, class-balanced sample of words up to a length, about
   half of them *near misses* (a symbol or two away from the other class) so that a model

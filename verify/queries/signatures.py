@@ -1,5 +1,5 @@
 """One word per *signature*: an exact reduction of the words of one length, for the class of
-:mod:`verify.completeness` (every head unique hardmax, no mask, no or periodic positions).
+:mod:`verify.queries.completeness` (every head unique hardmax, no mask, no or periodic positions).
 
 The completeness bound shortens words; this reduction keeps the length (exact lengths, fixed
 prefixes and suffixes, alphabet restrictions) and instead finds, among the words of one
@@ -8,7 +8,7 @@ length, few that stand for all the others.
 The argument
 ------------
 Write ``c_i = (w_i, i mod p)`` for the class of word position ``i``. By the induction of
-:mod:`verify.completeness`, a position's vector after every layer is a function of its class
+:mod:`verify.queries.completeness`, a position's vector after every layer is a function of its class
 and of the word's classes in order of first occurrence; the *order* enters only where a
 head's maximal score is reached by several classes whose values differ, since the leftmost
 maximum (the class that occurs first) then decides. Fix a set ``T`` of classes and call the
@@ -52,10 +52,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from verify import interpreter as ref
-from verify.completeness import class_period
-from verify.spec import EncoderSpec, ReadoutPosition
-from verify.words import WordSpace
+from verify.model import interpreter as ref
+from verify.model.spec import EncoderSpec, ReadoutPosition
+from verify.queries.completeness import class_period
+from verify.queries.words import WordSpace
 
 # Caps batch * positions^2 * value width in the tie analysis (its (B, n, n, e) comparison).
 _MAX_CELLS = 1 << 22

@@ -2,7 +2,7 @@
 
 A question leaves the process that encoded it as a :class:`Problem`: SMT-LIB2 text (QF_BV
 declarations and assertions) and the variables whose values a SAT answer must report.
-:mod:`verify.portfolio` hands it to backends running in child processes; this module is
+:mod:`verify.smt.portfolio` hands it to backends running in child processes; this module is
 what runs there:
 
 * ``z3``: z3's Python API parses the text in a fresh ``z3.Context``;
@@ -11,8 +11,12 @@ what runs there:
 * ``smtlib:CMD``: the script written to a file and run as ``CMD FILE`` (e.g. ``smtlib:z3``,
   ``smtlib:"bitwuzla -m"``); the answer and ``get-value`` output are read from stdout.
 
+The three library backends share one skeleton, :meth:`LibraryBackend.solve` (timing, the
+verdict, reading values only on SAT, the package's errors as ``SolverError``); each writes
+only how its API parses and checks (``_check``) and which exception it raises (``_error``).
+
 Each backend is also given the time limit as its own soft limit, so that it usually stops
-with ``unknown`` by itself; the hard limit is the parent's (:mod:`verify.portfolio` kills
+with ``unknown`` by itself; the hard limit is the parent's (:mod:`verify.smt.portfolio` kills
 the child). An ``unknown`` answer or a timeout is :attr:`Verdict.UNKNOWN`, a result; it
 never turns into ``unsat``. A solver that is missing, crashes or answers something
 unreadable raises :class:`~verify.errors.SolverError`.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import importlib
 import importlib.util
 import io
 import re
@@ -31,10 +36,11 @@ import signal
 import subprocess
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 from pysmt.fnode import FNode
 from pysmt.smtlib.printers import SmtDagPrinter
@@ -101,7 +107,7 @@ class Problem:
 
 
 class SmtBackend(Protocol):
-    """One SMT solver, run in the calling process (:mod:`verify.portfolio` calls it in a child)."""
+    """One SMT solver, run in the calling process (:mod:`verify.smt.portfolio` calls it in a child)."""
 
     # Read-only: the backends are frozen dataclasses, and CommandBackend derives its name.
     @property
@@ -116,8 +122,50 @@ def _millis(timeout: float) -> int:
     return max(1, int(timeout * 1000))
 
 
+Values = Callable[[], dict[str, int]]  # reads a SAT answer's variables from the solver that found it
+
+
+class LibraryBackend(ABC):
+    """A solver called through its Python API: :meth:`solve` is the one skeleton they share.
+
+    It imports the solver's package (at the first call, so that choosing another solver never
+    loads this one), times the call, hands the problem and the soft time limit in milliseconds
+    to :meth:`_check`, reads the variables only on SAT (still timed), and turns the package's
+    own exception into :class:`~verify.errors.SolverError`. A backend says only how its solver
+    parses, checks and reports values.
+    """
+
+    __slots__ = ()
+
+    # The solver's name, as the CLI spells it (each backend's dataclass field sets it).
+    name: str
+    # The Python package :meth:`solve` imports and hands to the hooks.
+    module: ClassVar[str]
+
+    def solve(self, problem: Problem, *, timeout: float | None) -> SolveOutcome:
+        """Is the problem satisfiable? On SAT, the (unsigned) values of its variables by name."""
+        lib = importlib.import_module(self.module)
+        millis = None if timeout is None else _millis(timeout)
+        start = time.perf_counter()
+        try:
+            verdict, values = self._check(lib, problem, millis)
+            model = values() if verdict is Verdict.SAT else {}
+        except self._error(lib) as e:
+            raise SolverError(f"solver {self.name} failed: {e}") from e
+        return SolveOutcome(verdict, time.perf_counter() - start, model, self.name)
+
+    @abstractmethod
+    def _check(self, lib: Any, problem: Problem, millis: int | None) -> tuple[Verdict, Values]:
+        """Parse ``problem`` into a fresh solver (``millis``: its own time limit, if any) and
+        check it: the verdict, and how to read the variables of ``problem`` should it be SAT."""
+
+    @abstractmethod
+    def _error(self, lib: Any) -> type[Exception]:
+        """The exception class the package raises for its own failures."""
+
+
 @dataclass(frozen=True, slots=True)
-class Z3Backend:
+class Z3Backend(LibraryBackend):
     """z3 through its Python API, each call in a fresh ``z3.Context``.
 
     z3's heuristics depend on its context's history (pysmt's z3 solver shares the global
@@ -128,94 +176,89 @@ class Z3Backend:
     """
 
     name: str = "z3"
+    module: ClassVar[str] = "z3"
 
-    def solve(self, problem: Problem, *, timeout: float | None) -> SolveOutcome:
-        import z3
+    def _check(self, lib: Any, problem: Problem, millis: int | None) -> tuple[Verdict, Values]:
+        ctx = lib.Context()
+        solver = lib.SolverFor("QF_BV", ctx=ctx)
+        if millis is not None:
+            solver.set("timeout", millis)
+        solver.add(lib.parse_smt2_string(problem.smtlib, ctx=ctx))
+        result = solver.check()
+        verdict = Verdict.UNKNOWN if result == lib.unknown else Verdict.UNSAT if result == lib.unsat else Verdict.SAT
 
-        start = time.perf_counter()
-        try:
-            ctx = z3.Context()
-            solver = z3.SolverFor("QF_BV", ctx=ctx)
-            if timeout is not None:
-                solver.set("timeout", _millis(timeout))
-            solver.add(z3.parse_smt2_string(problem.smtlib, ctx=ctx))
-            result = solver.check()
-            if result == z3.unknown:
-                return SolveOutcome(Verdict.UNKNOWN, time.perf_counter() - start, solver=self.name)
-            if result == z3.unsat:
-                return SolveOutcome(Verdict.UNSAT, time.perf_counter() - start, solver=self.name)
+        def values() -> dict[str, int]:
             model = solver.model()
-            values = {
-                name: model.eval(z3.BitVec(name, width, ctx), model_completion=True).as_long()
+            return {
+                name: model.eval(lib.BitVec(name, width, ctx), model_completion=True).as_long()
                 for name, width in problem.variables
             }
-        except z3.Z3Exception as e:
-            raise SolverError(f"solver z3 failed: {e}") from e
-        return SolveOutcome(Verdict.SAT, time.perf_counter() - start, values, self.name)
+
+        return verdict, values
+
+    def _error(self, lib: Any) -> type[Exception]:
+        return lib.Z3Exception
 
 
 @dataclass(frozen=True, slots=True)
-class Cvc5Backend:
+class Cvc5Backend(LibraryBackend):
     """cvc5 through its Python API, parsing the SMT-LIB2 text with its own parser."""
 
     name: str = "cvc5"
+    module: ClassVar[str] = "cvc5"
 
-    def solve(self, problem: Problem, *, timeout: float | None) -> SolveOutcome:
-        import cvc5
+    def _check(self, lib: Any, problem: Problem, millis: int | None) -> tuple[Verdict, Values]:
+        tm = lib.TermManager()
+        solver = lib.Solver(tm)
+        solver.setOption("produce-models", "true")
+        if millis is not None:
+            solver.setOption("tlimit-per", str(millis))
+        symbols = lib.SymbolManager(tm)
+        parser = lib.InputParser(solver, symbols)
+        parser.setStringInput(lib.InputLanguage.SMT_LIB_2_6, problem.smtlib, "query")
+        while not (command := parser.nextCommand()).isNull():
+            command.invoke(solver, symbols)
+        result = solver.checkSat()
+        verdict = Verdict.UNKNOWN if result.isUnknown() else Verdict.UNSAT if result.isUnsat() else Verdict.SAT
 
-        start = time.perf_counter()
-        try:
-            tm = cvc5.TermManager()
-            solver = cvc5.Solver(tm)
-            solver.setOption("produce-models", "true")
-            if timeout is not None:
-                solver.setOption("tlimit-per", str(_millis(timeout)))
-            symbols = cvc5.SymbolManager(tm)
-            parser = cvc5.InputParser(solver, symbols)
-            parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, problem.smtlib, "query")
-            while not (command := parser.nextCommand()).isNull():
-                command.invoke(solver, symbols)
-            result = solver.checkSat()
-            if result.isUnknown():
-                return SolveOutcome(Verdict.UNKNOWN, time.perf_counter() - start, solver=self.name)
-            if result.isUnsat():
-                return SolveOutcome(Verdict.UNSAT, time.perf_counter() - start, solver=self.name)
+        def values() -> dict[str, int]:
             declared = {str(t): t for t in symbols.getDeclaredTerms()}
-            values = {name: int(solver.getValue(declared[name]).getBitVectorValue(10)) for name, _ in problem.variables}
-        except RuntimeError as e:  # cvc5's Python API raises its errors as RuntimeError
-            raise SolverError(f"solver cvc5 failed: {e}") from e
-        return SolveOutcome(Verdict.SAT, time.perf_counter() - start, values, self.name)
+            return {name: int(solver.getValue(declared[name]).getBitVectorValue(10)) for name, _ in problem.variables}
+
+        return verdict, values
+
+    def _error(self, lib: Any) -> type[Exception]:
+        return RuntimeError  # cvc5's Python API raises its errors as RuntimeError
 
 
 @dataclass(frozen=True, slots=True)
-class BitwuzlaBackend:
+class BitwuzlaBackend(LibraryBackend):
     """bitwuzla (Python package) parsing the SMT-LIB2 text."""
 
     name: str = "bitwuzla"
+    module: ClassVar[str] = "bitwuzla"
 
-    def solve(self, problem: Problem, *, timeout: float | None) -> SolveOutcome:
-        import bitwuzla as bz
+    def _check(self, lib: Any, problem: Problem, millis: int | None) -> tuple[Verdict, Values]:
+        tm = lib.TermManager()
+        opts = lib.Options()
+        opts.set(lib.Option.PRODUCE_MODELS, True)
+        if millis is not None:
+            opts.set(lib.Option.TIME_LIMIT_PER, millis)
+        parser = lib.Parser(tm, opts)
+        parser.parse(problem.smtlib, True, False)
+        solver = parser.bitwuzla()
+        result = solver.check_sat()
+        unknown, unsat = result == lib.Result.UNKNOWN, result == lib.Result.UNSAT
+        verdict = Verdict.UNKNOWN if unknown else Verdict.UNSAT if unsat else Verdict.SAT
 
-        start = time.perf_counter()
-        try:
-            tm = bz.TermManager()
-            opts = bz.Options()
-            opts.set(bz.Option.PRODUCE_MODELS, True)
-            if timeout is not None:
-                opts.set(bz.Option.TIME_LIMIT_PER, _millis(timeout))
-            parser = bz.Parser(tm, opts)
-            parser.parse(problem.smtlib, True, False)
-            solver = parser.bitwuzla()
-            result = solver.check_sat()
-            if result == bz.Result.UNKNOWN:
-                return SolveOutcome(Verdict.UNKNOWN, time.perf_counter() - start, solver=self.name)
-            if result == bz.Result.UNSAT:
-                return SolveOutcome(Verdict.UNSAT, time.perf_counter() - start, solver=self.name)
+        def values() -> dict[str, int]:
             declared = {str(t): t for t in parser.get_declared_funs()}
-            values = {name: int(solver.get_value(declared[name]).value(10)) for name, _ in problem.variables}
-        except bz.BitwuzlaException as e:
-            raise SolverError(f"solver bitwuzla failed: {e}") from e
-        return SolveOutcome(Verdict.SAT, time.perf_counter() - start, values, self.name)
+            return {name: int(solver.get_value(declared[name]).value(10)) for name, _ in problem.variables}
+
+        return verdict, values
+
+    def _error(self, lib: Any) -> type[Exception]:
+        return lib.BitwuzlaException
 
 
 _VALUE = re.compile(r"\(\s*([^\s()]+)\s+(#b[01]+|#x[0-9a-fA-F]+|\(_\s+bv(\d+)\s+\d+\))\s*\)")

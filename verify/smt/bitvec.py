@@ -1,6 +1,6 @@
 """Bit-vector terms with integer bounds: the only place that builds pysmt terms for the encoding.
 
-A :class:`Val` is a bit-vector term together with an :class:`~verify.intervals.Interval`
+A :class:`Val` is a bit-vector term together with an :class:`~verify.smt.intervals.Interval`
 that bounds its value; the term is kept at the narrowest two's complement width that
 holds the interval, and every operation sign-extends its operands to the width of its
 result's interval, so each bit-vector operation computes the exact integer. With
@@ -17,15 +17,15 @@ import numpy as np
 from pysmt.environment import Environment
 from pysmt.fnode import FNode
 
-from verify import interpreter as ref
-from verify.intervals import (
+from verify.model import interpreter as ref
+from verify.model.spec import Overflow, Rounding
+from verify.smt.intervals import (
     Interval,
     div_round_interval,
     overflow_interval,
     quotient_interval,
     signed_bits,
 )
-from verify.spec import Overflow, Rounding
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class PositionInput:
 _CHECK_EVERY = 256
 
 
-class OutOfTime(Exception):  # noqa: N818 (a result of the query, not a fault: never escapes verify.queries)
+class OutOfTime(Exception):  # noqa: N818 (a result of the query, not a fault: never escapes verify.queries.questions)
     """The encoding passed its deadline; the query calls the length UNKNOWN."""
 
 

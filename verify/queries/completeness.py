@@ -50,7 +50,7 @@ are functions of the classes modulo it.
 With ``p = 1`` a short witness also *pads* to every longer length (repeat its first or last
 symbol: ``F`` and the readout are unchanged), so an exact length beyond ``B`` is answered
 from ``1..B``. With ``p > 1`` padding may need classes the word lacks, so exact lengths
-beyond ``B`` are answered at the asked length (by :mod:`verify.signatures` when its words are
+beyond ``B`` are answered at the asked length (by :mod:`verify.queries.signatures` when its words are
 few, else by the solver).
 
 Where it fails: average hardmax and table softmax output means weighted by how *often*
@@ -65,7 +65,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verify.spec import Attention, EncoderSpec, Mask, PositionalKind, ReadoutPosition
+from verify.model.spec import Attention, EncoderSpec, Mask, PositionalKind, ReadoutPosition
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class LengthBound:
 
 
 def length_bound(spec: EncoderSpec, *, alphabet_size: int, fixes_affixes: bool = False) -> LengthBound:
-    """The length bound of :mod:`verify.completeness` for ``spec``, or why there is none."""
+    """The length bound of :mod:`verify.queries.completeness` for ``spec``, or why there is none."""
     return joint_bound([spec], alphabet_size=alphabet_size, fixes_affixes=fixes_affixes)
 
 

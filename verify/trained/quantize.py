@@ -1,4 +1,4 @@
-"""Post-training quantization of a trained :class:`~verify.training.TinyEncoder` into a spec.
+"""Post-training quantization of a trained :class:`~verify.trained.training.TinyEncoder` into a spec.
 
 Symmetric, per-tensor, calibrated on data:
 
@@ -15,7 +15,7 @@ Symmetric, per-tensor, calibrated on data:
   of ``2**shift`` so that the table reaches zero within ``exp_table_size`` entries, and
   each entry is ``exp`` at its bucket's centre scaled to ``2**exp_bits - 1``.
 
-The quantized model is then the exact integer function that :mod:`verify.interpreter`
+The quantized model is then the exact integer function that :mod:`verify.model.interpreter`
 defines; :func:`measure_gap` compares it with the float model.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from verify import interpreter
 from verify.errors import VerifyInputError
-from verify.spec import (
+from verify.model import interpreter
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,
@@ -45,8 +45,8 @@ from verify.spec import (
     Rounding,
     validate,
 )
-from verify.tasks import Dataset
-from verify.training import CLS_SYMBOL, TinyEncoder, encode_words, predict
+from verify.trained.tasks import Dataset
+from verify.trained.training import CLS_SYMBOL, TinyEncoder, encode_words, predict
 
 # A calibrated magnitude below this is treated as this, so that a dead activation (all
 # zeros) still gets a finite scale.

@@ -1,5 +1,9 @@
 """Random small encoders, for differential tests and benchmarks.
 
+It lives beside the tests (on their path through pytest's ``pythonpath``), and
+bench/verify_scaling.py puts tests/ on its path to draw the same models: only tests and
+benchmarks use it, so the ``verify`` package does not ship it.
+
 Weights are drawn small so that values actually reach the interesting corners (ties in
 attention, saturation, wrap-around, rounding of halves) on short words.
 """
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.spec import (
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,

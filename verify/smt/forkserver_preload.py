@@ -1,4 +1,4 @@
-"""Imported by the solver forkserver only (:mod:`verify.portfolio` names it in the preload
+"""Imported by the solver forkserver only (:mod:`verify.smt.portfolio` names it in the preload
 list), never by the verifier itself: it makes the forkserver die with the process that
 started it.
 
@@ -9,6 +9,6 @@ a client killed outright (SIGKILL, the OOM killer) takes the server with it, the
 solver processes (each asks for ``PR_SET_PDEATHSIG`` too), and those their binaries.
 """
 
-from verify.solvers import die_with_parent
+from verify.smt.solvers import die_with_parent
 
 die_with_parent()

@@ -1,10 +1,10 @@
 """Hand-built integer encoders that decide some task languages exactly.
 
 They turn "does the trained, quantized model get the language right on every word of
-length <= n?" into an equivalence query between two specs (:func:`verify.queries.equiv`):
+length <= n?" into an equivalence query between two specs (:func:`verify.queries.questions.equiv`):
 a distinguishing word is exactly a word the trained model misclassifies. Each construction
 is small enough to check by hand, and the tests check it exhaustively against
-:mod:`verify.tasks` through the reference interpreter.
+:mod:`verify.trained.tasks` through the reference interpreter.
 
 * majority -- one layer, no positions, a CLS readout; every score is 0, so average hardmax
   averages all positions: the CLS position reads ``floor(64 * (#a - #b) / (n + 1))``, which
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.spec import (
+from verify.model.spec import (
     Accept,
     Attention,
     EncoderSpec,
@@ -42,8 +42,8 @@ from verify.spec import (
     Rounding,
     validate,
 )
-from verify.tasks import DYCK_MAX_DEPTH
-from verify.training import CLS_SYMBOL
+from verify.trained.tasks import DYCK_MAX_DEPTH
+from verify.trained.training import CLS_SYMBOL
 
 # The majority construction's value scale: it is exact for words shorter than this.
 MAJORITY_SCALE = 64
