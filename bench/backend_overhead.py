@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fakes import fake_lean  # noqa: E402
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from lean_env.interactive.filecheck import FileCheckBackend  # noqa: E402
 from lean_env.interactive.interface import TacticState  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.output import table
+from agent.reports.output import table
 from curriculum.store import Store
 from lean_env.records import (
     DeclKind,

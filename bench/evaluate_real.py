@@ -12,7 +12,7 @@ never for anything else). The files without a ``sorry`` are split by name: the f
 (sorted) is the **dev** half, where changes to the prover are tuned, the second the **test**
 half, reported untuned; each half is one project (``WORK/lean4-run-dev``, ``-test``) with a
 ``lean-toolchain``, ingested by source extraction into ``WORK/data``. Then the library's
-:func:`agent.evaluation.evaluate` runs on every theorem with a proof (or a seeded ``--sample``
+:func:`agent.evaluation.job.evaluate` runs on every theorem with a proof (or a seeded ``--sample``
 of each half), one theorem at a time with the built-in suggester and the file check (through
 Lean's language server by default, ``--backend file`` for one ``lean`` run per check), and
 the table gives Pass@1 per half at the budgets of ``--budgets`` (read from the curve of one
@@ -38,12 +38,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.evaluation import EvaluationResult, PassRate, Selection, evaluate  # noqa: E402
-from agent.output import table  # noqa: E402
-from agent.prove import ProvingConfig  # noqa: E402
-from agent.search import SearchConfig  # noqa: E402
-from agent.settings import Settings  # noqa: E402
-from agent.workspace import ingest_repositories, open_store  # noqa: E402
+from agent.evaluation.job import EvaluationResult, PassRate, Selection, evaluate  # noqa: E402
+from agent.proving.theorem import ProvingConfig  # noqa: E402
+from agent.reports.output import table  # noqa: E402
+from agent.search.tree import SearchConfig  # noqa: E402
+from agent.workspace.data import ingest_repositories, open_store  # noqa: E402
+from agent.workspace.settings import Settings  # noqa: E402
 from lean_env.interactive.choice import ProofBackendChoice  # noqa: E402
 from lean_env.records import RepoSpec  # noqa: E402
 from lean_env.trace.choice import TracerChoice  # noqa: E402

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluate_real import build_projects, corpus_files, lean_version  # noqa: E402
 
-from agent.output import table  # noqa: E402
-from agent.suggester import StepMemory, TacticSuggester  # noqa: E402
+from agent.generators.suggester import StepMemory, TacticSuggester  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from curriculum.results import theorem_key  # noqa: E402
 from lean_env.errors import LeanAgentError  # noqa: E402
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend  # noqa: E402

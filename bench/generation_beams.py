@@ -29,8 +29,8 @@ from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.generator import HFTacticGenerator  # noqa: E402
-from agent.output import table  # noqa: E402
+from agent.generators.model import HFTacticGenerator  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 
 GOAL = "α : Type u_1\ninst✝ : CommRing α\na b c : α\nh : a * b = c\n⊢ (a + b) ^ 2 = a ^ 2 + 2 * c + b ^ 2"
 PREMISES = [

@@ -9,7 +9,7 @@ Each repository of ``REPOSITORIES`` is taken at its pinned commit from a git rep
 ``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the search tool's ``fetch`` and
 mirrors keep them, or ``DIR/NAME``, a clone), or else cloned from GitHub (needs the
 network), and extracted into ``--work``; the snapshots stay there, outside this repository.
-Then ``leanagent run`` (the library's :class:`~agent.lifelong.LifelongJob`) goes over them
+Then ``leanagent run`` (the library's :class:`~agent.lifelong.job.LifelongJob`) goes over them
 once per run: each method at each seed (the training's seed and the held-out split's), and
 EWC at the first seed with each weight of ``--ewc-sweep``, starting from the bundled MiniLM
 with the job's options (one epoch per repository, lr 2e-5, batch 16) but the input lengths
@@ -40,10 +40,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.lifelong import LifelongJob, LifelongOptions, LifelongResult, RetrieverTraining  # noqa: E402
-from agent.output import table  # noqa: E402
-from agent.render import METRICS, SHOWN, metrics_payload  # noqa: E402
-from agent.settings import Settings  # noqa: E402
+from agent.lifelong.job import LifelongJob, LifelongOptions, LifelongResult, RetrieverTraining  # noqa: E402
+from agent.reports.output import table  # noqa: E402
+from agent.reports.tables import METRICS, SHOWN, metrics_payload  # noqa: E402
+from agent.workspace.settings import Settings  # noqa: E402
 from lean_env.trace.choice import TracerChoice  # noqa: E402
 from retrieval.index import RecallScores  # noqa: E402
 from retrieval.lifelong_metrics import Undefined  # noqa: E402

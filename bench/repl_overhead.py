@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from lean_env.interactive.repl.backend import ReplBackend  # noqa: E402
 from lean_env.interactive.repl.process import ReplCommand, ReplProcess  # noqa: E402
 from lean_env.interactive.repl.protocol import CommandRequest, TacticRequest, encode  # noqa: E402

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from retrieval.index import IndexKind, IndexOptions, PremiseIndex  # noqa: E402
 
 K = 10

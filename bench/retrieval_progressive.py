@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from lean_env.records import (  # noqa: E402
     DeclKind,
     IngestBackend,

@@ -37,7 +37,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from retrieval.embeddings import EmbeddingStore  # noqa: E402
 from retrieval.encoder import TextEncoder  # noqa: E402
 from retrieval.index import IndexOptions, PremiseIndex  # noqa: E402

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 
 TOOLCHAIN = "leanprover/lean4:v4.20.0\n"
 LAKEFILE = "import Lake\nopen Lake DSL\npackage {name}\nlean_lib {lib}\n"
@@ -127,8 +127,8 @@ def _leftovers() -> dict[str, int]:
 
 def worker(repos_file: Path, data: Path) -> None:
     """Run ``leanagent run`` in this process and print one JSON line of what it cost."""
-    import agent.lifelong  # noqa: F401 (imported before the clock starts: torch alone takes seconds)
-    from agent.cli import main
+    import agent.lifelong.job  # noqa: F401 (imported before the clock starts: torch alone takes seconds)
+    from agent.cli.main import main
 
     before = _leftovers()
     started = time.perf_counter()
@@ -164,7 +164,7 @@ def run_in_process(repos_file: Path, data: Path) -> dict:
 def export_digest(data: Path, out: Path) -> str:
     """The SHA-256 of every file ``leanagent export`` writes for the database in ``data``."""
     subprocess.run(
-        [sys.executable, "-m", "agent.cli", "--data-dir", str(data), "export", str(out)],
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(data), "export", str(out)],
         check=True,
         capture_output=True,
     )

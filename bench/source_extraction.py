@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from lean_env.records import RepoSpec  # noqa: E402
 from lean_env.trace.source import extract_file, extract_repo  # noqa: E402
 

@@ -37,10 +37,10 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.online import RecordingSession  # noqa: E402
-from agent.output import table  # noqa: E402
-from agent.search import Candidate, SearchConfig, best_first_search  # noqa: E402
-from agent.suggester import StepMemory, StoredStep, TacticSuggester  # noqa: E402
+from agent.generators.suggester import StepMemory, StoredStep, TacticSuggester  # noqa: E402
+from agent.reports.output import table  # noqa: E402
+from agent.search.online import RecordingSession  # noqa: E402
+from agent.search.tree import Candidate, SearchConfig, best_first_search  # noqa: E402
 from lean_env.interactive.interface import TacticResult, TacticState  # noqa: E402
 from lean_env.records import Position, Theorem, TheoremStatus, TracedTactic  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 
 WORDS = "lemma about sums of natural numbers under a commutative monoid with a bounded order".split()
 

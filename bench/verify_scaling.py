@@ -62,7 +62,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from verify_synth import SynthConfig, random_spec  # noqa: E402
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from verify.model import interpreter as ref  # noqa: E402
 from verify.model.spec import Accept, Attention, EncoderSpec, Mask, PositionalKind  # noqa: E402
 from verify.queries.questions import equiv, trsat  # noqa: E402

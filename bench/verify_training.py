@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from agent.output import table  # noqa: E402
+from agent.reports.output import table  # noqa: E402
 from verify.model.spec import Attention  # noqa: E402
 from verify.trained.quantize import QuantConfig, measure_gap, quantize  # noqa: E402
 from verify.trained.tasks import all_words, get_task, sample_dataset, task_names  # noqa: E402

@@ -7,6 +7,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from lean_env.errors import UserInputError
+
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """``write`` a temporary file beside ``path``, then move it into place: a kill mid-write
@@ -21,3 +23,17 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def save_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """:func:`write_atomically`, where a file that cannot be written is the user's to fix (a
+    full disk, a directory without permission): :class:`UserInputError`, one line."""
+    try:
+        write_atomically(path, write)
+    except OSError as error:
+        raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole, or is left as it was (:func:`save_atomically`)."""
+    save_atomically(path, lambda partial: partial.write_text(text, encoding="utf-8"))

@@ -207,7 +207,7 @@ class PremiseRetriever:
 
     def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
-        prover's :class:`~agent.prove.PremiseSource` seam)."""
+        prover's :class:`~agent.proving.theorem.PremiseSource` seam)."""
         return self.for_theorem(location, theorem.path, theorem.start)
 
     def for_theorem(self, repo: str, path: str, before: Position) -> PremisesFor:

@@ -42,7 +42,7 @@ class LexicalRetriever:
 
     def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
-        prover's :class:`~agent.prove.PremiseSource` seam)."""
+        prover's :class:`~agent.proving.theorem.PremiseSource` seam)."""
         allowed = self.corpus.accessible(location, theorem.path, theorem.start)
         # The file's own premises before the theorem, nearest first, and the names each uses.
         own = [int(i) for i in self.corpus.file_premises(location, theorem.path) if allowed[i]][::-1]

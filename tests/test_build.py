@@ -12,7 +12,7 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import main
+from agent.cli.main import main
 from curriculum.store import Store
 from lean_env.lean.build import BuildStatus, build_key, build_project
 

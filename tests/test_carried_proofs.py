@@ -17,8 +17,8 @@ from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 from projects import git, git_project
 from sqlalchemy import select
 
-from agent.proving import earlier_attempts, select_targets
-from agent.suggester import StepMemory
+from agent.generators.suggester import StepMemory
+from agent.proving.repository import earlier_attempts, select_targets
 from curriculum import bulk
 from curriculum.db import PremiseRow, TacticPremiseRow, TacticRow, VersionRow
 from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from agent import cli
+from agent.cli import main as cli
 from lean_env.errors import BackendError, RepoSpecError
 from verify.errors import SolverError, VerifyInputError
 
@@ -113,7 +113,7 @@ def test_handler_exit_code_is_returned(monkeypatch):
 def test_an_interrupted_command_says_what_it_keeps(monkeypatch, capsys) -> None:
     """The jobs resume from the database; verify keeps nothing it did not report (a query
     that decided lengths names them itself: tests/test_verify_cli.py)."""
-    import agent.commands.verify as verify_commands
+    import agent.cli.commands.verify as verify_commands
 
     monkeypatch.setattr(verify_commands, "run_trsat", _raiser(KeyboardInterrupt()))
     assert cli.main(["verify", "trsat", "model.json", "--max-len", "2"]) == cli.EXIT_INTERRUPTED

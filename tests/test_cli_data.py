@@ -14,7 +14,7 @@ import pytest
 from projects import lean_project
 from sqlalchemy import create_engine, text
 
-from agent.cli import main
+from agent.cli.main import main
 
 LOGIC = """\
 theorem and_swap (p q : Prop) (h : p ∧ q) : q ∧ p := by

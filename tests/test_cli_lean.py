@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from agent import cli
+from agent.cli import main as cli
 
 SOURCE = fake_lean.DEMO_SOURCE
 

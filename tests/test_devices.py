@@ -12,8 +12,8 @@ import torch
 from fakes.tiny_encoder import tiny_encoder
 from fakes.tiny_generator import tiny_t5
 
-from agent.cli import EXIT_USAGE, main
-from agent.generator_training import TacticExample, tactic_loss
+from agent.cli.main import EXIT_USAGE, main
+from agent.generators.training import TacticExample, tactic_loss
 from retrieval.devices import CUDA_BATCH_TOKENS, DeviceError, Placement, placement
 
 torch.set_num_threads(1)

@@ -1,4 +1,4 @@
-"""Sorries that are exercises, found without being told (agent/exercises.py), on a project
+"""Sorries that are exercises, found without being told (agent/proving/exercises.py), on a project
 shaped like mathematics_in_lean_source: left alone and listed with why by ``run`` and
 ``prove``, proved with ``--include-exercises``."""
 
@@ -11,7 +11,7 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import main
+from agent.cli.main import main
 
 FILES = {
     # mathematics_in_lean's shape: the exercise, then a SOLUTIONS section stating it again.

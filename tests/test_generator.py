@@ -10,9 +10,9 @@ import torch
 from fakes.proof_world import DONE, WorldSession
 from fakes.tiny_generator import teach, tiny_gpt2, tiny_t5
 
-from agent.generator import SEPARATOR, HFTacticGenerator
-from agent.generator_training import TacticExample, tactic_loss
-from agent.search import SearchConfig, SearchStatus, best_first_search
+from agent.generators.model import SEPARATOR, HFTacticGenerator
+from agent.generators.training import TacticExample, tactic_loss
+from agent.search.tree import SearchConfig, SearchStatus, best_first_search
 from retrieval.formats import augmented_state
 from retrieval.pretrained import ModelLoadError
 

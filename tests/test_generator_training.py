@@ -12,9 +12,9 @@ import pytest
 import torch
 from fakes.tiny_generator import tiny_gpt2, tiny_t5
 
-from agent.cli import EXIT_USAGE, main
-from agent.generator import HFTacticGenerator
-from agent.generator_training import (
+from agent.cli.main import EXIT_USAGE, main
+from agent.generators.model import HFTacticGenerator
+from agent.generators.training import (
     GeneratorTrainConfig,
     TacticExample,
     evaluate_generator,

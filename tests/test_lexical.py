@@ -1,14 +1,14 @@
 """The suggester's help without a trained retriever: the premises a goal names and its
 file's lemmas about them (retrieval/lexical.py), and the candidates a goal's shape asks for
-(agent.suggester.structural)."""
+(agent.generators.suggester.structural)."""
 
 from __future__ import annotations
 
 import pytest
 from builders import premise, repo_trace, theorem
 
-from agent.goals import goal_view
-from agent.suggester import structural
+from agent.generators.goals import goal_view
+from agent.generators.suggester import structural
 from lean_env.records import DeclKind
 from retrieval.corpus import PremiseCorpus
 from retrieval.lexical import LexicalRetriever

@@ -15,11 +15,11 @@ import torch
 from fakes.tiny_encoder import tiny_encoder
 from prove_cases import demo_lake_repo, taught_generator
 
-from agent.lifelong import LifelongJob, LifelongOptions, RetrieverTraining
-from agent.lifelong_report import report_payload
-from agent.prove import ProvingConfig
-from agent.search import SearchConfig
-from agent.settings import Settings
+from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining
+from agent.lifelong.report import report_payload
+from agent.proving.theorem import ProvingConfig
+from agent.search.tree import SearchConfig
+from agent.workspace.settings import Settings
 from curriculum.ingest import IngestStatus
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.records import AttemptOutcome

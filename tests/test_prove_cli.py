@@ -11,7 +11,7 @@ import pytest
 import torch
 from prove_cases import VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
-from agent.cli import EXIT_USAGE, main
+from agent.cli.main import EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import AttemptOutcome, TheoremStatus
 

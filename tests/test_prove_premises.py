@@ -15,10 +15,11 @@ from fakes.repl_support import fake_command, read_log, write_script
 from fakes.tiny_encoder import tiny_encoder
 from fakes.tiny_generator import tiny_t5
 
-from agent.generator_training import GeneratorTrainConfig, TacticExample, train_generator
-from agent.prove import PremiseSource, TheoremProver, premise_source
-from agent.search import SearchConfig
-from agent.suggester import Blend, TacticSuggester
+from agent.generators.premises import PremiseSource, premise_source
+from agent.generators.suggester import Blend, TacticSuggester
+from agent.generators.training import GeneratorTrainConfig, TacticExample, train_generator
+from agent.proving.theorem import TheoremProver
+from agent.search.tree import SearchConfig
 from lean_env.interactive.repl.backend import ReplBackend
 from lean_env.records import AttemptOutcome, Position, Theorem
 from retrieval.formats import PremisesFor, augmented_state

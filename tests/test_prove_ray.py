@@ -15,7 +15,7 @@ import pytest
 from fakes.tiny_encoder import tiny_encoder
 from prove_cases import demo_lake_repo, taught_generator
 
-from agent.cli import EXIT_USAGE, main
+from agent.cli.main import EXIT_USAGE, main
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'leanagent[ray]')")
 pytestmark = pytest.mark.ray
@@ -74,7 +74,7 @@ def test_ray_workers_give_the_in_process_attempts(tmp_path: Path, monkeypatch: p
     def not_here(*args: object, **kwargs: object) -> None:
         raise AssertionError("--workers 2 proved in this process")
 
-    monkeypatch.setattr("agent.scale.prove_here", not_here)
+    monkeypatch.setattr("agent.proving.scale.prove_here", not_here)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 1024**2)
     try:
         assert _attempts(capsys, prove(tmp_path / "prove-ray", "--workers", "2")) == expected
@@ -129,7 +129,7 @@ def test_a_missing_lean_on_ray_workers_is_a_one_line_error(
 _MORE_WORKERS_THAN_CPUS = """\
 import sys
 import ray
-from agent.cli import EXIT_USAGE, main
+from agent.cli.main import EXIT_USAGE, main
 ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 1024**2)
 try:
     code = main(sys.argv[1:])

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from agent.prove import REJECTIONS, prove_theorem
-from agent.search import Candidate, SearchConfig
+from agent.proving.theorem import REJECTIONS, prove_theorem
+from agent.search.tree import Candidate, SearchConfig
 from lean_env.interactive.filecheck import FileCheckBackend
 from lean_env.interactive.interface import TacticResult, TacticState
 from lean_env.lean.runner import LeanRunner

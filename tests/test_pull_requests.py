@@ -17,7 +17,7 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import EXIT_FAILURE, EXIT_USAGE, main
+from agent.cli.main import EXIT_FAILURE, EXIT_USAGE, main
 from lean_env.errors import UserInputError
 from lean_env.proofs.github import GitHubRepository
 

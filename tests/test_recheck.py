@@ -12,7 +12,7 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import EXIT_USAGE, main
+from agent.cli.main import EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
 

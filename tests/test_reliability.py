@@ -19,7 +19,7 @@ from lean_env.repos import lean_sources
 def leanagent(*args: str, data: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "agent.cli", "--data-dir", str(data), *args],
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(data), *args],
         capture_output=True, text=True, timeout=timeout, env=env, check=False,
     )  # fmt: skip
 
@@ -151,7 +151,7 @@ def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: lis
     (poison / "torch.py").write_text("raise ImportError('torch was imported before the options were checked')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poison), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "--data-dir", str(tmp_path / "data"), *args],
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(tmp_path / "data"), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -177,7 +177,7 @@ def test_doctor_without_lean_exits_2_like_every_missing_toolchain(tmp_path: Path
     bin_dir.mkdir()
     env = {**os.environ, "PATH": str(bin_dir), "ELAN_HOME": str(tmp_path / "no-elan")}
     done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "env", "doctor", "--project", str(tmp_path), "--json"],
+        [sys.executable, "-m", "agent.cli.main", "env", "doctor", "--project", str(tmp_path), "--json"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -190,7 +190,7 @@ def test_doctor_without_lean_exits_2_like_every_missing_toolchain(tmp_path: Path
 
 
 # The console script, started as the entry point a user's `leanagent` runs.
-ENTRY = [sys.executable, "-c", "from agent.entry import run; run()"]
+ENTRY = [sys.executable, "-c", "from agent.cli.entry import run; run()"]
 
 
 # From 0.3 s on the interpreter has started ours (before that, Python itself starts: a
@@ -218,7 +218,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
 
 def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) -> None:
     code = (
-        "import os, signal, sys\nfrom agent.cli import main\n"
+        "import os, signal, sys\nfrom agent.cli.main import main\n"
         f"code = main(['--data-dir', {str(tmp_path / 'data')!r}, 'db', 'stats', '--json'], standalone=True)\n"
         "os.kill(os.getpid(), signal.SIGINT)\nsys.exit(code)\n"
     )
@@ -232,10 +232,10 @@ def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) 
 HOLDER = """
 import sys
 from pathlib import Path
-from agent.joblock import job_lock
-from agent.lifelong import LifelongOptions
-from agent.settings import Settings
-from agent.workspace import open_store
+from agent.workspace.joblock import job_lock
+from agent.lifelong.job import LifelongOptions
+from agent.workspace.settings import Settings
+from agent.workspace.data import open_store
 from curriculum.runs import tracked_run
 from lean_env.trace.choice import TracerChoice
 
@@ -293,7 +293,7 @@ def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_e
     data = tmp_path / "data"
     holder = _hold(data, repos_file)
     waiter = subprocess.Popen(
-        [sys.executable, "-m", "agent.cli", "--data-dir", str(data), RUN[0], str(repos_file), *RUN[1:], "--wait"],
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(data), RUN[0], str(repos_file), *RUN[1:], "--wait"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

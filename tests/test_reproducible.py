@@ -20,8 +20,8 @@ import torch
 from fakes.tiny_encoder import tiny_encoder
 from projects import lemma_project
 
-from agent.lifelong import LifelongJob, LifelongOptions, RetrieverTraining
-from agent.settings import Settings
+from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining
+from agent.workspace.settings import Settings
 from lean_env.trace.choice import TracerChoice
 from retrieval.train import TrainConfig
 
@@ -44,7 +44,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _start(data: Path, repos: Path, encoder: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "agent.cli", "-v", "--data-dir", str(data), "run", str(repos)]
+    command = [sys.executable, "-m", "agent.cli.main", "-v", "--data-dir", str(data), "run", str(repos)]
     return subprocess.Popen(
         [*command, "--model", str(encoder), *TRAINING, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

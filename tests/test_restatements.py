@@ -1,11 +1,11 @@
-"""Found proofs that only restate a premise of the repository (agent/restatements.py)."""
+"""Found proofs that only restate a premise of the repository (agent/proving/restatements.py)."""
 
 from __future__ import annotations
 
 import pytest
 from builders import premise, theorem
 
-from agent.restatements import restated
+from agent.proving.restatements import restated
 
 LEMMAS = [
     premise("Book.add_comm'", code="theorem add_comm' (a b : Nat) : a + b = b + a"),

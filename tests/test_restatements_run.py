@@ -11,10 +11,10 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import main
+from agent.cli.main import main
 
 # The sorry states add_zero' with other binder names: not the same text (which would make it
-# an exercise, agent/exercises.py), the same statement up to them.
+# an exercise, agent/proving/exercises.py), the same statement up to them.
 SOURCE = """\
 theorem add_zero' (a : Nat) : a + 0 = a := by
   simp

@@ -10,7 +10,7 @@ import pytest
 import torch
 from fakes.tiny_encoder import tiny_encoder
 
-from agent.cli import EXIT_USAGE, main
+from agent.cli.main import EXIT_USAGE, main
 
 torch.set_num_threads(1)
 

@@ -17,10 +17,10 @@ from fakes.tiny_encoder import tiny_encoder
 from projects import lean_project
 from prove_cases import AFTER_INTRO, START, VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
-import agent.lifelong
-import agent.prove
-import agent.proving
-from agent.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, main
+import agent.lifelong.job
+import agent.proving.repository
+import agent.proving.theorem
+from agent.cli.main import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, main
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
 from retrieval.train import ProgressiveTrainer
@@ -187,16 +187,16 @@ def test_an_interrupted_run_resumes_without_repeating_finished_work(
     encoder, generator = models
     data = tmp_path / "data"
     args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
-    real = agent.proving.prove_targets
+    real = agent.proving.repository.prove_targets
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(agent.proving, "prove_targets", interrupted)
+    monkeypatch.setattr(agent.proving.repository, "prove_targets", interrupted)
     code, _, _ = _run(capsys, data, demo, *args)
     assert code == EXIT_INTERRUPTED
 
-    monkeypatch.setattr(agent.proving, "prove_targets", real)
+    monkeypatch.setattr(agent.proving.repository, "prove_targets", real)
     code, payload, _ = _run(capsys, data, demo, *args)
     assert code == 0 and payload["resumed"] is True
     # the step finished before the interruption is picked up, not taken again
@@ -227,7 +227,7 @@ def test_a_resumed_run_reports_the_attempts_made_before_the_interruption(
     encoder, generator = models
     data = tmp_path / "data"
     args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
-    real = agent.prove.prove_theorem
+    real = agent.proving.theorem.prove_theorem
     calls = []
 
     def interrupt_second(*a, **k):
@@ -236,10 +236,10 @@ def test_a_resumed_run_reports_the_attempts_made_before_the_interruption(
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(agent.prove, "prove_theorem", interrupt_second)
+    monkeypatch.setattr(agent.proving.theorem, "prove_theorem", interrupt_second)
     code, _, _ = _run(capsys, data, demo, *args)
     assert code == EXIT_INTERRUPTED
-    monkeypatch.setattr(agent.prove, "prove_theorem", real)
+    monkeypatch.setattr(agent.proving.theorem, "prove_theorem", real)
 
     code, payload, _ = _run(capsys, data, demo, *args)
     assert code == 0 and payload["resumed"] is True
@@ -261,7 +261,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
     source.write_text(source.read_text(encoding="utf-8") + "\n-- a newer version\n", encoding="utf-8")
 
     events: list[str] = []
-    real_step, real_prove = ProgressiveTrainer.step, agent.proving.prove_targets
+    real_step, real_prove = ProgressiveTrainer.step, agent.proving.repository.prove_targets
 
     def step(self, *a, **k):
         events.append("step")
@@ -272,7 +272,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
         return real_prove(*a, **k)
 
     monkeypatch.setattr(ProgressiveTrainer, "step", step)
-    monkeypatch.setattr(agent.proving, "prove_targets", prove)
+    monkeypatch.setattr(agent.proving.repository, "prove_targets", prove)
     code, second, _ = _run(
         capsys, data, demo, "--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH
     )
@@ -458,7 +458,7 @@ def test_a_skip_glob_that_matches_no_file_is_warned_of(tmp_path, monkeypatch, ca
     code, payload, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
     assert code == 0, err
     assert f"skip=Exercise/* matches no file of {repo}" in caplog.text
-    # The glob left nothing alone; the file is an exercise file all the same (agent/exercises.py).
+    # The glob left nothing alone; the file is an exercise file all the same (agent/proving/exercises.py).
     assert payload["proving"]["skipped_sorries"] == {} and payload["proving"]["targets"] == 2
     (listed,) = payload["proving"]["exercises"].values()
     assert [(e["path"], e["theorem"]) for e in listed] == [("Exercises/Basic.lean", "ex1")]
@@ -609,7 +609,7 @@ def test_carried_proofs_alone_are_checked_after_their_repositorys_step(tmp_path,
 def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path, monkeypatch, capsys, generator):
     """Interrupted right after the carried proofs were checked (before any search), the
     resumed run reports imp_self''s checked proof once, still as carried, and patches it."""
-    real, calls = agent.proving.prove_targets, []
+    real, calls = agent.proving.repository.prove_targets, []
 
     def second_interrupted(*args, **kwargs):  # run 1 proves; run 2 is stopped before its search
         calls.append(1)
@@ -617,7 +617,7 @@ def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path,
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(agent.proving, "prove_targets", second_interrupted)
+    monkeypatch.setattr(agent.proving.repository, "prove_targets", second_interrupted)
     with pytest.raises(AssertionError, match="assert 130 == 0"):  # run 2: exit 130, no payload
         _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, _exact_h({"error": "no h"}))
     code, third, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
@@ -633,15 +633,15 @@ def test_a_resumed_run_whose_sorries_were_all_proved_writes_its_patch(tmp_path, 
     resumed run finishes (exit 0) and its patch holds the proofs found before the interruption."""
     repos = _two_provable_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
-    real = agent.lifelong.write_report
+    real = agent.lifelong.job.write_report
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(agent.lifelong, "write_report", interrupted)
+    monkeypatch.setattr(agent.lifelong.job, "write_report", interrupted)
     code, _, _ = _run_untrained(capsys, data, repos, generator)
     assert code == EXIT_INTERRUPTED
-    monkeypatch.setattr(agent.lifelong, "write_report", real)
+    monkeypatch.setattr(agent.lifelong.job, "write_report", real)
 
     code, payload, err = _run_untrained(capsys, data, repos, generator)
     assert code == 0 and payload["resumed"] is True, err
@@ -750,7 +750,7 @@ def _upstream_moves_on_while_proving(monkeypatch: pytest.MonkeyPatch, work: Path
     """After the sorries are proved (at the commit ingested), upstream pushes UPSTREAM."""
     from projects import git
 
-    real = agent.proving.prove_targets
+    real = agent.proving.repository.prove_targets
 
     def prove_then_push(*args, **kwargs):
         done = real(*args, **kwargs)
@@ -761,7 +761,7 @@ def _upstream_moves_on_while_proving(monkeypatch: pytest.MonkeyPatch, work: Path
             then()
         return done
 
-    monkeypatch.setattr(agent.proving, "prove_targets", prove_then_push)
+    monkeypatch.setattr(agent.proving.repository, "prove_targets", prove_then_push)
 
 
 def test_proofs_of_a_url_repository_go_onto_its_newest_commit(remote, tmp_path, monkeypatch, capsys, generator):

@@ -12,7 +12,7 @@ from builders import target
 from fakes.proof_world import DONE, WorldSession
 from fakes.repl_support import fake_command, write_script
 
-from agent.search import Candidate, SearchConfig, SearchStatus, best_first_search
+from agent.search.tree import Candidate, SearchConfig, SearchStatus, best_first_search
 from lean_env.interactive.interface import LeanError, TacticTimeout
 from lean_env.interactive.repl.backend import ReplBackend
 from lean_env.records import Position

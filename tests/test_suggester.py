@@ -10,10 +10,8 @@ import pytest
 from builders import theorem
 from fakes.proof_world import DONE, WorldSession
 
-from agent.goals import Local, goal_view, rename_tactic, statement_view
-from agent.online import RecordingSession
-from agent.search import Candidate, SearchConfig, best_first_search
-from agent.suggester import (
+from agent.generators.goals import Local, goal_view, rename_tactic, statement_view
+from agent.generators.suggester import (
     Blend,
     StepIndex,
     StepMemory,
@@ -21,6 +19,8 @@ from agent.suggester import (
     state_features,
     steps_of,
 )
+from agent.search.online import RecordingSession
+from agent.search.tree import Candidate, SearchConfig, best_first_search
 from lean_env.interactive.interface import LeanError, TacticState
 from lean_env.records import TheoremStatus, TracedTactic
 

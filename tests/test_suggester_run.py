@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from agent.cli import main
-from agent.suggester import StepMemory
+from agent.cli.main import main
+from agent.generators.suggester import StepMemory
 from curriculum.store import Store
 from lean_env.records import TheoremStatus
 

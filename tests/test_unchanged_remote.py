@@ -13,7 +13,7 @@ import pytest
 from fakes import fake_lean
 from projects import git
 
-from agent.cli import main
+from agent.cli.main import main
 from lean_env.records import RepoSpec
 from lean_env.repos import remote_commit
 

@@ -13,7 +13,7 @@ import pytest
 from verify_synth import SynthConfig, random_spec
 
 import verify.model.interpreter as ref
-from agent import cli
+from agent.cli import main as cli
 from verify.model.spec import Attention, load_spec, save_spec
 
 
@@ -30,7 +30,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def test_help_lists_every_query() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "verify", "--help"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "agent.cli.main", "verify", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     for query in ("trsat", "robust", "equiv", "export-smt", "train-example"):

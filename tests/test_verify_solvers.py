@@ -329,7 +329,7 @@ def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(tmp_path: 
     stderr, the decided lengths in the JSON, the solver dead."""
     model = save_spec(spec, tmp_path / "m.json")
     fake = _command(_fake(tmp_path, "stall", "if n >= 3: time.sleep(60)\nprint('unsat')"))
-    argv = [sys.executable, "-m", "agent.cli", "verify", "trsat", str(model), "--max-len", "4"]
+    argv = [sys.executable, "-m", "agent.cli.main", "verify", "trsat", str(model), "--max-len", "4"]
     argv += ["--class", "0", "--presearch", "0", "--solver", fake, "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = []

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from agent.commands.verify.train_example import TASK_CHOICES, add_parser
-from agent.settings import Settings
+from agent.cli.commands.verify.train_example import TASK_CHOICES, add_parser
+from agent.workspace.settings import Settings
 from verify.errors import VerifyInputError
 from verify.model import interpreter
 from verify.model.spec import Attention, Mask, PositionalKind, ReadoutPosition, load_spec, save_spec
@@ -401,7 +401,7 @@ def test_cli_rejects_a_verification_that_cannot_run_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     """Through the real command line: one line, exit 2, no model written (no training)."""
-    from agent import cli
+    from agent.cli import main as cli
 
     out = tmp_path / "m.json"
     code = cli.main(["--data-dir", str(tmp_path), "verify", "train-example", *argv, "--out", str(out)])
@@ -415,8 +415,8 @@ def test_cli_task_choices_match_the_tasks() -> None:
 
 
 def test_leanagent_verify_has_train_example() -> None:
-    from agent.cli import build_parser
-    from agent.commands.verify.train_example import run_train_example_command
+    from agent.cli.commands.verify.train_example import run_train_example_command
+    from agent.cli.main import build_parser
 
     args = build_parser().parse_args(["verify", "train-example", "dyck", "--width", "6", "--json"])
     assert args.handler is run_train_example_command and args.task == "dyck" and args.width == 6

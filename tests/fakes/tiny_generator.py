@@ -1,6 +1,6 @@
 """Tiny tactic generators built from a config (seeded random weights) with the ByT5 byte
 tokenizer, which needs no vocabulary file: the real code path of
-:class:`agent.generator.HFTacticGenerator`, trained in seconds on CPU."""
+:class:`agent.generators.model.HFTacticGenerator`, trained in seconds on CPU."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from agent.generator import HFTacticGenerator
-from agent.generator_training import GeneratorTrainConfig, TacticExample, train_generator
+from agent.generators.model import HFTacticGenerator
+from agent.generators.training import GeneratorTrainConfig, TacticExample, train_generator
 
 
 def tiny_t5(seed: int = 0) -> HFTacticGenerator:

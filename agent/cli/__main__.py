@@ -1,0 +1,5 @@
+"""``python -m agent.cli``: the console script, for environments without it."""
+
+from agent.cli.entry import run
+
+run()

@@ -1,0 +1,119 @@
+"""The options every solving ``leanagent verify`` command shares, their reading into
+:class:`~verify.queries.results.QueryOptions`, per-length progress, and the answer to Ctrl-C.
+
+Kept apart from the command modules so that ``trsat``/``robust``/``equiv`` and
+``train-example`` take the same options, checked the same way (argparse types: one line,
+exit 2, before any work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import json
+import sys
+from typing import Any
+
+from agent.cli.options import at_least, positive_seconds
+
+SOLVER_HELP = (
+    "z3 (default) | cvc5 | bitwuzla | portfolio (z3, cvc5 and bitwuzla race on each length) | "
+    "smtlib:CMD (any SMT-LIB2 binary, e.g. smtlib:z3)"
+)
+# agent.cli.main's exit code for an interrupt (it prints its own line for interrupts it catches).
+EXIT_INTERRUPTED = 130
+
+
+def encoding_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-tabulate", action="store_true", help="encode layer 1 symbolically (ablation)")
+    p.add_argument("--no-prune", action="store_true", help="no interval pruning: one worst-case width (ablation)")
+
+
+def solver_options(p: argparse.ArgumentParser) -> None:
+    """--solver, --timeout, --presearch, --canonical and the encoding switches."""
+    p.add_argument("--solver", default="z3", help=SOLVER_HELP)
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="wall-clock seconds for each length, all of it: the interpreter pre-pass, the encoding and "
+        "the solver stage; past it the encoding stops or the solver processes are killed, and the length "
+        "is unknown (default: none)",
+    )
+    p.add_argument(
+        "--presearch",
+        type=at_least(0),
+        default=1024,
+        metavar="W",
+        help="candidate words per length run through the interpreter before the solver: all of them "
+        "when there are at most W, which decides the length, else W ordered and random ones that "
+        "can find a witness (default: 1024; 0 = no pre-pass at all: solver only)",
+    )
+    p.add_argument(
+        "--canonical",
+        type=at_least(0),
+        default=1 << 15,
+        metavar="C",
+        help="with the pre-pass on: when a sound reduction (see docs/verify.md) leaves at most C words "
+        "that stand for all words of a length, run them all, which decides it (default: 32768)",
+    )
+    encoding_options(p)
+
+
+def encoding(args: argparse.Namespace) -> Any:
+    from verify.smt.encoding import EncodingOptions
+
+    return EncodingOptions(tabulate=not args.no_tabulate, prune=not args.no_prune)
+
+
+def query_options(args: argparse.Namespace) -> Any:
+    """The options of :func:`solver_options`; an unknown or missing solver fails here, before any work."""
+    from verify.queries.results import QueryOptions
+    from verify.smt.portfolio import make_portfolio
+
+    make_portfolio(args.solver)
+    return QueryOptions(
+        solver=args.solver,
+        timeout=args.timeout,
+        encoding=encoding(args),
+        presearch=args.presearch,
+        canonical=args.canonical,
+    )
+
+
+def progress_lines(prefix: str = "verify") -> Any:
+    """A progress callback: one line on stderr per answered length (what, how, by whom, how long)."""
+
+    def step(check: Any) -> None:
+        by = check.method.value if check.solver is None else f"{check.method.value}, {check.solver}"
+        print(f"{prefix}: length {check.length}: {check.verdict.value} ({by}, {check.seconds:.2f} s)", file=sys.stderr)
+        sys.stderr.flush()
+
+    return step
+
+
+def jsonable(value: Any) -> Any:
+    """Results as JSON-ready data: dataclasses as dicts, enums as their values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def interrupted(error: Any, *, as_json: bool) -> int:
+    """Ctrl-C during a query (:class:`verify.errors.Interrupted`): one line on stderr and, with
+    ``--json``, one object on stdout: the partial result (``complete`` false) with the
+    ``error`` and ``exit`` fields every failing command prints. Exit 130."""
+    partial = error.partial
+    line = "interrupted" if partial is None else partial.claim.removeprefix("unknown: ")
+    print(f"leanagent: {line}", file=sys.stderr)
+    if as_json:
+        payload = {} if partial is None else jsonable(partial)
+        payload.update({"complete": False, "error": "interrupted", "exit": EXIT_INTERRUPTED})
+        print(json.dumps(payload, indent=2, default=str))
+    return EXIT_INTERRUPTED

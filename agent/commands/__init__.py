@@ -1,8 +1,0 @@
-"""The CLI's subcommands, one module per family.
-
-Each module exposes ``register(subparsers)``, which adds its parsers and binds each to a
-handler with ``parser.set_defaults(handler=...)``. A handler takes the parsed arguments and
-the :class:`~agent.settings.Settings`, does its work through the library, prints through
-:mod:`agent.output`, and returns the process exit code. Handlers raise project errors for
-bad input; :func:`agent.cli.main` turns those into one line on stderr and exit code 2.
-"""

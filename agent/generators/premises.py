@@ -1,0 +1,46 @@
+"""The retriever seam of generators: the premises a generator is conditioned on, for the goals
+of one theorem of one repository (only premises accessible from the theorem), and the one
+source the project has, the trained retriever's index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from lean_env.records import RepoTrace, Theorem
+from retrieval.formats import PremisesFor
+from retrieval.index_options import IndexOptions
+
+if TYPE_CHECKING:
+    from retrieval.embeddings import EmbeddingStore
+    from retrieval.encoder import TextEncoder
+
+
+class PremiseSource(Protocol):
+    """The retriever seam: the premises to condition the generator on, for the goals of one
+    theorem of one repository (only premises accessible from the theorem)."""
+
+    def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
+        """goal text -> ``(full_name, code)`` of premises, best first."""
+        ...
+
+
+def premise_source(
+    traces: Sequence[RepoTrace],
+    encoder: TextEncoder,
+    *,
+    k: int,
+    store: EmbeddingStore | None = None,
+    options: IndexOptions = IndexOptions(),
+) -> PremiseSource:
+    """The ``k`` premises ``encoder`` ranks first for a goal, among those of ``traces``
+    accessible from the theorem; with ``store``, only premises it has not embedded with
+    these weights are embedded. The index searches where the encoder runs (a GPU), else
+    on the CPU as ``options`` say."""
+    from retrieval.corpus import PremiseCorpus
+    from retrieval.index import PremiseIndex, PremiseRetriever
+
+    index = PremiseIndex.build(
+        PremiseCorpus(traces), encoder, store=store, options=options, device=encoder.placement.index_device
+    )
+    return PremiseRetriever(index, encoder, k=k)

@@ -1,0 +1,554 @@
+"""The built-in tactic suggester: model-free, CPU-cheap tactic candidates, after
+Tactician's online k-nearest-neighbour prediction for Coq.
+
+For a goal it pools four kinds of candidates, each with a weight, and gives each its
+share of the pool's weight as a log-probability (so best-first search adds them along a
+path as it adds a model's):
+
+* **Neighbours.** The stored tactic steps of proven theorems whose proof state is nearest
+  the goal (cosine of TF-IDF weighted, hashed features; :func:`state_features`), each
+  renamed to the goal's local names (:func:`agent.generators.goals.rename_tactic`) and weighted by
+  its similarity squared (close neighbours count much more than loose ones); a tactic that
+  several neighbours propose adds their weights.
+* **Premise templates.** ``exact P``, ``apply P``, ``rw [P]``, ``simp [P]`` for the
+  premises the retriever gives (weight falling with rank) and those the neighbours' steps
+  use (weight their similarity).
+* **Structure.** What the goal's shape asks for (:func:`structural`): ``simp`` with the
+  goal's best premises, induction or case analysis on a data local followed by that
+  ``simp``, ``cases`` on a split hypothesis, ``constructor``, ``intros``.
+* **Closers.** A short list of tactics that often finish a goal (``rfl``, ``simp``,
+  ``omega``, ``decide``, ...), each with a small fixed weight.
+
+A stored step's proof state is its traced goal when the repository was traced (LeanDojo,
+the benchmark, or a proof we found: the proof environment printed its goals); for a step
+that only source extraction saw, it is the theorem's statement (binders as hypotheses,
+the type as the target) and the step before it, since the goal there is not known.
+
+It learns at once: a proof accepted by Lean's final check is added to the index
+(:meth:`TacticSuggester.learn`) and is a neighbour for the next theorem. A tactic that the
+toolchain does not know (Lean's parser says ``unknown tactic``) is not offered again by
+this suggester; a tactic made of one word and its arguments takes its whole head word
+with it (``norm_num [h]`` drops ``norm_num`` too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import re
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from agent.generators.goals import UNIVERSE_RE, GoalView, abstracted, goal_view, rename_tactic, statement_view
+from agent.search.online import Episode
+from agent.search.tree import Candidate, TacticGenerator
+from curriculum.results import TheoremKey, theorem_key
+from lean_env.interactive.interface import LeanError, TacticResult, TacticState, normalize_goals
+from lean_env.proofs.text import uses_sorry
+from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
+from lean_env.trace.source.lexer import IDENT_RE
+from retrieval.formats import PremiseCode
+
+log = logging.getLogger(__name__)
+
+# Stored steps whose tactics are candidates, per goal.
+NEIGHBOURS = 16
+# Premises put into templates, per goal (the best by weight).
+TEMPLATE_PREMISES = 6
+# (template, weight): multiplied by the premise's weight (1 for the retriever's first).
+TEMPLATES = (("exact {}", 0.3), ("apply {}", 0.25), ("rw [{}]", 0.25), ("simp [{}]", 0.2))
+# (closing tactic, weight). Mathlib's `norm_num`/`linarith` and Aesop's `aesop` are
+# offered too: a toolchain without them says `unknown tactic` once, and they go.
+CLOSERS = (
+    ("rfl", 0.3),
+    ("simp", 0.3),
+    ("omega", 0.25),
+    ("decide", 0.2),
+    ("trivial", 0.15),
+    ("assumption", 0.15),
+    ("simp_all", 0.1),
+    ("aesop", 0.1),
+    ("contradiction", 0.05),
+    ("norm_num", 0.05),
+    ("linarith", 0.05),
+)
+# The share of a goal's pool given to the tactics Lean refused at the state before it (by
+# their probability there): a proof often needs an `intro`, `funext` or `cases` before the
+# tactic that closes it, and the state before proposed that tactic too early.
+INHERITED = 0.5
+# Premises a structural candidate's `simp [...]` unfolds: the retriever's first ones, else
+# the neighbours' best by weight.
+SIMP_PREMISES = 4
+# Structural candidates (:func:`structural`), by weight: the shapes of the proofs a goal's
+# locals and target ask for, with no stored proof to copy them from.
+SIMP_WITH = 0.2  # simp [P, Q, ...]: the goal's definitions and lemmas at once
+SIMP_ALL_WITH = 0.15  # simp_all [P, ...]: and the hypotheses
+SPLIT_THEN_SIMP = 0.15  # induction x <;> simp_all [P, ...] (cases: two thirds of it)
+SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
+CONSTRUCTOR = 0.15  # a conjunction or an iff
+EXACT_LOCAL = 1.0  # exact h, where h's type is the target
+INTROS = 0.1  # an implication or a universal
+# A local is data (something to split by induction or cases) unless its type is a
+# proposition (it has a relation or a connective) or a universe.
+_PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆]|\b(?:True|False)\b")
+# Hypotheses that `cases` takes apart.
+_SPLITTABLE_RE = re.compile(r"[∧∨∃↔]")
+# A feature in more than this share of the stored steps (and more than STOP_MIN of them)
+# is a stop feature: its idf is at most log(1 + 1/share), so its part of a dot product is a
+# few percent of a rare feature's, while its postings are most of the index. Similarity
+# skips its postings (it still counts in the norms); a goal with nothing but stop
+# features is scored with them.
+STOP_SHARE = 0.1
+STOP_MIN = 1000
+# A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
+MAX_TERM = 200
+# Deciding by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom beyond
+# Lean's own, which the final check reports and `evaluate` calls vacuous where the original
+# proof does not need it. Offered after every other candidate (its weight times this), so
+# that it is what a goal gets only when nothing else in its expansion proves it.
+_COMPILED_RE = re.compile(r"(?<![\w.'])(?:native_decide|nativeDecide)(?![\w'!?])")
+COMPILED_SHARE = 1e-6
+
+# Lean 4's parser error for a tactic it has no syntax for (a tactic of a package the
+# project does not import, or of a newer Lean).
+UNKNOWN_TACTIC_RE = re.compile(r"\bunknown tactic\b")
+# Tactic syntax that holds further tactics: the unknown one may be any of them.
+_NESTED_RE = re.compile(
+    r"<;>|;|·|=>|\|\||\bby\b|^\s*(?:try|first|repeat|all_goals|any_goals|focus|iterate|case|next)\b"
+)
+_HEAD_RE = re.compile(r"^\s*([^\s\[\](){}⟨⟩,;]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStep:
+    """One tactic step of a proven theorem, as the suggester keeps it."""
+
+    tactic: str
+    context: str  # the goal before the step (traced), or the theorem's statement
+    traced: bool  # whether ``context`` is a goal (else a statement)
+    previous: str | None  # the step before it in its proof; None for the first
+    premises: tuple[str, ...]  # full names of the premises it uses
+
+    @property
+    def view(self) -> GoalView:
+        return goal_view(self.context) if self.traced else statement_view(self.context)
+
+
+def steps_of(theorem: Theorem) -> list[StoredStep]:
+    """The steps of a proven theorem worth remembering: its tactic steps, or for a short
+    term-mode proof the one step ``exact TERM``; none for a ``sorry`` theorem."""
+    if theorem.status is TheoremStatus.SORRY:
+        return []
+    if theorem.tactics:
+        return [
+            StoredStep(
+                t.tactic,
+                t.state_before or theorem.statement,
+                t.state_before is not None,
+                theorem.tactics[i - 1].tactic if i else None,
+                t.premises,
+            )
+            for i, t in enumerate(theorem.tactics)
+            if not uses_sorry(t.tactic)
+        ]
+    term = " ".join((theorem.proof or "").split())
+    if not term or term.startswith(("by ", "|")) or term == "by" or len(term) > MAX_TERM or uses_sorry(term):
+        return []
+    return [StoredStep(f"exact {term}", theorem.statement, False, None, theorem.premises)]
+
+
+def proved_steps(theorem: Theorem, steps: Sequence[TracedTactic]) -> list[StoredStep]:
+    """What :func:`steps_of` keeps of ``theorem`` proved by ``steps`` (a proof we found)."""
+    return steps_of(dataclasses.replace(theorem, tactics=tuple(steps), status=TheoremStatus.PROVED_BY_US))
+
+
+@dataclass(frozen=True, slots=True)
+class StepMemory:
+    """What a suggester starts from (picklable: Ray workers build theirs from it)."""
+
+    steps: tuple[StoredStep, ...] = ()
+    premises: tuple[str, ...] = ()  # full names of every known premise
+
+    @classmethod
+    def from_traces(cls, traces: Iterable[RepoTrace], *, leave_out: Collection[TheoremKey] = ()) -> StepMemory:
+        """The steps of every proof of ``traces`` but those of the theorems ``leave_out``
+        names (the proofs an evaluation hides), and every premise's name."""
+        traces = list(traces)
+        steps = tuple(
+            s
+            for trace in traces
+            for theorem in trace.theorems
+            if theorem_key(trace.spec.location, theorem) not in leave_out
+            for s in steps_of(theorem)
+        )
+        names = tuple(dict.fromkeys(p.full_name for trace in traces for p in trace.premises))
+        return cls(steps, names)
+
+    def with_steps(self, steps: Sequence[StoredStep]) -> StepMemory:
+        return dataclasses.replace(self, steps=self.steps + tuple(steps))
+
+
+# ---- features and the index ------------------------------------------------------------
+
+
+def _key(feature: str) -> int:
+    # crc32, not hash(): stable across processes (Ray workers), and fast.
+    return zlib.crc32(feature.encode())
+
+
+def head_word(tactic: str | None) -> str:
+    match = _HEAD_RE.match(tactic or "")
+    return match.group(1) if match else ""
+
+
+def state_features(view: GoalView, previous: str | None) -> dict[int, float]:
+    """Hashed features of a proof state, locals abstracted (renaming a variable changes
+    none): the target's tokens and token pairs, the hypotheses' type tokens (half weight),
+    and the head of the tactic before (``intro`` ...; its absence for a first step)."""
+    return {**_goal_features(view), _key("p" + head_word(previous) if previous else "p^"): 1.5}
+
+
+@lru_cache(maxsize=65536)  # the steps of one source theorem share its statement
+def _goal_features(view: GoalView) -> dict[int, float]:
+    names = view.names
+    counts: Counter[str] = Counter()
+    target = abstracted(view.target, names)
+    counts.update("t" + t for t in target)
+    counts.update(f"b{a} {b}" for a, b in zip(target, target[1:], strict=False))
+    weights = {_key(f): 1.0 + math.log(c) for f, c in counts.items()}
+    hyps = Counter("h" + t for local in view.locals for t in set(abstracted(local.type, names)))
+    for f, c in hyps.items():
+        key = _key(f)
+        weights[key] = weights.get(key, 0.0) + 0.5 * (1.0 + math.log(c))
+    return weights
+
+
+class StepIndex:
+    """Cosine similarity of TF-IDF weighted features, by inverted lists over numpy arrays.
+
+    Built once from the stored steps; steps added later (:meth:`add`) go into a small
+    dictionary index scored beside it, with the idf of the build (a feature the build did
+    not see gets the largest idf). Neither is rebuilt during a run. Stop features (see
+    :data:`STOP_SHARE`) are left out of the dot products of the build's steps.
+    """
+
+    def __init__(self, features: Sequence[Mapping[int, float]]) -> None:
+        self.size = len(features)
+        lengths = np.fromiter((len(f) for f in features), np.int64, count=self.size)
+        ids = np.repeat(np.arange(self.size, dtype=np.int32), lengths)  # (P,)
+        keys = np.fromiter((k for f in features for k in f), np.uint32, count=int(lengths.sum()))
+        tfs = np.fromiter((v for f in features for v in f.values()), np.float32, count=len(keys))
+        order = np.argsort(keys, kind="stable")
+        keys, ids, tfs = keys[order], ids[order], tfs[order]
+        self._keys, starts, counts = np.unique(keys, return_index=True, return_counts=True)  # (F,)
+        self._starts, self._ends = starts, starts + counts
+        self._idf = np.log1p(self.size / np.maximum(counts, 1)).astype(np.float32)  # (F,)
+        self._stop = counts > max(STOP_SHARE * self.size, STOP_MIN)  # (F,)
+        self._unseen_idf = float(math.log1p(max(self.size, 1)))
+        weights = tfs * np.repeat(self._idf, counts)
+        norms = np.sqrt(np.bincount(ids, weights=weights * weights, minlength=self.size)).astype(np.float32)
+        self._ids = ids
+        self._weights = weights / np.maximum(norms[ids], 1e-12)  # (P,) unit rows
+        self._added: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        self._count = self.size
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _idf_of(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(position in the build's features or -1, idf) of each key."""
+        wanted = np.fromiter(keys, np.uint32, count=len(keys))
+        pos = np.searchsorted(self._keys, wanted)
+        inside = pos < len(self._keys)
+        found = np.zeros(len(wanted), dtype=bool)
+        found[inside] = self._keys[pos[inside]] == wanted[inside]
+        idf = np.full(len(wanted), self._unseen_idf, np.float32)
+        idf[found] = self._idf[pos[found]]
+        return np.where(found, pos, -1), idf
+
+    def add(self, features: Mapping[int, float]) -> int:
+        """Index one more step; returns its id."""
+        keys = list(features)
+        _, idf = self._idf_of(keys)
+        weights = np.fromiter(features.values(), np.float32, count=len(keys)) * idf
+        norm = float(np.sqrt((weights * weights).sum())) or 1.0
+        entry = self._count
+        for key, weight in zip(keys, weights / norm, strict=True):
+            self._added[key].append((entry, float(weight)))
+        self._count += 1
+        return entry
+
+    def search(self, query: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest steps with a positive similarity, nearest first (equal ones
+        in step order), stop features left out of the dot products."""
+        if not query or not self._count:
+            return []
+        keys = list(query)
+        pos, idf = self._idf_of(keys)
+        q = np.fromiter(query.values(), np.float32, count=len(keys)) * idf  # (Q,)
+        q /= float(np.sqrt((q * q).sum())) or 1.0
+        hits: list[tuple[int, float]] = []
+        found = pos >= 0
+        if found.any() and not self._stop[pos[found]].all():
+            found[found] = ~self._stop[pos[found]]
+        if self.size and found.any():
+            starts, ends = self._starts[pos[found]], self._ends[pos[found]]
+            spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
+            ids = np.concatenate([self._ids[a:b] for a, b in spans])  # (P,) the postings of the query's features
+            weights = np.concatenate([self._weights[a:b] for a, b in spans])
+            weights *= np.repeat(q[found], ends - starts)  # each posting times its feature's query weight
+            scores = np.bincount(ids, weights=weights, minlength=self.size)  # (N,) cosine with the query
+            top = np.argpartition(-scores, k)[:k] if k < self.size else np.arange(self.size)
+            hits = [(int(i), float(scores[i])) for i in top if scores[i] > 0]
+        added: dict[int, float] = defaultdict(float)
+        for key, weight in zip(keys, q, strict=True):
+            for entry, w in self._added.get(key, ()):
+                added[entry] += w * float(weight)
+        hits += [(e, s) for e, s in added.items() if s > 0]
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[:k]
+
+
+# ---- premise names ---------------------------------------------------------------------
+
+
+class PremiseNames:
+    """Premise names as tactics and retrieved texts show them, resolved to full names."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._full = set(names)
+        by_suffix: dict[str, set[str]] = defaultdict(set)
+        for name in self._full:
+            parts = name.split(".")
+            for i in range(len(parts)):
+                by_suffix[".".join(parts[i:])].add(name)
+        # A suffix that names one premise only: `sumTo_succ` for `DemoArith.sumTo_succ`.
+        self._unique = {suffix: next(iter(found)) for suffix, found in by_suffix.items() if len(found) == 1}
+
+    def resolve(self, name: str) -> str | None:
+        return name if name in self._full else self._unique.get(name)
+
+    def used_in(self, tactic: str) -> tuple[str, ...]:
+        """The known premises ``tactic`` names, first use first (an approximation of what
+        Lean elaborates: names by their text, namespaces by unique suffix)."""
+        found = (self.resolve(m.group()) for m in IDENT_RE.finditer(tactic))
+        return tuple(dict.fromkeys(n for n in found if n))
+
+
+# ---- the suggester ---------------------------------------------------------------------
+
+
+class TacticSuggester:
+    """The built-in tactic suggester (module docstring): one per prover, for a whole run."""
+
+    def __init__(self, memory: StepMemory = StepMemory(), *, neighbours: int = NEIGHBOURS) -> None:
+        self.neighbours = neighbours
+        self._steps: list[StoredStep] = list(memory.steps)
+        self._index = StepIndex([state_features(s.view, s.previous) for s in self._steps])
+        self._names = PremiseNames(memory.premises)
+        # Tactics (whole) and head words the toolchain does not know: never offered again.
+        self._unknown: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def episode(self, location: str, theorem: Theorem) -> SuggesterEpisode:
+        return SuggesterEpisode(self)
+
+    def learn(self, location: str, theorem: Theorem, steps: Sequence[TracedTactic]) -> tuple[TracedTactic, ...]:
+        """Index the checked proof ``steps`` of ``theorem`` at once, with the premises each
+        uses; returns the steps so annotated."""
+        known = tuple(dataclasses.replace(s, premises=s.premises or self._names.used_in(s.tactic)) for s in steps)
+        for step in proved_steps(theorem, known):
+            self._steps.append(step)
+            self._index.add(state_features(step.view, step.previous))
+        log.debug("learned %d step(s) of %s", len(known), theorem.full_name)
+        return known
+
+    def note_error(self, tactic: str, message: str) -> None:
+        """Lean rejected ``tactic`` with ``message``: an unknown tactic is dropped for good."""
+        if not UNKNOWN_TACTIC_RE.search(message):
+            return
+        self._unknown.add(tactic.strip())
+        if not _NESTED_RE.search(tactic):
+            self._unknown.add(head_word(tactic))
+        log.info("the toolchain does not know %r: not offered again", tactic)
+
+    def offered(self, tactic: str) -> bool:
+        return tactic not in self._unknown and head_word(tactic) not in self._unknown
+
+    def suggest(
+        self,
+        state: str,
+        *,
+        previous: str | None,
+        premises: Sequence[PremiseCode],
+        n: int,
+        inherited: Mapping[str, float] | None = None,
+    ) -> list[Candidate]:
+        """Up to ``n`` candidates for the goal ``state`` (``previous``: the tactic that led
+        to it), best first, with log-probabilities; ``inherited``: tactics (with their
+        probabilities there) that Lean refused at the state before, offered again here
+        with :data:`INHERITED` of the pool's weight times that probability."""
+        view = goal_view(state)
+        pool: dict[str, float] = defaultdict(float)
+        premise_weight: dict[str, float] = {}
+        for entry, similarity in self._index.search(state_features(view, previous), self.neighbours):
+            step = self._steps[entry]
+            renamed = rename_tactic(step.tactic, step.view, view)
+            if renamed is not None:
+                pool[renamed] += similarity * similarity
+            for name in step.premises:
+                premise_weight[name] = max(premise_weight.get(name, 0.0), similarity)
+        for rank, (name, _code) in enumerate(premises):
+            premise_weight[name] = max(premise_weight.get(name, 0.0), 1.0 / (1 + rank))
+        best = sorted(premise_weight.items(), key=lambda item: -item[1])[:TEMPLATE_PREMISES]
+        for name, weight in best:
+            for template, share in TEMPLATES:
+                pool[template.format(name)] += weight * share
+        # The retriever's premises first (those the goal is about), else the neighbours'.
+        unfolded = [name for name, _ in premises] or [name for name, _ in best]
+        for tactic, weight in structural(view, unfolded[:SIMP_PREMISES]):
+            pool[tactic] += weight
+        for closer, weight in CLOSERS:
+            pool[closer] += weight
+        if inherited:
+            scale = INHERITED * sum(pool.values())
+            for tactic, probability in inherited.items():
+                pool[tactic] += scale * probability
+        offered = {
+            t.strip(): w * (COMPILED_SHARE if _COMPILED_RE.search(t) else 1.0)
+            for t, w in pool.items()
+            if t.strip() and self.offered(t.strip())
+        }
+        total = sum(offered.values())
+        ranked = sorted(offered.items(), key=lambda item: -item[1])[:n]
+        return [Candidate(tactic, math.log(weight / total)) for tactic, weight in ranked]
+
+
+def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float]]:
+    """Candidates from the goal's shape, not from a stored proof: ``exact h`` for a local
+    whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
+    unfold, lemmas rewrite), induction or case analysis on a
+    data local followed by that ``simp``, ``cases`` on a hypothesis that is a conjunction,
+    disjunction, existential or iff, ``constructor`` on a conjunction or iff, ``intros`` on
+    an implication or a universal."""
+    listed = ", ".join(premises)
+    # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
+    # Lean 4 (the June 2021 one has no `*` in simp lists).
+    simp_all = f"simp_all [{listed}]" if premises else "simp_all"
+    out = []
+    if len(premises) > 1:  # one premise: the templates offer `simp [P]` already
+        out += [(f"simp [{listed}]", SIMP_WITH), (simp_all, SIMP_ALL_WITH)]
+    target = view.target.strip()
+    for local in view.locals:
+        if not local.name or local.name.startswith("inst") or not local.type:
+            continue
+        if " ".join(local.type.split()) == " ".join(target.split()):
+            out.append((f"exact {local.name}", EXACT_LOCAL))
+        if not _PROPOSITION_RE.search(local.type) and not UNIVERSE_RE.match(local.type):
+            out += [
+                (f"induction {local.name} <;> {simp_all}", SPLIT_THEN_SIMP),
+                (f"cases {local.name} <;> {simp_all}", SPLIT_THEN_SIMP * 2 / 3),
+                (f"induction {local.name}", SPLIT),
+                (f"cases {local.name}", SPLIT),
+            ]
+        elif _SPLITTABLE_RE.search(local.type):
+            out.append((f"cases {local.name}", SPLIT))
+    if _top_level(target, ("∧", "↔")):
+        out.append(("constructor", CONSTRUCTOR))
+    if target.startswith(("∀", "¬")) or _top_level(target, ("→",)):
+        out.append(("intros", INTROS))
+    return out
+
+
+def _top_level(text: str, symbols: Sequence[str]) -> bool:
+    """Whether one of ``symbols`` occurs in ``text`` outside every bracket."""
+    depth = 0
+    for char in text:
+        if char in "([{⟨":
+            depth += 1
+        elif char in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and char in symbols:
+            return True
+    return False
+
+
+class SuggesterEpisode:
+    """The suggester for one theorem's search: it remembers which tactic first reached each
+    state (the "step before" of its features) and passes Lean's errors on."""
+
+    def __init__(self, suggester: TacticSuggester) -> None:
+        self._suggester = suggester
+        # Normalised goals -> the tactic that reached them first, and the goals it ran in.
+        self._previous: dict[str, tuple[str, str]] = {}
+        self._offered: dict[str, dict[str, float]] = {}  # goals -> their candidates' probabilities
+        self._refused: dict[str, set[str]] = defaultdict(set)  # goals -> tactics Lean refused there
+
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
+        key = normalize_goals(state)
+        previous, parent = self._previous.get(key, (None, None))
+        inherited = None
+        if parent is not None:
+            offered = self._offered.get(parent, {})
+            inherited = {t: offered[t] for t in self._refused[parent] if t in offered}
+        candidates = self._suggester.suggest(state, previous=previous, premises=premises, n=n, inherited=inherited)
+        self._offered[key] = {c.tactic: math.exp(c.logprob) for c in candidates}
+        return candidates
+
+    def observe(self, state: TacticState, tactic: str, outcome: TacticResult) -> None:
+        if isinstance(outcome, TacticState):
+            self._previous.setdefault(outcome.key, (tactic, state.key))
+        elif isinstance(outcome, LeanError):
+            self._refused[state.key].add(tactic)
+            self._suggester.note_error(tactic, outcome.message)
+
+
+# ---- with a model ----------------------------------------------------------------------
+
+
+class Blend:
+    """The prover's :class:`~agent.search.online.OnlineGenerator`: the suggester's candidates, a
+    model's, or both merged as a mixture, ``share`` of the probability to the suggester:
+    p(t) = share * p_suggester(t) + (1 - share) * p_model(t), in log space; a tactic both
+    propose adds up. The suggester learns every checked proof whichever proposes."""
+
+    def __init__(self, suggester: TacticSuggester, model: TacticGenerator | None = None, *, share: float = 1.0) -> None:
+        if not 0.0 <= share <= 1.0 or (model is None and share != 1.0):
+            raise ValueError(f"the suggester's share must be in [0, 1] (1 without a model), got {share}")
+        self.suggester, self.model, self.share = suggester, model, share
+
+    def episode(self, location: str, theorem: Theorem) -> Episode:
+        episode = self.suggester.episode(location, theorem)
+        if self.model is None:
+            return episode
+        return _BlendEpisode(episode, self.model, self.share)
+
+    def learn(self, location: str, theorem: Theorem, steps: Sequence[TracedTactic]) -> tuple[TracedTactic, ...]:
+        return self.suggester.learn(location, theorem, steps)
+
+
+class _BlendEpisode:
+    def __init__(self, suggester: SuggesterEpisode, model: TacticGenerator, share: float) -> None:
+        self._suggester, self._model, self._share = suggester, model, share
+
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
+        pool: dict[str, float] = {}
+        for generator, share in ((self._suggester, self._share), (self._model, 1.0 - self._share)):
+            if share <= 0.0:
+                continue
+            for c in generator.generate(state, premises=premises, n=n):
+                score = math.log(share) + c.logprob
+                pool[c.tactic] = np.logaddexp(pool[c.tactic], score) if c.tactic in pool else score
+        ranked = sorted(pool.items(), key=lambda item: -item[1])[:n]
+        return [Candidate(tactic, float(score)) for tactic, score in ranked]
+
+    def observe(self, state: TacticState, tactic: str, outcome: TacticResult) -> None:
+        self._suggester.observe(state, tactic, outcome)

@@ -1,0 +1,398 @@
+"""The lifelong job (``leanagent run``) as a library: ingest a repos file, order the
+database by the curriculum, take one retriever training step for every repository (at its
+newest commit) the learner has not learned yet, scoring every repository seen after each
+step, and search proofs for the ``sorry`` theorems of the file's repositories, each right
+after its repository's step, with premises from the retriever as trained so far. Found
+proofs count only after Lean's final check. A report (JSON and Markdown, with plots) goes to
+DATA_DIR/reports.
+
+Everything is resumable: the learner is kept in DATA_DIR/learner after every step,
+attempts are recorded per run, and a run that was killed, interrupted or failed is resumed
+under its own id when started again with the same options (:meth:`LifelongOptions.identity`).
+
+::
+
+    job = LifelongJob(settings, LifelongOptions(Path("repos.txt"), proving=ProvingConfig()))  # the suggester
+    result = job.run()   # a LifelongResult; the CLI prints it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.lifelong.report import draw_plots, report_payload, report_sections
+from agent.proving.repository import AttemptReport, RepositoryProver, WrittenBack
+from agent.proving.theorem import ProvingConfig
+from agent.reports.files import check_directory, write_report
+from agent.workspace.data import ingest_repositories, open_store
+from agent.workspace.joblock import job_lock
+from agent.workspace.settings import Settings
+from lean_env.errors import LeanAgentError, LeanNotFoundError
+from lean_env.records import RepoTrace, TheoremStatus
+from lean_env.repos import is_skipped
+from lean_env.trace.choice import TracerChoice
+from retrieval.formats import RETRIEVER_LENGTH
+from retrieval.index_options import IndexOptions
+from retrieval.model_files import model_key, save_model
+from retrieval.train import TrainConfig
+
+if TYPE_CHECKING:
+    from agent.lifelong.pull_requests import PullRequestOptions
+    from agent.proving.recheck import RecheckResult
+    from curriculum.ingest import IngestOutcome
+    from curriculum.ordering import Curriculum
+    from curriculum.store import Store
+    from lean_env.lean.build import BuildOutcome
+    from retrieval.embeddings import EmbeddingCounts, PremiseIndexes
+    from retrieval.index import IndexQuality
+    from retrieval.progressive import ProgressiveReport, ProgressRow
+
+
+class WriteBackFailed(LeanAgentError):
+    """A run did its work and wrote its report, but the proofs of some repository could not
+    be written back (a remote that cannot be fetched, a file that changed): the run stays
+    unfinished, so that running it again retries the write-back."""
+
+    def __init__(self, failed: Mapping[str, str], report: Path) -> None:
+        reasons = "; ".join(f"{location}: {why}" for location, why in failed.items())
+        super().__init__(
+            f"the proofs of {len(failed)} repositor{'y' if len(failed) == 1 else 'ies'} could not be written back "
+            f"({reasons}); the run's report is {report}; run it again to retry"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverTraining:
+    """How the job trains the premise retriever."""
+
+    # The encoder to start from: a directory or a Hugging Face name; None: the bundled MiniLM.
+    model: str | None = None
+    # The progressive step's hyper-parameters (consolidation against forgetting, ...).
+    config: TrainConfig = TrainConfig()
+    # Share of each repository's theorems held out for the recall matrix.
+    test_fraction: float = 0.2
+    # Tokens of a goal or premise embedded for the scores and for proving (ReProver's 2048;
+    # training embeds config.max_length).
+    embed_length: int = RETRIEVER_LENGTH
+    # Where the encoder trains and embeds (retrieval.devices.placement); not part of the
+    # identity, as for proving.
+    device: str = "auto"
+    # The premise index's options (its recall target), for the scores and for proving; not
+    # part of the identity, as for proving.
+    index: IndexOptions = IndexOptions()
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            **dataclasses.asdict(self.config),
+            "model": model_key(self.model),
+            "test_fraction": self.test_fraction,
+            "embed_length": self.embed_length,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LifelongOptions:
+    """What one lifelong run is asked to do."""
+
+    # The repos file: one 'LOCATION [COMMIT] [skip=GLOB ...]' per line.
+    repos: Path
+    # How repositories are traced at ingestion.
+    tracer: TracerChoice = TracerChoice.AUTO
+    # None: ingest and order only (with proving: prove without premises).
+    training: RetrieverTraining | None = RetrieverTraining()
+    # None: no proof search.
+    proving: ProvingConfig | None = None
+    # True: without a Lean toolchain, proving is skipped with one line saying what it needs
+    # (run's default suggester needs nothing else); False: a missing Lean is an error.
+    lean_optional: bool = False
+    # Globs of paths whose sorries are left alone in every repository (exercises), besides
+    # each repository's own skip= globs in the repos file.
+    skip: tuple[str, ...] = ()
+    # Write back the proofs that only restate a lemma of their repository (reported either
+    # way); not part of the identity: it changes what is written, not what is proved.
+    keep_restatements: bool = False
+    # Prove the sorries that look like exercises too (agent/proving/exercises.py), which are left
+    # alone and listed by default.
+    include_exercises: bool = False
+    # Push each URL repository's branch of proofs and open a pull request (None: don't); not
+    # part of the identity: it changes where the proofs go, not what is proved.
+    pull_requests: PullRequestOptions | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must match (the number of proving workers is not part of it)."""
+        return {
+            "command": "run",
+            "repos": str(self.repos.resolve()),
+            "backend": str(self.tracer),
+            "train": None if self.training is None else self.training.identity(),
+            "prove": None if self.proving is None else self.proving.identity(),
+            "skip": list(self.skip),
+            **({"include_exercises": True} if self.include_exercises else {}),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProvingOutcome:
+    attempts: tuple[AttemptReport, ...]  # every attempt of the run, earlier ones first
+    targets: int  # sorry theorems of the file's repositories not left alone, with those whose carried proof failed
+    written: WrittenBack  # the patches, and for URL repositories the branches and stale proofs
+    skipped: dict[str, int]  # repository -> its sorries left alone (skip globs), not in `targets`
+    # Sorries left alone as exercises (agent/proving/exercises.py), not in `targets`:
+    # (path, theorem, why) per repository.
+    exercises: dict[str, list[tuple[str, str, str]]] = dataclasses.field(default_factory=dict)
+    # Repository -> Lean's verdicts on the found proofs carried over to its new version.
+    rechecked: dict[str, tuple[RecheckResult, ...]] = dataclasses.field(default_factory=dict)
+    # Repository -> how its toolchain changed from the version before ("X -> Y"), when it did.
+    bumps: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Repository -> how building its checkout went; one that failed had no attempts.
+    builds: dict[str, BuildOutcome] = dataclasses.field(default_factory=dict)
+
+    @property
+    def patches(self) -> dict[str, str]:
+        """Repository -> the patch file of its proofs (git apply format)."""
+        return self.written.patches
+
+
+@dataclass(frozen=True, slots=True)
+class LifelongResult:
+    """What one run did."""
+
+    run_id: int
+    resumed: bool  # an interrupted run of the same options was picked up
+    ingest: tuple[IngestOutcome, ...]
+    curriculum: Curriculum
+    training: ProgressiveReport | None  # None: not asked
+    retriever_dir: Path  # where the trained encoder is saved
+    proving: ProvingOutcome | None  # None: not asked, or skipped
+    sorries: int  # sorry theorems of the file's repositories
+    proving_skipped: str | None = None  # why proving was skipped (no Lean), one line
+    embeddings: EmbeddingCounts | None = None  # premises embedded and reused (None: no retriever)
+    index: IndexQuality | None = None  # the last premise index's kind and measured recall (None: none built)
+    plots: tuple[tuple[str, Path], ...] = ()  # (heading, PNG) of the report
+    report: tuple[Path, ...] = ()  # the report's JSON and Markdown files
+
+
+def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip: Sequence[str]) -> bool:
+    """Whether the newest stored version of ``location`` gives ``options``' proving nothing to
+    do: no carried proof to check, and every sorry not left alone (skip globs, exercises)
+    attempted by some run already. (``prove --repo`` attempts them again.)"""
+    from agent.proving.exercises import exercises
+
+    if options.proving is None:
+        return True
+    if store.found_proofs(location, unconfirmed=True):
+        return False
+    sorries = [
+        t for t in store.theorems(status=TheoremStatus.SORRY, location=location) if not is_skipped(t.theorem.path, skip)
+    ]
+    if not options.include_exercises:
+        # Without a checkout, by path, twin and statement only: an exercise that only its
+        # comment tells apart makes the repository fetched, which is all it costs.
+        traces = {t.spec.location: t for t in store.latest_traces(location=location)}
+        left = exercises(sorries, traces, {})
+        sorries = [t for t in sorries if t.key not in left]
+    return len(store.attempted([t.id for t in sorries])) == len(sorries)
+
+
+def toolchain_bump(store: Store, location: str) -> str | None:
+    """``"X -> Y"`` when the newest stored version of ``location`` names another Lean
+    toolchain than the version before it; None when it does not, or there is none before."""
+    toolchains = [v.lean_version for v in store.versions() if v.location == location]
+    if len(toolchains) < 2 or toolchains[-2] == toolchains[-1]:
+        return None
+    return f"{toolchains[-2] or 'none'} -> {toolchains[-1] or 'none'}"
+
+
+class LifelongJob:
+    """One run of the lifelong loop; :meth:`run` does the work (nothing happens before).
+    While it works it holds the data directory's and the database's job lock
+    (:mod:`agent.workspace.joblock`): another job there makes it fail at once, or with ``wait`` wait."""
+
+    def __init__(self, settings: Settings, options: LifelongOptions, *, wait: bool = False) -> None:
+        self.settings = settings
+        self.options = options
+        self.wait = wait
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.settings.data_dir / "reports"
+
+    def run(self) -> LifelongResult:
+        from curriculum.ingest import IngestStatus
+        from curriculum.ordering import curriculum_of, traces_in_curriculum_order
+        from curriculum.runs import tracked_run
+        from lean_env.repos import parse_repos_file
+
+        options, settings = self.options, self.settings
+        specs = parse_repos_file(options.repos)
+        check_directory(self.reports_dir, "the reports")  # before hours of work, not after
+        with (
+            job_lock(settings, "run", wait=self.wait),
+            open_store(settings) as store,
+            tracked_run(store, options.identity()) as (run, resumed),
+        ):
+            skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
+            outcomes = ingest_repositories(
+                store,
+                specs,
+                settings,
+                options.tracer,
+                idle=lambda location: nothing_to_prove(store, location, options, skip.get(location, ())),
+            )
+            order = curriculum_of(store)
+            ordered = traces_in_curriculum_order(store, order)
+            # The file's repositories are the proving targets, in curriculum order, but those
+            # whose unchanged remote was not even fetched: they have nothing to prove.
+            mine = {o.location for o in outcomes}
+            unchanged = {o.location for o in outcomes if o.status is IngestStatus.UNCHANGED_REMOTE}
+            prover = skipped = None
+            if options.proving is not None:
+                targets = [t.spec.location for t in ordered if t.spec.location in mine - unchanged]
+                try:
+                    prover = RepositoryProver.start(
+                        store,
+                        run.id,
+                        ordered,
+                        targets,
+                        options.proving,
+                        data_dir=settings.data_dir,
+                        skip=skip,
+                        include_exercises=options.include_exercises,
+                    )
+                except LeanNotFoundError as error:
+                    if not options.lean_optional:
+                        raise
+                    reason = str(error)
+                    skipped = f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
+            training, indexes = None, None
+            try:
+                if options.training is not None:
+                    training, indexes = self._train(ordered, options.training, prover, database=store.identity)
+                elif prover is not None:
+                    for location in prover.locations:
+                        prover.prove(location, retriever=None)
+            finally:
+                if prover is not None:
+                    prover.close()
+            name = f"run-{run.id}"
+            proving = None
+            if prover is not None:
+                # Written first: it flags the proofs that restate a lemma in the attempts.
+                written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
+                if options.pull_requests is not None and options.proving is not None:
+                    from agent.lifelong.pull_requests import open_pull_requests
+
+                    written = open_pull_requests(written, prover.attempts, options.proving, options.pull_requests)
+                exercises: dict[str, list[tuple[str, str, str]]] = {}
+                for (location, path, theorem), why in prover.exercises.items():
+                    exercises.setdefault(location, []).append((path, theorem, why))
+                rechecked = {location: tuple(found) for location, found in prover.rechecked.items() if found}
+                proving = ProvingOutcome(
+                    tuple(prover.attempts),
+                    prover.target_count,
+                    written,
+                    prover.skipped,
+                    exercises,
+                    rechecked,
+                    {loc: bump for loc in rechecked if (bump := toolchain_bump(store, loc)) is not None},
+                    dict(prover.builds),
+                )
+            result = LifelongResult(
+                run_id=run.id,
+                resumed=resumed,
+                ingest=tuple(outcomes),
+                curriculum=order,
+                training=training,
+                retriever_dir=settings.data_dir / "retriever",
+                proving=proving,
+                proving_skipped=skipped,
+                embeddings=None if indexes is None else indexes.counts,
+                index=None if indexes is None else indexes.quality,
+                sorries=sum(
+                    t.status is TheoremStatus.SORRY
+                    for trace in ordered
+                    if trace.spec.location in mine
+                    for t in trace.theorems
+                ),
+                plots=tuple(draw_plots(training, self.reports_dir, name)),
+            )
+            # Inside the run: a report that cannot be written fails the run, which is then
+            # resumed (its work kept) rather than left finished without a report.
+            paths = write_report(
+                self.reports_dir,
+                name,
+                report_payload(result),
+                title=f"leanagent run {run.id}",
+                sections=report_sections(result),
+                images=result.plots,
+            )
+            if proving is not None and proving.written.failed:
+                # Reported, and the run left unfinished: started again, it writes them back.
+                raise WriteBackFailed(proving.written.failed, paths[1])
+        return dataclasses.replace(result, report=tuple(paths))
+
+    def _train(
+        self,
+        ordered: list[RepoTrace],
+        training: RetrieverTraining,
+        prover: RepositoryProver | None,
+        *,
+        database: str,
+    ) -> tuple[ProgressiveReport, PremiseIndexes]:
+        """One step per repository the learner has not learned at its newest commit; with a
+        prover, each file repository's sorries are attempted after its step. Also what was
+        embedded: premises embedded once per encoder are kept in DATA_DIR/embeddings, and
+        the index of a step's evaluation is the one its proving searches (returned, with
+        what it embedded and the last index's quality)."""
+        from tqdm import tqdm
+
+        from retrieval.embeddings import EmbeddingStore, PremiseIndexes
+        from retrieval.encoder import TextEncoder
+        from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
+
+        settings = self.settings
+        model_id = model_key(training.model)
+        # One learner per database (its identity, whatever URL reached it), starting model
+        # and options, kept across runs: it is the lifelong state (another database or model
+        # starts another learner, it never mixes).
+        encoder = TextEncoder.load(training.model, max_length=training.embed_length, device=training.device)
+        name = learner_id(
+            training.config,
+            test_fraction=training.test_fraction,
+            model_id=model_id,
+            embed_length=encoder.max_length,
+            place=database,
+        )
+        learner = settings.data_dir / "learner" / f"{name}.pt"
+        prepare_checkpoint(learner)
+        newest = {t.spec.location: t.commit for t in ordered}
+        indexes = PremiseIndexes(
+            EmbeddingStore.of_data_dir(settings.data_dir),
+            options=training.index,
+            device=encoder.placement.index_device,
+        )
+
+        def after_step(row: ProgressRow) -> None:
+            bar.update()
+            # A repository is proved after the step of its newest commit (a row of an older
+            # commit picked up from the learner is history), if it has sorries left to try.
+            if prover is not None and row.commit == newest.get(row.repo) and prover.has_work(row.repo):
+                prover.prove(row.repo, retriever=encoder, indexes=indexes)
+
+        with tqdm(desc="training", unit="repo", disable=None) as bar:
+            report = run_progressive(
+                ordered,
+                encoder,
+                training.config,
+                test_fraction=training.test_fraction,
+                on_step=after_step,
+                checkpoint=learner,
+                model_id=model_id,
+                indexes=indexes,
+            )
+        save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
+        return report, indexes

@@ -1,0 +1,349 @@
+"""Proving one stored theorem: best-first search in a proof environment, premises from the
+retriever, then Lean's final check of the whole file; the outcome as a value.
+
+A proof counts only when the final check (:func:`lean_env.proofs.final_check.check_proof`)
+compiled the file with it and Lean reported no error and no ``sorry``; a search result
+alone never does. Nothing here imports SQLAlchemy: Ray workers run it without a database.
+
+Tactics come from an :class:`~agent.search.online.OnlineGenerator`: the built-in suggester
+(:mod:`agent.generators.suggester`), a trained model, or both merged. A proof Lean accepted is learned
+at once (its steps, with the states they ran in), so the next theorem can use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.generators.premises import PremiseSource
+from agent.search.online import Episode, OnlineGenerator, RecordingSession
+from agent.search.tree import (
+    SearchConfig,
+    SearchResult,
+    SearchStatus,
+    best_first_search,
+)
+from lean_env.errors import BackendError, LeanAgentError
+from lean_env.interactive.choice import ProofBackendChoice, open_backend
+from lean_env.interactive.interface import ProofBackend
+from lean_env.interactive.repl.pool import Recycling
+from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
+from lean_env.lean.runner import LeanRunner
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
+from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
+from lean_env.proofs.text import tactic_proof
+from lean_env.records import AttemptOutcome, Theorem, TracedTactic
+from retrieval.formats import (
+    GENERATOR_INPUT_LENGTH,
+    GENERATOR_OUTPUT_LENGTH,
+    PREMISES_PER_GOAL,
+    PremisesFor,
+)
+from retrieval.index_options import IndexOptions
+from retrieval.model_files import model_key
+
+if TYPE_CHECKING:
+    from agent.generators.suggester import StepMemory
+
+# The suggester's share of the probability when its candidates are merged with a model's.
+SUGGESTER_SHARE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ProvingConfig:
+    """How to prove: one object, built at the CLI edge and passed down to every Ray worker."""
+
+    # A trained tactic generator (a local directory or a Hugging Face name); None: the
+    # built-in suggester alone proposes tactics.
+    generator: str | None = None
+    # With a generator: also the suggester's candidates, merged with the model's.
+    with_suggester: bool = False
+    # Where the generator and the retriever run (retrieval.devices.placement). Not part of
+    # the identity: a run resumed on another machine goes on (bfloat16 on a GPU may rank a
+    # few beams differently from float32, as any other GPU would).
+    device: str = "auto"
+    # The proof environment that runs tactics.
+    backend: ProofBackendChoice = ProofBackendChoice.AUTO
+    # Candidates per expansion and the budgets of one theorem's search.
+    search: SearchConfig = SearchConfig()
+    # Premises per goal from the retriever (when there is one); ReProver's 100, of which those
+    # that fit the generator's input are shown.
+    premises: int = PREMISES_PER_GOAL
+    # Tokens of the generator's input (also the premises' budget in bytes) and of a tactic.
+    input_len: int = GENERATOR_INPUT_LENGTH
+    tactic_len: int = GENERATOR_OUTPUT_LENGTH
+    # Seconds one tactic may run in the proof environment.
+    tactic_timeout: float = 60.0
+    # Seconds for the final check's Lean run over the whole file.
+    check_timeout: float = FINAL_CHECK_TIMEOUT
+    # Seconds to build a Lake checkout (its imports, Mathlib's cache) before proving it
+    # (lean_env.lean.build); None: no build, the user built it. Not part of the identity: it
+    # decides whether Lean can check the files, not what a check says.
+    build_timeout: float | None = DEFAULT_BUILD_TIMEOUT
+    # 1: prove in this process; more: on that many Ray workers (the same attempts).
+    workers: int = 1
+    # When a Lean REPL process is replaced by a fresh one (after its uses, past its memory);
+    # not part of the identity: the states are replayed, the answers the same.
+    repl: Recycling = Recycling()
+    # The premise index's options (its recall target); not part of the identity, as for the
+    # device: the index is held to the target whatever it chose, and near ties may differ.
+    index: IndexOptions = IndexOptions()
+    # Whether a proof Lean accepted is learned before the next theorem (LeanAgent's online
+    # learning). Evaluation turns it off: each theorem is then proved as if it were the only
+    # one, so Pass@1 does not depend on the order, and no evaluated proof informs another.
+    learn: bool = True
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must match: every option that changes the attempts (not the
+        number of workers, which does not)."""
+        return {
+            "generator": model_key(self.generator) if self.generator else None,
+            "suggester": self.suggests,
+            "backend": str(self.backend),
+            "premises": self.premises,
+            "input_len": self.input_len,
+            "tactic_len": self.tactic_len,
+            "candidates": self.search.num_candidates,
+            "max_expansions": self.search.max_expansions,
+            "time_limit": self.search.time_limit,
+            "tactic_timeout": self.tactic_timeout,
+            "check_timeout": self.check_timeout,
+            "learn": self.learn,
+        }
+
+    @property
+    def suggests(self) -> bool:
+        """Whether the built-in suggester proposes tactics (alone, or beside the model)."""
+        return self.generator is None or self.with_suggester
+
+    def backend_opener(self, data_dir: Path) -> Callable[[Path], ProofBackend]:
+        """Opens this config's proof environment for a repository directory; picklable, so
+        that Ray workers open their own."""
+        return functools.partial(
+            open_backend, self.backend, timeout=self.tactic_timeout, data_dir=data_dir, recycling=self.repl
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProofAttempt:
+    """How proving one theorem ended."""
+
+    outcome: AttemptOutcome
+    proof: str | None  # the checked proof text (PROVED), or the rejected candidate
+    search: SearchResult | None  # None when the theorem could not be opened
+    check: FinalCheckResult | None  # the final check of a found proof
+    detail: str  # one line for people: why it ended so
+    # The found proof's steps with the goals they ran in (and, once learned, the premises
+    # they use); () without a found proof.
+    steps: tuple[TracedTactic, ...] = ()
+    # Wall seconds in Lean: opening the theorem, running the search's tactics, the final check.
+    lean_seconds: float = 0.0
+    # Wall seconds to open the theorem in the proof environment (or to fail to).
+    opening_seconds: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """The whole attempt's wall time: opening, search, final check."""
+        searched = self.search.seconds if self.search else 0.0
+        return self.opening_seconds + searched + (self.check.seconds if self.check else 0.0)
+
+
+def prove_theorem(
+    theorem: Theorem,
+    *,
+    repo_dir: Path,
+    backend: ProofBackend,
+    generator: Episode,
+    runner: LeanRunner,
+    premises: PremisesFor | None = None,
+    search: SearchConfig = SearchConfig(),
+    check_timeout: float = 600.0,
+) -> ProofAttempt:
+    """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
+    ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
+    The generator sees every tactic's outcome.
+
+    The final check runs inside the search, on each path the proof environment says
+    finishes: a proof the check rejects (Lean reports an error, or the theorem is not
+    declared after it: the 2021 Lean drops some theorems without a word) does not end the
+    search, which goes on to the next candidate, up to :data:`REJECTIONS` of them; an
+    accepted, vacuous or timed-out check ends it."""
+    started = time.monotonic()
+    recorded: RecordingSession | None = None
+    checks: list[tuple[str, FinalCheckResult]] = []  # (proof text, its check), in the order run
+
+    def accept(path: tuple[str, ...]) -> bool:
+        proof = tactic_proof(path)
+        try:
+            check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
+        except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
+            raise _CheckFailed(proof, path, error) from error
+        checks.append((proof, check))
+        rejected = _judge_check(theorem, path, check)[0] is AttemptOutcome.FAILED
+        return not rejected or len(checks) >= REJECTIONS
+
+    try:
+        with backend.open(repo_dir, theorem) as session:
+            opening = time.monotonic() - started
+            recorded = RecordingSession(session, generator)
+            result = best_first_search(recorded, generator, search, premises_for=premises, accept=accept)
+    except BackendError as error:
+        failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
+        if recorded is None:  # it could not be opened
+            spent = time.monotonic() - started
+            return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)
+        return dataclasses.replace(failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds)
+    except _CheckFailed as failure:
+        assert recorded is not None
+        detail = f"the final check could not run: {failure.error}"
+        return ProofAttempt(
+            AttemptOutcome.ERROR,
+            failure.proof,
+            None,
+            None,
+            detail,
+            recorded.steps(failure.path),
+            lean_seconds=opening + recorded.lean_seconds + sum(c.seconds for _, c in checks),
+            opening_seconds=opening,
+        )
+    lean_seconds = opening + recorded.lean_seconds + sum(check.seconds for _, check in checks)
+    if result.status is not SearchStatus.PROVED:
+        outcome = AttemptOutcome.TIMEOUT if result.status is SearchStatus.OUT_OF_TIME else AttemptOutcome.FAILED
+        detail = f"search {result.status.value} after {result.expansions} expansions, {result.tactics_run} tactics"
+        if checks:
+            reasons = "; ".join(checks[-1][1].reasons) or checks[-1][1].verdict
+            detail += f"; the final check rejected {len(checks)} proof(s) it found, the last: {reasons}"
+        proof = checks[-1][0] if checks else None
+        return ProofAttempt(outcome, proof, result, None, detail, lean_seconds=lean_seconds, opening_seconds=opening)
+    assert result.proof is not None
+    proof, check = checks[-1]
+    outcome, detail = _judge_check(theorem, result.proof, check)
+    if len(checks) > 1:
+        detail += f" (after {len(checks) - 1} proof(s) the final check rejected)"
+    return ProofAttempt(
+        outcome,
+        proof,
+        result,
+        check,
+        detail,
+        recorded.steps(result.proof),
+        lean_seconds=lean_seconds,
+        opening_seconds=opening,
+    )
+
+
+# Proofs the final check may reject before a search gives up: each costs a run of the whole
+# file, and a search that keeps finding rejected proofs is finding one flaw again and again.
+REJECTIONS = 3
+
+
+class _CheckFailed(Exception):
+    """The final check could not run on a path the search found (it ends the attempt)."""
+
+    def __init__(self, proof: str, path: tuple[str, ...], error: LeanAgentError) -> None:
+        super().__init__(str(error))
+        self.proof, self.path, self.error = proof, path, error
+
+
+def _judge_check(theorem: Theorem, path: tuple[str, ...], check: FinalCheckResult) -> tuple[AttemptOutcome, str]:
+    """The outcome of a found proof (the tactics ``path``), by the final check's verdict, and
+    why, for people."""
+    if check.accepted:
+        beyond = check.nonstandard_axioms
+        return AttemptOutcome.PROVED, f"proved in {len(path)} tactics; Lean accepted the file" + (
+            f"; non-standard axioms: {', '.join(beyond)}" if beyond else ""
+        )
+    if check.verdict is Verdict.VACUOUS:
+        # Steps are kept for the record only: the theorem is not proved, so nothing is learned.
+        return (
+            AttemptOutcome.VACUOUS,
+            f"Lean accepted the file, but {theorem.full_name} depends on sorryAx (a sorry in its statement "
+            "or in what the proof uses): no proof, not written back",
+        )
+    if check.verdict is Verdict.TIMEOUT:
+        return AttemptOutcome.TIMEOUT, "search found a proof; the final check ran out of time"
+    reasons = "; ".join(check.reasons) or check.verdict
+    return AttemptOutcome.FAILED, f"search found a proof, the final check rejected it: {reasons}"
+
+
+class TheoremProver:
+    """Proves theorems one after another with one generator, keeping one proof environment
+    per repository open (the REPL's processes, with their imports loaded, are reused) until
+    :meth:`close`; every proof Lean accepts is learned by the generator before the next
+    theorem."""
+
+    def __init__(
+        self,
+        generator: OnlineGenerator,
+        *,
+        open_backend: Callable[[Path], ProofBackend],
+        search: SearchConfig = SearchConfig(),
+        check_timeout: float = 600.0,
+        learn: bool = True,
+    ) -> None:
+        self.generator = generator
+        self.search = search
+        self.check_timeout = check_timeout
+        self.learn = learn  # learn each accepted proof before the next theorem
+        self._open_backend = open_backend
+        self._backends: dict[Path, ProofBackend] = {}
+
+    @classmethod
+    def load(cls, config: ProvingConfig, *, data_dir: Path, memory: StepMemory | None = None) -> TheoremProver:
+        """The prover ``config`` describes: the suggester started from ``memory`` (the
+        stored proofs' steps), the generator model loaded if there is one (a bad name or
+        directory is the user's error); proof environments open on first use."""
+        from agent.generators.suggester import Blend, StepMemory, TacticSuggester
+
+        suggester = TacticSuggester(memory or StepMemory())
+        model = None
+        if config.generator:
+            from agent.generators.model import HFTacticGenerator
+
+            model = HFTacticGenerator.load(
+                config.generator,
+                device=config.device,
+                max_input_tokens=config.input_len,
+                max_tactic_tokens=config.tactic_len,
+            )
+        share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
+        return cls(
+            Blend(suggester, model, share=share),
+            open_backend=config.backend_opener(data_dir),
+            search=config.search,
+            check_timeout=config.check_timeout,
+            learn=config.learn,
+        )
+
+    def prove(
+        self, location: str, repo_dir: Path, theorem: Theorem, *, premises: PremiseSource | None = None
+    ) -> tuple[ProofAttempt, str]:
+        """The attempt at ``theorem`` of the repository ``location`` checked out at
+        ``repo_dir`` (with ``premises`` for the generator, if given), and the name of the
+        proof environment that made it."""
+        backend = self._backends.get(repo_dir)
+        if backend is None:
+            backend = self._backends[repo_dir] = self._open_backend(repo_dir)
+        attempt = prove_theorem(
+            theorem,
+            repo_dir=repo_dir,
+            backend=backend,
+            generator=self.generator.episode(location, theorem),
+            runner=LeanRunner.for_project(repo_dir),
+            search=self.search,
+            check_timeout=self.check_timeout,
+            premises=premises.premises_for(location, theorem) if premises else None,
+        )
+        if self.learn and attempt.outcome is AttemptOutcome.PROVED:
+            attempt = dataclasses.replace(attempt, steps=self.generator.learn(location, theorem, attempt.steps))
+        return attempt, backend.name
+
+    def close(self) -> None:
+        backends, self._backends = self._backends, {}
+        for backend in backends.values():
+            backend.close()
