@@ -15,8 +15,9 @@ from fakes.repl_support import fake_command, read_log, write_script
 from fakes.tiny_encoder import tiny_encoder
 from fakes.tiny_generator import tiny_t5
 
+from agent.generators.blend import Blend
 from agent.generators.premises import PremiseSource, premise_source
-from agent.generators.suggester import Blend, TacticSuggester
+from agent.generators.suggester import TacticSuggester
 from agent.generators.training import GeneratorTrainConfig, TacticExample, train_generator
 from agent.proving.theorem import TheoremProver
 from agent.search.tree import SearchConfig
@@ -112,7 +113,7 @@ def test_the_generator_reads_the_augmented_state_and_lean_never_sees_a_mark(
         search=SearchConfig(num_candidates=2, max_expansions=4),
     )
     try:
-        attempt, _ = prover.prove(LOCATION, repo, theorem, premises=recording)
+        attempt, _ = prover.with_premises(recording).prove(LOCATION, repo, theorem)
     finally:
         prover.close()
 

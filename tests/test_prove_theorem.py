@@ -4,7 +4,6 @@ end the search; against the fake ``lean`` (file check and final check)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,7 @@ class Scripted:
     def __init__(self, table: dict[str, list[str]]) -> None:
         self.table = table
 
-    def generate(self, state: str, *, premises: Sequence[tuple[str, str]] = (), n: int) -> list[Candidate]:
+    def generate(self, state: str, *, n: int) -> list[Candidate]:
         return [Candidate(t, math.log(0.9 - 0.1 * i)) for i, t in enumerate(self.table.get(state, []))][:n]
 
     def observe(self, state: TacticState, tactic: str, outcome: TacticResult) -> None:

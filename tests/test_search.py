@@ -4,7 +4,6 @@ end through the REPL backend against the fake REPL."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,12 @@ from lean_env.records import Position
 
 
 class TableGenerator:
-    """Proposes fixed (tactic, probability) lists per state; records the premises it got."""
+    """Proposes fixed (tactic, probability) lists per state."""
 
     def __init__(self, table: dict[str, list[tuple[str, float]]]) -> None:
-        self.table, self.premises_seen = table, []
+        self.table = table
 
-    def generate(self, state: str, *, premises: Sequence[tuple[str, str]] = (), n: int) -> list[Candidate]:
-        self.premises_seen.append(tuple(premises))
+    def generate(self, state: str, *, n: int) -> list[Candidate]:
         return [Candidate(t, math.log(p)) for t, p in self.table.get(state, [])][:n]
 
 
@@ -93,14 +91,6 @@ def test_the_time_limit_is_checked_between_tactics() -> None:
     generator = TableGenerator({"A": [(f"t{i}", 0.1) for i in range(8)]})
     result = best_first_search(session, generator, SearchConfig(time_limit=4), clock=lambda: next(ticks))
     assert result.status is SearchStatus.OUT_OF_TIME and len(session.ran) == 3
-
-
-def test_premises_are_retrieved_for_each_expanded_goal() -> None:
-    session = WorldSession("A", {"A": {"t": "B"}, "B": {"u": DONE}})
-    generator = TableGenerator({"A": [("t", 1.0)], "B": [("u", 1.0)]})
-    result = best_first_search(session, generator, premises_for=lambda goal: [(f"for_{goal}", f"theorem for_{goal}")])
-    assert result.status is SearchStatus.PROVED
-    assert generator.premises_seen == [(("for_A", "theorem for_A"),), (("for_B", "theorem for_B"),)]
 
 
 G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"

@@ -10,9 +10,9 @@ import pytest
 from builders import theorem
 from fakes.proof_world import DONE, WorldSession
 
+from agent.generators.blend import Blend
 from agent.generators.goals import Local, goal_view, rename_tactic, statement_view
 from agent.generators.suggester import (
-    Blend,
     StepIndex,
     StepMemory,
     TacticSuggester,
@@ -251,9 +251,37 @@ def test_the_recorder_gives_a_proof_with_its_states() -> None:
 class _Model:
     def __init__(self, candidates: list[Candidate]) -> None:
         self.candidates = candidates
+        self.premises_seen: list[tuple[tuple[str, str], ...]] = []
 
     def generate(self, state: str, *, premises=(), n: int) -> list[Candidate]:
+        self.premises_seen.append(tuple(premises))
         return self.candidates[:n]
+
+
+class _Premises:
+    """A premise source that names, for each goal, one premise after it."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def premises_for(self, location: str, theorem):
+        self.asked.append((location, theorem.full_name))
+        return lambda goal: [(f"for_{goal}", f"theorem for_{goal}")]
+
+
+def test_the_blend_retrieves_each_goals_premises_itself() -> None:
+    """ReProver's generator owns its retriever: the search asks for tactics of a goal only,
+    and the model is given the premises retrieved for that goal."""
+    model = _Model([Candidate("omega", math.log(0.5))])
+    premises = _Premises()
+    blend = Blend(_suggester(LE_SELF), model, share=0.0).with_premises(premises)
+    episode = blend.episode("r", LE_SELF)
+    assert premises.asked == [("r", LE_SELF.full_name)]
+    episode.generate("A", n=2)
+    episode.generate("B", n=2)
+    assert model.premises_seen == [(("for_A", "theorem for_A"),), (("for_B", "theorem for_B"),)]
+    Blend(_suggester(LE_SELF), model, share=0.0).episode("r", LE_SELF).generate("C", n=2)
+    assert model.premises_seen[-1] == ()  # without a source, none
 
 
 def test_merged_with_a_model_the_candidates_are_a_mixture() -> None:

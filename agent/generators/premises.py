@@ -1,19 +1,27 @@
-"""The retriever seam of generators: the premises a generator is conditioned on, for the goals
-of one theorem of one repository (only premises accessible from the theorem), and the one
-source the project has, the trained retriever's index."""
+"""The retriever seam of generators: generators conditioned on premises, the source of the
+premises for the goals of one theorem of one repository (only premises accessible from the
+theorem), and the source the project trains, the retriever's index."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from agent.search.tree import Candidate
 from lean_env.records import RepoTrace, Theorem
-from retrieval.formats import PremisesFor
+from retrieval.formats import PremiseCode, PremisesFor
 from retrieval.index_options import IndexOptions
 
 if TYPE_CHECKING:
     from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
+
+
+class PremisedGenerator(Protocol):
+    """Proposes tactics for a goal, best first, given the premises retrieved for it
+    (``(full_name, code)``, best first): a model, or the suggester's templates."""
+
+    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]: ...
 
 
 class PremiseSource(Protocol):

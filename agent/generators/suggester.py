@@ -46,8 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from agent.generators.goals import UNIVERSE_RE, GoalView, abstracted, goal_view, rename_tactic, statement_view
-from agent.search.online import Episode
-from agent.search.tree import Candidate, TacticGenerator
+from agent.search.tree import Candidate
 from curriculum.results import TheoremKey, theorem_key
 from lean_env.interactive.interface import LeanError, TacticResult, TacticState, normalize_goals
 from lean_env.proofs.text import uses_sorry
@@ -509,46 +508,3 @@ class SuggesterEpisode:
         elif isinstance(outcome, LeanError):
             self._refused[state.key].add(tactic)
             self._suggester.note_error(tactic, outcome.message)
-
-
-# ---- with a model ----------------------------------------------------------------------
-
-
-class Blend:
-    """The prover's :class:`~agent.search.online.OnlineGenerator`: the suggester's candidates, a
-    model's, or both merged as a mixture, ``share`` of the probability to the suggester:
-    p(t) = share * p_suggester(t) + (1 - share) * p_model(t), in log space; a tactic both
-    propose adds up. The suggester learns every checked proof whichever proposes."""
-
-    def __init__(self, suggester: TacticSuggester, model: TacticGenerator | None = None, *, share: float = 1.0) -> None:
-        if not 0.0 <= share <= 1.0 or (model is None and share != 1.0):
-            raise ValueError(f"the suggester's share must be in [0, 1] (1 without a model), got {share}")
-        self.suggester, self.model, self.share = suggester, model, share
-
-    def episode(self, location: str, theorem: Theorem) -> Episode:
-        episode = self.suggester.episode(location, theorem)
-        if self.model is None:
-            return episode
-        return _BlendEpisode(episode, self.model, self.share)
-
-    def learn(self, location: str, theorem: Theorem, steps: Sequence[TracedTactic]) -> tuple[TracedTactic, ...]:
-        return self.suggester.learn(location, theorem, steps)
-
-
-class _BlendEpisode:
-    def __init__(self, suggester: SuggesterEpisode, model: TacticGenerator, share: float) -> None:
-        self._suggester, self._model, self._share = suggester, model, share
-
-    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]:
-        pool: dict[str, float] = {}
-        for generator, share in ((self._suggester, self._share), (self._model, 1.0 - self._share)):
-            if share <= 0.0:
-                continue
-            for c in generator.generate(state, premises=premises, n=n):
-                score = math.log(share) + c.logprob
-                pool[c.tactic] = np.logaddexp(pool[c.tactic], score) if c.tactic in pool else score
-        ranked = sorted(pool.items(), key=lambda item: -item[1])[:n]
-        return [Candidate(tactic, float(score)) for tactic, score in ranked]
-
-    def observe(self, state: TacticState, tactic: str, outcome: TacticResult) -> None:
-        self._suggester.observe(state, tactic, outcome)

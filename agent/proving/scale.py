@@ -79,7 +79,8 @@ class ProverRecipe:
         if self.retriever:
             self._encoder()
 
-    def build(self) -> tuple[TheoremProver, PremiseSource | None]:
+    def build(self) -> TheoremProver:
+        """The prover, its generator conditioned on the premises this recipe names."""
         from retrieval.embeddings import EmbeddingStore
 
         premises: PremiseSource | None = None
@@ -99,7 +100,7 @@ class ProverRecipe:
             from retrieval.lexical import LexicalRetriever
 
             premises = LexicalRetriever(PremiseCorpus(self.corpus), k=self.config.premises)
-        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory), premises
+        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory, premises=premises)
 
     def _encoder(self) -> TextEncoder:
         from retrieval.encoder import TextEncoder
@@ -107,12 +108,10 @@ class ProverRecipe:
         return TextEncoder.load(self.retriever, max_length=self.retriever_len, device=self.config.device)
 
 
-def prove_here(
-    jobs: Sequence[ProofJob], prover: TheoremProver, premises: PremiseSource | None = None
-) -> Iterator[ProofDone]:
+def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver) -> Iterator[ProofDone]:
     """Prove ``jobs`` one after another in this process, in order."""
     for job in jobs:
-        attempt, backend = prover.prove(job.location, job.repo_dir, job.theorem, premises=premises)
+        attempt, backend = prover.prove(job.location, job.repo_dir, job.theorem)
         yield ProofDone(job, attempt, backend)
 
 
@@ -122,15 +121,10 @@ class ProofRunner:
     the recipe. :meth:`close` closes the prover."""
 
     def __init__(
-        self,
-        recipe: ProverRecipe,
-        prover: TheoremProver | None,
-        premises: PremiseSource | None,
-        learned: list[ProofDone] | None = None,
+        self, recipe: ProverRecipe, prover: TheoremProver | None, learned: list[ProofDone] | None = None
     ) -> None:
         self.recipe = recipe
         self._prover = prover
-        self._premises = premises
         # Ray: the proofs found by earlier calls, for the suggesters of the next call's
         # workers (in this process the prover learns them itself). Shared with the runners
         # with_retriever makes.
@@ -141,11 +135,10 @@ class ProofRunner:
         """Load the models here (one worker), or check that they load (Ray; a worker would
         die of a bad name): a bad generator or retriever is the user's error before any work."""
         if recipe.config.workers == 1:
-            prover, premises = recipe.build()
-            return cls(recipe, prover, premises)
+            return cls(recipe, recipe.build())
         require_ray()
         recipe.check()
-        return cls(recipe, None, None)
+        return cls(recipe, None)
 
     def with_retriever(
         self, encoder: TextEncoder, corpus: tuple[RepoTrace, ...], *, snapshot: Path, indexes: PremiseIndexes
@@ -158,16 +151,16 @@ class ProofRunner:
 
         if self._prover is not None:
             retriever = PremiseRetriever(indexes.index(corpus, encoder), encoder, k=self.recipe.config.premises)
-            return ProofRunner(self.recipe, self._prover, retriever)
+            return ProofRunner(self.recipe, self._prover.with_premises(retriever))
         save_model(encoder, snapshot)
         recipe = dataclasses.replace(
             self.recipe, retriever=str(snapshot), retriever_len=encoder.max_length, corpus=corpus
         )
-        return ProofRunner(recipe, None, None, self._learned)
+        return ProofRunner(recipe, None, self._learned)
 
     def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
         if self._prover is not None:
-            return prove_here(jobs, self._prover, self._premises)
+            return prove_here(jobs, self._prover)
         return self._run_on_ray(jobs)
 
     def _run_on_ray(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
@@ -255,10 +248,10 @@ class _RayProver:
     """A Ray actor around one :class:`TheoremProver` (built in the worker, kept for its jobs)."""
 
     def __init__(self, recipe: ProverRecipe) -> None:
-        self.prover, self.premises = recipe.build()
+        self.prover = recipe.build()
 
     def prove(self, job: ProofJob) -> tuple[int, ProofAttempt, str]:
-        attempt, backend = self.prover.prove(job.location, job.repo_dir, job.theorem, premises=self.premises)
+        attempt, backend = self.prover.prove(job.location, job.repo_dir, job.theorem)
         return job.key, attempt, backend
 
     def close(self) -> None:

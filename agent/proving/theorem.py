@@ -1,17 +1,19 @@
-"""Proving one stored theorem: best-first search in a proof environment, premises from the
-retriever, then Lean's final check of the whole file; the outcome as a value.
+"""Proving one stored theorem: best-first search in a proof environment, tactics from a
+generator that retrieves its own premises, then Lean's final check of the whole file; the
+outcome as a value.
 
 A proof counts only when the final check (:func:`lean_env.proofs.final_check.check_proof`)
 compiled the file with it and Lean reported no error and no ``sorry``; a search result
 alone never does. Nothing here imports SQLAlchemy: Ray workers run it without a database.
 
-Tactics come from an :class:`~agent.search.online.OnlineGenerator`: the built-in suggester
+Tactics come from a :class:`~agent.generators.blend.Blend`: the built-in suggester
 (:mod:`agent.generators.suggester`), a trained model, or both merged. A proof Lean accepted is learned
 at once (its steps, with the states they ran in), so the next theorem can use it.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import time
@@ -20,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.generators.blend import Blend
 from agent.generators.premises import PremiseSource
-from agent.search.online import Episode, OnlineGenerator, RecordingSession
+from agent.search.online import Episode, RecordingSession
 from agent.search.tree import (
     SearchConfig,
     SearchResult,
@@ -42,7 +45,6 @@ from retrieval.formats import (
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
     PREMISES_PER_GOAL,
-    PremisesFor,
 )
 from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key
@@ -160,12 +162,11 @@ def prove_theorem(
     backend: ProofBackend,
     generator: Episode,
     runner: LeanRunner,
-    premises: PremisesFor | None = None,
     search: SearchConfig = SearchConfig(),
     check_timeout: float = 600.0,
 ) -> ProofAttempt:
     """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
-    ``premises`` (goal -> premises) for the generator, and have Lean check the file with it.
+    ``generator`` (which retrieves its own premises), and have Lean check the file with it.
     The generator sees every tactic's outcome.
 
     The final check runs inside the search, on each path the proof environment says
@@ -191,7 +192,7 @@ def prove_theorem(
         with backend.open(repo_dir, theorem) as session:
             opening = time.monotonic() - started
             recorded = RecordingSession(session, generator)
-            result = best_first_search(recorded, generator, search, premises_for=premises, accept=accept)
+            result = best_first_search(recorded, generator, search, accept=accept)
     except BackendError as error:
         failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
         if recorded is None:  # it could not be opened
@@ -279,7 +280,7 @@ class TheoremProver:
 
     def __init__(
         self,
-        generator: OnlineGenerator,
+        generator: Blend,
         *,
         open_backend: Callable[[Path], ProofBackend],
         search: SearchConfig = SearchConfig(),
@@ -294,11 +295,19 @@ class TheoremProver:
         self._backends: dict[Path, ProofBackend] = {}
 
     @classmethod
-    def load(cls, config: ProvingConfig, *, data_dir: Path, memory: StepMemory | None = None) -> TheoremProver:
+    def load(
+        cls,
+        config: ProvingConfig,
+        *,
+        data_dir: Path,
+        memory: StepMemory | None = None,
+        premises: PremiseSource | None = None,
+    ) -> TheoremProver:
         """The prover ``config`` describes: the suggester started from ``memory`` (the
         stored proofs' steps), the generator model loaded if there is one (a bad name or
-        directory is the user's error); proof environments open on first use."""
-        from agent.generators.suggester import Blend, StepMemory, TacticSuggester
+        directory is the user's error), both conditioned on ``premises``; proof environments
+        open on first use."""
+        from agent.generators.suggester import StepMemory, TacticSuggester
 
         suggester = TacticSuggester(memory or StepMemory())
         model = None
@@ -313,19 +322,23 @@ class TheoremProver:
             )
         share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
         return cls(
-            Blend(suggester, model, share=share),
+            Blend(suggester, model, share=share, premises=premises),
             open_backend=config.backend_opener(data_dir),
             search=config.search,
             check_timeout=config.check_timeout,
             learn=config.learn,
         )
 
-    def prove(
-        self, location: str, repo_dir: Path, theorem: Theorem, *, premises: PremiseSource | None = None
-    ) -> tuple[ProofAttempt, str]:
+    def with_premises(self, premises: PremiseSource | None) -> TheoremProver:
+        """This prover with its generator conditioned on ``premises``; it shares this one's
+        proof environments (close this one, not it)."""
+        twin = copy.copy(self)
+        twin.generator = self.generator.with_premises(premises)
+        return twin
+
+    def prove(self, location: str, repo_dir: Path, theorem: Theorem) -> tuple[ProofAttempt, str]:
         """The attempt at ``theorem`` of the repository ``location`` checked out at
-        ``repo_dir`` (with ``premises`` for the generator, if given), and the name of the
-        proof environment that made it."""
+        ``repo_dir``, and the name of the proof environment that made it."""
         backend = self._backends.get(repo_dir)
         if backend is None:
             backend = self._backends[repo_dir] = self._open_backend(repo_dir)
@@ -337,7 +350,6 @@ class TheoremProver:
             runner=LeanRunner.for_project(repo_dir),
             search=self.search,
             check_timeout=self.check_timeout,
-            premises=premises.premises_for(location, theorem) if premises else None,
         )
         if self.learn and attempt.outcome is AttemptOutcome.PROVED:
             attempt = dataclasses.replace(attempt, steps=self.generator.learn(location, theorem, attempt.steps))

@@ -42,7 +42,7 @@ from lean_env.interactive.interface import (
     TacticTimeout,
     tactic_outcomes,
 )
-from retrieval.formats import CANDIDATES_PER_EXPANSION, PremiseCode, PremisesFor
+from retrieval.formats import CANDIDATES_PER_EXPANSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +54,11 @@ class Candidate:
 
 
 class TacticGenerator(Protocol):
-    """Proposes tactics for a goal, best first, optionally given retrieved premises
-    (``(full_name, code)``, best first); the tactics are ready for Lean (no ``<a>`` marks)."""
+    """Proposes tactics for a goal, best first, ready for Lean (no ``<a>`` marks). Premises
+    are the generator's own business (agent.generators.blend): the search knows goals and
+    tactics only."""
 
-    def generate(self, state: str, *, premises: Sequence[PremiseCode] = (), n: int) -> list[Candidate]: ...
+    def generate(self, state: str, *, n: int) -> list[Candidate]: ...
 
 
 class SearchStatus(enum.StrEnum):
@@ -100,7 +101,6 @@ def best_first_search(
     generator: TacticGenerator,
     config: SearchConfig = SearchConfig(),
     *,
-    premises_for: PremisesFor | None = None,
     accept: Callable[[tuple[str, ...]], bool] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> SearchResult:
@@ -131,8 +131,7 @@ def best_first_search(
             continue
         expanded.add(node.state)
         expansions += 1
-        premises = premises_for(node.state.pp) if premises_for else ()
-        candidates = _distinct(generator.generate(node.state.pp, premises=premises, n=config.num_candidates))
+        candidates = _distinct(generator.generate(node.state.pp, n=config.num_candidates))
         outcomes = tactic_outcomes(session, node.state, [c.tactic for c in candidates])
         for candidate, outcome in zip(candidates, outcomes):
             tactics_run += 1
