@@ -39,7 +39,7 @@ from lean_env.records import (  # noqa: E402
     TheoremStatus,
 )
 from retrieval.encoder import TextEncoder  # noqa: E402
-from retrieval.progressive import run_progressive  # noqa: E402
+from retrieval.progressive import Learner, run_progressive  # noqa: E402
 from retrieval.train import Consolidation, Loss, Schedule, TrainConfig  # noqa: E402
 
 NOUNS = (
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
         )
         start = time.perf_counter()
-        report = run_progressive(traces, encoder, config, ks=(1, 10), test_fraction=0.25)
+        report = run_progressive(traces, encoder, Learner(config, test_fraction=0.25))
         seconds = time.perf_counter() - start
         final = report.matrix(lambda s: s.recall[1])[-1]
         # Chaudhry et al.'s forgetting measure (docs/lifelong.md); defined: every repository has held-out theorems

@@ -116,16 +116,29 @@ def _value(scores: RecallScores | None, metric: Callable[[RecallScores], float])
     return None if scores is None or scores.examples == 0 else metric(scores)
 
 
+@dataclass(frozen=True, slots=True)
+class Learner:
+    """What a progressive learner is, all that a checkpoint must match to be picked up (with
+    the length the encoder embeds at): how it trains, how each repository's examples are
+    split and scored, and the encoder it started from."""
+
+    config: TrainConfig = TrainConfig()
+    test_fraction: float = 0.2  # each repository's share of examples held out for the scores
+    ks: tuple[int, ...] = (1, 10)  # the recall@k scored
+    model_id: str = ""  # the starting encoder (retrieval.model_files.model_key)
+
+    def key(self, embed_length: int) -> dict[str, Any]:
+        """What a checkpoint must match (:func:`_learner_key`)."""
+        return _learner_key(self.config, self.ks, self.test_fraction, self.model_id, embed_length)
+
+
 def run_progressive(
     traces: Sequence[RepoTrace],
     encoder: TextEncoder,
-    config: TrainConfig = TrainConfig(),
+    learner: Learner = Learner(),
     *,
-    ks: Sequence[int] = (1, 10),
-    test_fraction: float = 0.2,
     on_step: Callable[[ProgressRow], None] | None = None,
     checkpoint: Path | None = None,
-    model_id: str = "",
     indexes: PremiseIndexes | None = None,
 ) -> ProgressiveReport:
     """Train ``encoder`` one step per repository of ``traces``, in the given (curriculum)
@@ -134,8 +147,8 @@ def run_progressive(
     ``encoder`` as given (the starting encoder, before a checkpoint's weights replace it).
 
     With ``checkpoint`` (a file), the learner (encoder, trainer and the steps taken) is
-    written there atomically after every step. A checkpoint of the same learner (config,
-    split, metrics and the starting model named by ``model_id``) is picked up: a repository
+    written there atomically after every step. A checkpoint of the same ``learner`` (config,
+    split, metrics and starting model) is picked up: a repository
     already learned at the same commit is not trained again. So a killed run resumes after
     its last finished step, a finished run returns its report without training, and a later
     run over more repositories, or a newer commit of one, takes only the new steps (the
@@ -145,8 +158,9 @@ def run_progressive(
     With ``indexes``, each step's index comes from it (embedded through its store, and kept
     for ``on_step``: proving right after the step searches the same index).
     """
+    config, test_fraction, ks = learner.config, learner.test_fraction, learner.ks
     trainer = ProgressiveTrainer(encoder, config)
-    key = _learner_key(config, ks, test_fraction, model_id, encoder.max_length)
+    key = learner.key(encoder.max_length)
     saved = _picked_up(checkpoint, key, encoder) if checkpoint else None
     rows: list[ProgressRow] = list(saved.rows) if saved else []
     picked_up = len(rows)
@@ -243,20 +257,11 @@ def _learner_key(
     }
 
 
-def learner_id(
-    config: TrainConfig,
-    *,
-    test_fraction: float,
-    model_id: str,
-    embed_length: int,
-    ks: Sequence[int] = (1, 10),
-    place: str = "",
-) -> str:
+def learner_id(learner: Learner, *, embed_length: int, place: str = "") -> str:
     """A short name for a learner (a file name): the hash of what :func:`run_progressive`
     requires of a checkpoint to pick it up (``embed_length``: the encoder's ``max_length``),
     and of ``place`` (e.g. the database it learns from)."""
-    learner = _learner_key(config, ks, test_fraction, model_id, embed_length)
-    key = json.dumps({"learner": learner, "place": place}, sort_keys=True)
+    key = json.dumps({"learner": learner.key(embed_length), "place": place}, sort_keys=True)
     return hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
 
 

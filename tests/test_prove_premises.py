@@ -19,7 +19,7 @@ from agent.generators.blend import Blend
 from agent.generators.premises import PremiseSource, premise_source
 from agent.generators.suggester import TacticSuggester
 from agent.generators.training import GeneratorTrainConfig, TacticExample, train_generator
-from agent.proving.theorem import TheoremProver
+from agent.proving.theorem import ProvingConfig, TheoremProver
 from agent.search.tree import SearchConfig
 from lean_env.interactive.repl.backend import ReplBackend
 from lean_env.records import AttemptOutcome, Position, Theorem
@@ -109,8 +109,8 @@ def test_the_generator_reads_the_augmented_state_and_lean_never_sees_a_mark(
     )
     prover = TheoremProver(
         Blend(TacticSuggester(), generator, share=0.0),  # the model alone, as --generator without the suggester
+        ProvingConfig(search=SearchConfig(num_candidates=2, max_expansions=4)),
         open_backend=lambda _: backend,
-        search=SearchConfig(num_candidates=2, max_expansions=4),
     )
     try:
         attempt, _ = prover.with_premises(recording).prove(LOCATION, repo, theorem)

@@ -30,6 +30,7 @@ from retrieval.lifelong_metrics import ScoreMatrix
 from retrieval.progressive import (
     LEARNER_FORMAT,
     CheckpointError,
+    Learner,
     ProgressiveReport,
     ProgressRow,
     learner_id,
@@ -248,7 +249,8 @@ def test_the_split_is_the_same_wherever_the_repository_is_checked_out(here: str,
 def test_the_lifelong_loop_scores_every_seen_repository_and_repeats() -> None:
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
     runs = [
-        run_progressive(traces, tiny_encoder(0), _config(epochs=3), ks=(1, 10), test_fraction=0.5) for _ in range(2)
+        run_progressive(traces, tiny_encoder(0), Learner(_config(epochs=3), ks=(1, 10), test_fraction=0.5))
+        for _ in range(2)
     ]
     first, again = runs
     recall10 = first.matrix(lambda s: s.recall[10])
@@ -280,7 +282,7 @@ def test_the_report_gives_the_metrics_each_steps_column_and_its_scores_before_th
 
 def test_each_repository_is_scored_before_its_step_and_by_the_starting_encoder() -> None:
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
-    report = run_progressive(traces, tiny_encoder(0), _config(epochs=3), test_fraction=0.5)
+    report = run_progressive(traces, tiny_encoder(0), Learner(_config(epochs=3), test_fraction=0.5))
     first, second = report.rows
     assert first.before == first.untrained  # nothing learned yet
 
@@ -293,7 +295,7 @@ def test_each_repository_is_scored_before_its_step_and_by_the_starting_encoder()
     starting = tiny_encoder(0)
     assert [row.untrained for row in report.rows] == [scores(starting, trace) for trace in traces]
     after_a = tiny_encoder(0)
-    run_progressive(traces[:1], after_a, _config(epochs=3), test_fraction=0.5)
+    run_progressive(traces[:1], after_a, Learner(_config(epochs=3), test_fraction=0.5))
     assert second.before == scores(after_a, traces[1])
 
 
@@ -311,7 +313,7 @@ def test_each_repository_is_scored_before_its_step_and_by_the_starting_encoder()
 def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupted_one(options, tmp_path) -> None:
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:]), _repo("/r/c", WORDS[3:9])]
     config = _config(epochs=2, replay_size=4, **options)
-    whole = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5)
+    whole = run_progressive(traces, tiny_encoder(0), Learner(config, test_fraction=0.5))
 
     checkpoint = tmp_path / "run.pt"
 
@@ -321,22 +323,21 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_ends_as_an_uninterrupte
 
     with pytest.raises(KeyboardInterrupt):
         run_progressive(
-            traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, on_step=stop_after_two
+            traces, tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint, on_step=stop_after_two
         )
     assert checkpoint.exists()
     steps: list[str] = []
     resumed = run_progressive(
         traces,
         tiny_encoder(0),
-        config,
-        test_fraction=0.5,
+        Learner(config, test_fraction=0.5),
         checkpoint=checkpoint,
         on_step=lambda row: steps.append(row.repo),
     )
     assert steps == ["/r/a", "/r/b", "/r/c"]  # the first two come from the checkpoint
     assert resumed.rows == whole.rows  # bit-identical losses and scores, read back or trained
     # a finished run's checkpoint gives its report back without training again
-    again = run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    again = run_progressive(traces, tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
     assert again.rows == resumed.rows
 
 
@@ -371,13 +372,13 @@ def test_training_draws_only_from_its_own_seeded_streams(consolidation, before, 
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
     config = _config(epochs=2, consolidation=consolidation, replay_size=4)
     plain = tiny_encoder(0)
-    expected = run_progressive(traces, plain, config, test_fraction=0.5)
+    expected = run_progressive(traces, plain, Learner(config, test_fraction=0.5))
     other = tiny_encoder(0)
     if before is not None:
         torch.manual_seed(before)
     state = torch.get_rng_state()
     got = run_progressive(
-        traces, other, config, test_fraction=0.5, on_step=None if between is None else _reseed(between)
+        traces, other, Learner(config, test_fraction=0.5), on_step=None if between is None else _reseed(between)
     )
     assert got.rows == expected.rows
     assert all(torch.equal(v, _weights(plain)[k]) for k, v in _weights(other).items())
@@ -410,7 +411,9 @@ def test_two_learners_of_one_run_are_the_same_bytes(tmp_path) -> None:
     file it was written through), so two runs can be compared file to file."""
     traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
     for name in ("one.pt", "two.pt"):
-        run_progressive(traces, tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=tmp_path / name)
+        run_progressive(
+            traces, tiny_encoder(0), Learner(_config(epochs=1), test_fraction=0.5), checkpoint=tmp_path / name
+        )
     assert (tmp_path / "one.pt").read_bytes() == (tmp_path / "two.pt").read_bytes()
 
 
@@ -418,17 +421,17 @@ def test_a_later_run_learns_only_new_repositories_and_new_commits(tmp_path) -> N
     a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     config = _config(epochs=1)
     checkpoint = tmp_path / "learner.pt"
-    first = run_progressive([a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    first = run_progressive([a], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
     assert [(r.repo, r.commit) for r in first.rows] == [("/r/a", "c0")]
 
     # The curriculum may now put b first: a is learned already and keeps its place.
-    later = run_progressive([b, a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    later = run_progressive([b, a], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
     assert [(r.repo, r.commit) for r in later.rows] == [("/r/a", "c0"), ("/r/b", "c0")]
     assert later.rows[0] == first.rows[0] and later.repos == ("/r/a", "/r/b") and later.picked_up == 1
     assert set(later.rows[1].scores) == {"/r/a", "/r/b"}  # the new step is scored on both
 
     newer_a = dataclasses.replace(a, commit="c1")
-    newest = run_progressive([b, newer_a], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    newest = run_progressive([b, newer_a], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
     assert [(r.repo, r.commit) for r in newest.rows] == [("/r/a", "c0"), ("/r/b", "c0"), ("/r/a", "c1")]
     assert newest.repos == ("/r/a", "/r/b") and len(newest.matrix(lambda s: s.mrr)) == 3
 
@@ -448,15 +451,14 @@ def test_a_checkpoint_of_another_question_or_model_is_not_resumed(tmp_path, capl
     for other in others:
         checkpoint.unlink(missing_ok=True)
         with pytest.raises(KeyboardInterrupt):
-            run_progressive(traces, tiny_encoder(0), _config(epochs=1), checkpoint=checkpoint, on_step=stop)
+            run_progressive(traces, tiny_encoder(0), Learner(_config(epochs=1)), checkpoint=checkpoint, on_step=stop)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="retrieval.progressive"):
             run_progressive(
                 traces,
                 other.get("encoder", tiny_encoder(0)),
-                other.get("config", _config(epochs=1)),
+                Learner(other.get("config", _config(epochs=1)), model_id=other.get("model_id", "")),
                 checkpoint=checkpoint,
-                model_id=other.get("model_id", ""),
             )
         assert "starting afresh" in caplog.text and "resuming" not in caplog.text
 
@@ -468,7 +470,9 @@ def _stopped_learner(checkpoint, traces: list[RepoTrace], config: TrainConfig) -
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_progressive(traces, tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, on_step=stop)
+        run_progressive(
+            traces, tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint, on_step=stop
+        )
 
 
 def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
@@ -477,7 +481,7 @@ def test_the_learner_file_is_versioned_json_and_tensors(tmp_path) -> None:
     a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     config = _config(epochs=1, consolidation=Consolidation.REPLAY, replay_size=4)
     checkpoint = tmp_path / "learner.pt"
-    run_progressive([a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint, model_id="tiny")
+    run_progressive([a, b], tiny_encoder(0), Learner(config, test_fraction=0.5, model_id="tiny"), checkpoint=checkpoint)
     state = torch.load(checkpoint, weights_only=True)
     assert state["format"] == LEARNER_FORMAT and set(state) == {"format", "meta", "encoder", "trainer"}
     meta = json.loads(state["meta"])
@@ -517,7 +521,7 @@ def _changed(value: object) -> object:
 
 
 def _id(config: TrainConfig, *, embed_length: int = 512, place: str = "") -> str:
-    return learner_id(config, test_fraction=0.2, model_id="m", embed_length=embed_length, place=place)
+    return learner_id(Learner(config, test_fraction=0.2, model_id="m"), embed_length=embed_length, place=place)
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(TrainConfig)])
@@ -616,7 +620,7 @@ def test_a_learner_file_this_leanagent_does_not_read_is_one_clear_error(write, m
     write(checkpoint, traces)
     before = checkpoint.read_bytes()
     with pytest.raises(CheckpointError, match=re.escape(message)) as info:
-        run_progressive(traces, tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=checkpoint)
+        run_progressive(traces, tiny_encoder(0), Learner(_config(epochs=1), test_fraction=0.5), checkpoint=checkpoint)
     text = str(info.value)
     assert isinstance(info.value, UserInputError) and "\n" not in text
     assert str(checkpoint) in text and "move it away or delete it to start a new learner" in text
@@ -630,12 +634,12 @@ def test_replay_survives_a_newer_commit_of_a_learned_repository_with_fewer_premi
     a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     config = _config(epochs=3, consolidation=Consolidation.REPLAY)
     checkpoint = tmp_path / "learner.pt"
-    run_progressive([a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    run_progressive([a, b], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
 
     newer_a = dataclasses.replace(
         a, commit="c1", premises=a.premises[1:], theorems=tuple(t for t in a.theorems if t.premises != ("p0",))
     )
-    report = run_progressive([newer_a, b], tiny_encoder(0), config, test_fraction=0.5, checkpoint=checkpoint)
+    report = run_progressive([newer_a, b], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
     assert [(r.repo, r.commit) for r in report.rows] == [("/r/a", "c0"), ("/r/b", "c0"), ("/r/a", "c1")]
 
 
@@ -648,14 +652,16 @@ def test_a_learner_of_format_1_is_read_without_scores_before_its_steps(tmp_path)
     run goes on, scoring the new steps in full."""
     a, b = _repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])
     checkpoint = tmp_path / "learner.pt"
-    first = run_progressive([a], tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=checkpoint)
+    first = run_progressive([a], tiny_encoder(0), Learner(_config(epochs=1), test_fraction=0.5), checkpoint=checkpoint)
     state = torch.load(checkpoint, weights_only=True)
     meta = json.loads(state["meta"])
     for row in meta["rows"]:
         del row["before"], row["untrained"]
     torch.save({**state, "format": 1, "meta": json.dumps(meta)}, checkpoint)
 
-    later = run_progressive([a, b], tiny_encoder(0), _config(epochs=1), test_fraction=0.5, checkpoint=checkpoint)
+    later = run_progressive(
+        [a, b], tiny_encoder(0), Learner(_config(epochs=1), test_fraction=0.5), checkpoint=checkpoint
+    )
     old, new = later.rows
     assert (old.before, old.untrained) == (None, None) and old.scores == first.rows[0].scores
     assert new.before is not None and new.untrained is not None

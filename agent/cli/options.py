@@ -8,8 +8,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agent.search.tree import SearchConfig
 from lean_env.errors import UserInputError
-from lean_env.interactive.choice import ProofBackendChoice
+from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
@@ -23,6 +24,9 @@ from retrieval.formats import (
     RETRIEVER_TRAIN_LENGTH,
 )
 from retrieval.index_options import RECALL_TARGET, IndexOptions
+
+# The search's budgets by default (SearchConfig's own: one default per value).
+_SEARCH = SearchConfig()
 
 if TYPE_CHECKING:
     from agent.proving.theorem import ProvingConfig
@@ -387,17 +391,24 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
     )
     generator_length_options(parser)
     parser.add_argument(
-        "--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)"
+        "--max-expansions",
+        type=positive_int,
+        default=_SEARCH.max_expansions,
+        help=f"goals expanded per theorem (default: {_SEARCH.max_expansions})",
     )
     parser.add_argument(
         "--time-limit",
         type=positive_seconds,
-        default=600.0,
+        default=_SEARCH.time_limit,
         metavar="S",
-        help="wall seconds of search per theorem (default: 600)",
+        help=f"wall seconds of search per theorem (default: {_SEARCH.time_limit:g})",
     )
     parser.add_argument(
-        "--tactic-timeout", type=positive_seconds, default=60.0, metavar="S", help="seconds per tactic (default: 60)"
+        "--tactic-timeout",
+        type=positive_seconds,
+        default=TACTIC_TIMEOUT,
+        metavar="S",
+        help=f"seconds per tactic (default: {TACTIC_TIMEOUT:g})",
     )
     check_timeout_option(parser)
     parser.add_argument(
@@ -441,7 +452,6 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
     """The options of :func:`add_prove_options` (values checked by their types while
     parsing); Ray must be importable for more than one worker."""
     from agent.proving.theorem import ProvingConfig
-    from agent.search.tree import SearchConfig
 
     if args.workers > 1:
         from agent.proving.scale import require_ray

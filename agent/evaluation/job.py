@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.proving.repository import AttemptReport, checkout_all, earlier_attempts, prove_targets
 from agent.proving.scale import ProofDone, ProofJob
@@ -42,12 +42,10 @@ from curriculum.difficulty import Bucket, bucket
 from curriculum.results import StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
+from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, TheoremStatus
 from retrieval.formats import RETRIEVER_LENGTH
-
-if TYPE_CHECKING:
-    from lean_env.lean.runner import LeanRunner
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +265,7 @@ def audit_originals(
     targets: Sequence[StoredTheorem],
     checkouts: Mapping[str, Path],
     *,
-    runner_for: Callable[[Path], LeanRunner],
+    runner_for: Callable[[Path], FileRunner],
     timeout: float,
 ) -> dict[TheoremKey, tuple[str, ...] | None]:
     """The axioms of each target with its own proof: one Lean run per file; None for the
@@ -300,7 +298,7 @@ def evaluate(
     data_dir: Path,
     retriever: str | None = None,
     retriever_len: int = RETRIEVER_LENGTH,
-    runner_for: Callable[[Path], LeanRunner] | None = None,
+    runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
 ) -> EvaluationResult:
     """Evaluate the theorems ``selection`` chooses under ``config`` (learning turned off),
     with premises from ``retriever`` when given; resumes an unfinished evaluation of the same
@@ -309,7 +307,6 @@ def evaluate(
     from agent.proving.scale import ProofRunner, ProverRecipe
     from curriculum.ordering import curriculum_of
     from curriculum.runs import tracked_run
-    from lean_env.lean.runner import LeanRunner
     from retrieval.model_files import model_key
 
     config = dataclasses.replace(config, learn=False)
@@ -322,7 +319,6 @@ def evaluate(
         "retriever_len": retriever_len if retriever else None,
     }
     checkouts = checkout_all(targets, cache_dir=data_dir / "cache")
-    runner_for = runner_for or LeanRunner.for_project
     for directory in checkouts.values():
         runner_for(directory)  # a missing Lean is said before any work
     traces = tuple(store.latest_traces())
@@ -336,6 +332,7 @@ def evaluate(
         corpus=traces,
         # The suggester never sees an evaluated proof, the one being proved or any other.
         memory=StepMemory.from_traces(traces, leave_out={t.key for t in targets}),
+        runner_for=runner_for,
     )
     runner = ProofRunner.start(recipe)
     try:

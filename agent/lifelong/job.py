@@ -38,6 +38,7 @@ from lean_env.trace.choice import TracerChoice
 from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key, save_model
+from retrieval.progressive import Learner
 from retrieval.train import TrainConfig
 
 if TYPE_CHECKING:
@@ -84,6 +85,11 @@ class RetrieverTraining:
     # The premise index's options (its recall target), for the scores and for proving; not
     # part of the identity, as for proving.
     index: IndexOptions = IndexOptions()
+
+    @property
+    def learner(self) -> Learner:
+        """The progressive learner these options train."""
+        return Learner(self.config, self.test_fraction, model_id=model_key(self.model))
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -355,18 +361,11 @@ class LifelongJob:
         from retrieval.progressive import learner_id, prepare_checkpoint, run_progressive
 
         settings = self.settings
-        model_id = model_key(training.model)
         # One learner per database (its identity, whatever URL reached it), starting model
         # and options, kept across runs: it is the lifelong state (another database or model
         # starts another learner, it never mixes).
         encoder = TextEncoder.load(training.model, max_length=training.embed_length, device=training.device)
-        name = learner_id(
-            training.config,
-            test_fraction=training.test_fraction,
-            model_id=model_id,
-            embed_length=encoder.max_length,
-            place=database,
-        )
+        name = learner_id(training.learner, embed_length=encoder.max_length, place=database)
         learner = settings.data_dir / "learner" / f"{name}.pt"
         prepare_checkpoint(learner)
         newest = {t.spec.location: t.commit for t in ordered}
@@ -385,14 +384,7 @@ class LifelongJob:
 
         with tqdm(desc="training", unit="repo", disable=None) as bar:
             report = run_progressive(
-                ordered,
-                encoder,
-                training.config,
-                test_fraction=training.test_fraction,
-                on_step=after_step,
-                checkpoint=learner,
-                model_id=model_id,
-                indexes=indexes,
+                ordered, encoder, training.learner, on_step=after_step, checkpoint=learner, indexes=indexes
             )
         save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
         return report, indexes

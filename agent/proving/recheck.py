@@ -19,7 +19,7 @@ from pathlib import Path
 from curriculum.results import FoundProof
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError
-from lean_env.lean.runner import LeanRunner
+from lean_env.lean.runner import FileRunner
 from lean_env.proofs.final_check import Verdict, check_proof
 from lean_env.records import AttemptOutcome
 
@@ -59,13 +59,11 @@ class RecheckResult:
 
 
 def recheck_proofs(
-    store: Store, run_id: int, proofs: Sequence[FoundProof], directory: Path, *, timeout: float
+    store: Store, run_id: int, proofs: Sequence[FoundProof], directory: Path, *, runner: FileRunner, timeout: float
 ) -> list[RecheckResult]:
-    """Have Lean check each of ``proofs`` in ``directory`` (the checkout of their theorems'
-    commit), record those that hold as run ``run_id``'s proofs and withdraw those that broke."""
-    if not proofs:
-        return []
-    runner = LeanRunner.for_project(directory)
+    """Have ``runner``'s Lean check each of ``proofs`` in ``directory`` (the checkout of their
+    theorems' commit), record those that hold as run ``run_id``'s proofs and withdraw those
+    that broke."""
     results = []
     for found in proofs:
         stored, theorem = found.stored, found.stored.theorem

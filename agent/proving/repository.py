@@ -22,8 +22,8 @@ from agent.proving.theorem_refs import TheoremRef, resolve_refs
 from curriculum.results import FoundProof, StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError, UserInputError
+from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import nonstandard
-from lean_env.proofs.final_check import DEFAULT_TIMEOUT
 from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
 
@@ -295,7 +295,6 @@ class RepositoryProver:
         traces: Sequence[RepoTrace],
         data_dir: Path,
         skipped: dict[str, int] | None = None,
-        check_timeout: float = DEFAULT_TIMEOUT,
         skip: Mapping[str, Sequence[str]] | None = None,
         exercises: Mapping[TheoremKey, str] | None = None,
     ) -> None:
@@ -309,7 +308,6 @@ class RepositoryProver:
         self.cache_dir = data_dir / "cache"  # the clones of URL repositories
         self.skipped = skipped or {}  # location -> its sorries left alone (skip globs), not targets
         self.exercises = dict(exercises or {})  # sorry -> why it is an exercise, left alone (not a target)
-        self.check_timeout = check_timeout  # seconds for Lean's check of a carried proof
         # The carried proofs to check, but in paths a repository's skip globs leave alone.
         skip = skip or {}
         self._unconfirmed: dict[str, list[FoundProof]] = {
@@ -346,14 +344,15 @@ class RepositoryProver:
         data_dir: Path,
         skip: Mapping[str, Sequence[str]] | None = None,
         include_exercises: bool = False,
+        runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
     ) -> RepositoryProver:
         """Check out the repositories ``locations`` (in curriculum order), make sure Lean is
         there and load the generator, before any training: a missing toolchain or a bad
         generator is reported before hours of work, not after. The sorries in the paths
         ``skip`` gives a repository (globs) are left alone, only counted; so are exercises
-        (:mod:`agent.proving.exercises`), listed with why, unless ``include_exercises``."""
+        (:mod:`agent.proving.exercises`), listed with why, unless ``include_exercises``.
+        ``runner_for`` is Lean for a checkout (the final checks)."""
         from agent.proving.exercises import exercises
-        from lean_env.lean.runner import LeanRunner
 
         skip = skip or {}
         by_location = {t.spec.location: t for t in traces}
@@ -377,10 +376,11 @@ class RepositoryProver:
         left = {} if include_exercises else exercises(sorry_targets, by_location, checkouts)
         targets = {loc: [t for t in here if t.key not in left] for loc, here in targets.items()}
         for directory in checkouts.values():
-            LeanRunner.for_project(directory)  # raises LeanNotFoundError, with how to install
-        runner = ProofRunner.start(
-            ProverRecipe(config, data_dir, corpus=tuple(traces), memory=StepMemory.from_traces(traces))
+            runner_for(directory)  # raises LeanNotFoundError, with how to install
+        recipe = ProverRecipe(
+            config, data_dir, corpus=tuple(traces), memory=StepMemory.from_traces(traces), runner_for=runner_for
         )
+        runner = ProofRunner.start(recipe)
         return cls(
             store,
             run_id,
@@ -391,7 +391,6 @@ class RepositoryProver:
             traces=traces,
             data_dir=data_dir,
             skipped=skipped,
-            check_timeout=config.check_timeout,
             skip=skip,
             exercises=left,
         )
@@ -456,7 +455,10 @@ class RepositoryProver:
         theorem becomes a target; one the check tells nothing of stays carried, for the
         next run. Skipped paths are not checked."""
         carried = self._unconfirmed.pop(location, [])
-        results = recheck_proofs(self.store, self.run_id, carried, self.checkouts[location], timeout=self.check_timeout)
+        recipe, directory = self.runner.recipe, self.checkouts[location]
+        runner = recipe.runner_for(directory)
+        timeout = recipe.config.check_timeout
+        results = recheck_proofs(self.store, self.run_id, carried, directory, runner=runner, timeout=timeout)
         self.rechecked[location] = results
         for result in results:
             stored, theorem = result.found.stored, result.found.stored.theorem

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from agent.generators.premises import PremiseSource, premise_source
 from agent.generators.suggester import StepMemory, proved_steps
 from agent.proving.theorem import ProofAttempt, ProvingConfig, TheoremProver
 from lean_env.errors import BackendError, UserInputError, first_line
+from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem
 from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import save_model
@@ -68,6 +69,8 @@ class ProverRecipe:
     # suggester's templates are offered by name: retrieval.lexical).
     corpus: tuple[RepoTrace, ...] = ()
     memory: StepMemory = StepMemory()  # the suggester's stored steps and premise names
+    # The final check's Lean for a checkout (tests give an in-memory one: lean_env.lean.mock).
+    runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project
 
     def check(self) -> None:
         """Load the models once here, so that a bad name or directory is the user's error
@@ -100,7 +103,9 @@ class ProverRecipe:
             from retrieval.lexical import LexicalRetriever
 
             premises = LexicalRetriever(PremiseCorpus(self.corpus), k=self.config.premises)
-        return TheoremProver.load(self.config, data_dir=self.data_dir, memory=self.memory, premises=premises)
+        return TheoremProver.load(
+            self.config, data_dir=self.data_dir, memory=self.memory, premises=premises, runner_for=self.runner_for
+        )
 
     def _encoder(self) -> TextEncoder:
         from retrieval.encoder import TextEncoder

@@ -32,11 +32,11 @@ from agent.search.tree import (
     best_first_search,
 )
 from lean_env.errors import BackendError, LeanAgentError
-from lean_env.interactive.choice import ProofBackendChoice, open_backend
+from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice, open_backend
 from lean_env.interactive.interface import ProofBackend
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
-from lean_env.lean.runner import LeanRunner
+from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
@@ -80,7 +80,7 @@ class ProvingConfig:
     input_len: int = GENERATOR_INPUT_LENGTH
     tactic_len: int = GENERATOR_OUTPUT_LENGTH
     # Seconds one tactic may run in the proof environment.
-    tactic_timeout: float = 60.0
+    tactic_timeout: float = TACTIC_TIMEOUT
     # Seconds for the final check's Lean run over the whole file.
     check_timeout: float = FINAL_CHECK_TIMEOUT
     # Seconds to build a Lake checkout (its imports, Mathlib's cache) before proving it
@@ -161,13 +161,12 @@ def prove_theorem(
     repo_dir: Path,
     backend: ProofBackend,
     generator: Episode,
-    runner: LeanRunner,
-    search: SearchConfig = SearchConfig(),
-    check_timeout: float = 600.0,
+    runner: FileRunner,
+    config: ProvingConfig = ProvingConfig(),
 ) -> ProofAttempt:
     """Search for a proof of ``theorem`` (a theorem of the repository at ``repo_dir``) with
-    ``generator`` (which retrieves its own premises), and have Lean check the file with it.
-    The generator sees every tactic's outcome.
+    ``generator`` (which retrieves its own premises) within ``config``'s search budgets, and
+    have ``runner``'s Lean check the file with it. The generator sees every tactic's outcome.
 
     The final check runs inside the search, on each path the proof environment says
     finishes: a proof the check rejects (Lean reports an error, or the theorem is not
@@ -181,7 +180,7 @@ def prove_theorem(
     def accept(path: tuple[str, ...]) -> bool:
         proof = tactic_proof(path)
         try:
-            check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=check_timeout)
+            check = check_proof(repo_dir, theorem, proof, runner=runner, timeout=config.check_timeout)
         except LeanAgentError as error:  # e.g. the file could not be read or Lean could not run
             raise _CheckFailed(proof, path, error) from error
         checks.append((proof, check))
@@ -192,7 +191,7 @@ def prove_theorem(
         with backend.open(repo_dir, theorem) as session:
             opening = time.monotonic() - started
             recorded = RecordingSession(session, generator)
-            result = best_first_search(recorded, generator, search, accept=accept)
+            result = best_first_search(recorded, generator, config.search, accept=accept)
     except BackendError as error:
         failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
         if recorded is None:  # it could not be opened
@@ -281,17 +280,15 @@ class TheoremProver:
     def __init__(
         self,
         generator: Blend,
+        config: ProvingConfig = ProvingConfig(),
         *,
         open_backend: Callable[[Path], ProofBackend],
-        search: SearchConfig = SearchConfig(),
-        check_timeout: float = 600.0,
-        learn: bool = True,
+        runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
     ) -> None:
         self.generator = generator
-        self.search = search
-        self.check_timeout = check_timeout
-        self.learn = learn  # learn each accepted proof before the next theorem
+        self.config = config  # the search budgets, the final check's time, whether to learn
         self._open_backend = open_backend
+        self._runner_for = runner_for  # the final check's Lean for a checkout
         self._backends: dict[Path, ProofBackend] = {}
 
     @classmethod
@@ -302,6 +299,7 @@ class TheoremProver:
         data_dir: Path,
         memory: StepMemory | None = None,
         premises: PremiseSource | None = None,
+        runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
     ) -> TheoremProver:
         """The prover ``config`` describes: the suggester started from ``memory`` (the
         stored proofs' steps), the generator model loaded if there is one (a bad name or
@@ -323,10 +321,9 @@ class TheoremProver:
         share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
         return cls(
             Blend(suggester, model, share=share, premises=premises),
+            config,
             open_backend=config.backend_opener(data_dir),
-            search=config.search,
-            check_timeout=config.check_timeout,
-            learn=config.learn,
+            runner_for=runner_for,
         )
 
     def with_premises(self, premises: PremiseSource | None) -> TheoremProver:
@@ -347,11 +344,10 @@ class TheoremProver:
             repo_dir=repo_dir,
             backend=backend,
             generator=self.generator.episode(location, theorem),
-            runner=LeanRunner.for_project(repo_dir),
-            search=self.search,
-            check_timeout=self.check_timeout,
+            runner=self._runner_for(repo_dir),
+            config=self.config,
         )
-        if self.learn and attempt.outcome is AttemptOutcome.PROVED:
+        if self.config.learn and attempt.outcome is AttemptOutcome.PROVED:
             attempt = dataclasses.replace(attempt, steps=self.generator.learn(location, theorem, attempt.steps))
         return attempt, backend.name
 

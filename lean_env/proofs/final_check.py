@@ -36,7 +36,7 @@ from pathlib import Path
 
 from lean_env.interactive.filecheck import TheoremFileError
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
-from lean_env.lean.runner import LeanRun, LeanRunner
+from lean_env.lean.runner import FileRunner, LeanRun
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.records import Position, Theorem
@@ -115,7 +115,7 @@ def check_proof(
     theorem: Theorem,
     proof: str,
     *,
-    runner: LeanRunner,
+    runner: FileRunner,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> FinalCheckResult:
     """Compile ``theorem``'s file with ``proof`` (the text after ``:=``) in place of its proof."""
@@ -151,7 +151,7 @@ def check_proof(
     return dataclasses.replace(result, seconds=seconds)
 
 
-def _declared_with_sorry(runner: LeanRunner, text: str, theorem: Theorem, *, timeout: float) -> tuple[bool, float]:
+def _declared_with_sorry(runner: FileRunner, text: str, theorem: Theorem, *, timeout: float) -> tuple[bool, float]:
     """Whether the file with ``sorry`` for the theorem's proof declares it (its audit finds
     it), and Lean's seconds. Asked when the audit of a proof that Lean accepted found no such
     constant: the 2021 Lean 4 drops a theorem without a word when its proof has ``rename``
@@ -163,7 +163,7 @@ def _declared_with_sorry(runner: LeanRunner, text: str, theorem: Theorem, *, tim
 
 
 def audit_original(
-    repo_dir: Path, path: str, full_names: Sequence[str], *, runner: LeanRunner, timeout: float = DEFAULT_TIMEOUT
+    repo_dir: Path, path: str, full_names: Sequence[str], *, runner: FileRunner, timeout: float = DEFAULT_TIMEOUT
 ) -> dict[str, tuple[str, ...] | None]:
     """The axioms each theorem ``full_names`` of the file ``path`` depends on with the proofs
     the file has: one Lean run over a copy with the audit commands at its end. What a found
@@ -187,7 +187,7 @@ def _with_audits(text: str, full_names: Sequence[str]) -> tuple[str, int]:
     return text + "".join(f"{audit_command(name)}\n" for name in full_names), text.count("\n") + 1
 
 
-def _run_copy(runner: LeanRunner, path: str, text: str, *, timeout: float) -> LeanRun:
+def _run_copy(runner: FileRunner, path: str, text: str, *, timeout: float) -> LeanRun:
     """Lean's run over ``text`` as a temporary file named like ``path`` (never the user's)."""
     workdir = Path(tempfile.mkdtemp(prefix="leanagent-check-"))
     try:

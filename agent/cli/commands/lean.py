@@ -24,6 +24,7 @@ from agent.reports.tables import axioms_line
 from agent.workspace.settings import Settings
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
+from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 
 if TYPE_CHECKING:
     from lean_env.proofs.final_check import FinalCheckResult
@@ -65,7 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repl (Lean REPL), dojo (LeanDojo), auto (repl when found, else file); default none",
     )
     check.add_argument(
-        "--timeout", type=positive_seconds, default=600.0, metavar="S", help="seconds per Lean run (default 600)"
+        "--timeout",
+        type=positive_seconds,
+        default=FINAL_CHECK_TIMEOUT,
+        metavar="S",
+        help=f"seconds per Lean run (default {FINAL_CHECK_TIMEOUT:g})",
     )
     write = check.add_mutually_exclusive_group()
     write.add_argument("--diff", action="store_true", help="print the accepted proof as a unified diff")

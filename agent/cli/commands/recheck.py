@@ -40,6 +40,7 @@ def _recheck(args: argparse.Namespace, settings: Settings) -> int:
     from agent.workspace.data import open_store
     from curriculum.runs import tracked_run
     from lean_env.errors import UserInputError
+    from lean_env.lean.runner import LeanRunner
 
     with open_store(settings) as store:
         locations = sorted({v.location for v in store.versions()})
@@ -54,7 +55,9 @@ def _recheck(args: argparse.Namespace, settings: Settings) -> int:
         results = []
         with tracked_run(store, {"command": "recheck", "repo": args.repo}) as (run, _):
             for location, proofs in found.items():
-                results += recheck_proofs(store, run.id, proofs, checkouts[location], timeout=args.check_timeout)
+                directory = checkouts[location]
+                runner = LeanRunner.for_project(directory)
+                results += recheck_proofs(store, run.id, proofs, directory, runner=runner, timeout=args.check_timeout)
     rows = [
         [
             r.found.stored.theorem.full_name,

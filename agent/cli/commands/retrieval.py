@@ -97,7 +97,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.embeddings import EmbeddingStore, PremiseIndexes
     from retrieval.encoder import TextEncoder
     from retrieval.model_files import model_key, save_model
-    from retrieval.progressive import run_progressive
+    from retrieval.progressive import Learner, run_progressive
 
     config = train_config(args)
     out = args.out or settings.data_dir / "retriever"
@@ -117,11 +117,9 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         report = run_progressive(
             traces,
             encoder,
-            config,
-            test_fraction=args.test_fraction,
+            Learner(config, args.test_fraction, model_id=model_key(args.model)),
             on_step=lambda _: bar.update(),
             checkpoint=checkpoint,
-            model_id=model_key(args.model),
             indexes=indexes,
         )
     save_model(encoder, out, kept_in=checkpoint)
