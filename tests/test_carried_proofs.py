@@ -18,7 +18,8 @@ from projects import git, git_project
 from sqlalchemy import select
 
 from agent.generators.suggester import StepMemory
-from agent.proving.repository import earlier_attempts, select_targets
+from agent.proving.attempts import earlier_attempts
+from agent.proving.targets import select_targets
 from curriculum import bulk
 from curriculum.db import PremiseRow, TacticPremiseRow, TacticRow, VersionRow
 from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces

@@ -119,7 +119,7 @@ def test_an_internal_position_fault_is_exit_1_not_2(
     twins: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A position our own reading gave that does not fit the file is our failure, not bad input."""
-    import agent.proving.repository
+    import agent.proving.targets
     from lean_env.proofs.text import ProofTextError
 
     data = str(tmp_path / "data")
@@ -128,7 +128,7 @@ def test_an_internal_position_fault_is_exit_1_not_2(
     def broken(*args: object, **kwargs: object) -> None:
         raise ProofTextError("column 129 is past the end of line 22 (125 characters)")
 
-    monkeypatch.setattr(agent.proving.repository, "checkout_all", broken)
+    monkeypatch.setattr(agent.proving.targets, "checkout_all", broken)
     code, payload = _main(capsys, "--data-dir", data, "prove", "--backend", "file", *SEARCH)
     assert (code, payload["exit"]) == (1, 1)
     assert "past the end of line 22" in payload["error"]

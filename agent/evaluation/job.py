@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.proving.repository import AttemptReport, checkout_all, earlier_attempts, prove_targets
+from agent.proving.attempts import AttemptReport, earlier_attempts, prove_targets
 from agent.proving.scale import ProofDone, ProofJob
+from agent.proving.targets import checkout_all
 from agent.proving.theorem import ProofAttempt, ProvingConfig
 from agent.proving.theorem_refs import read_theorem_refs, resolve_refs
 from curriculum.difficulty import Bucket, bucket

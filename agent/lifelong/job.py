@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.lifelong.report import draw_plots, report_payload, report_sections
-from agent.proving.repository import AttemptReport, RepositoryProver, WrittenBack
+from agent.proving.attempts import AttemptReport
+from agent.proving.job import RepositoryProver
 from agent.proving.theorem import ProvingConfig
+from agent.proving.write_back import WrittenBack
 from agent.reports.files import check_directory, write_report
 from agent.workspace.data import ingest_repositories, open_store
 from agent.workspace.joblock import job_lock
@@ -294,14 +296,14 @@ class LifelongJob:
 
                     written = open_pull_requests(written, prover.attempts, options.proving, options.pull_requests)
                 exercises: dict[str, list[tuple[str, str, str]]] = {}
-                for (location, path, theorem), why in prover.exercises.items():
+                for (location, path, theorem), why in prover.job.exercises.items():
                     exercises.setdefault(location, []).append((path, theorem, why))
                 rechecked = {location: tuple(found) for location, found in prover.rechecked.items() if found}
                 proving = ProvingOutcome(
                     tuple(prover.attempts),
                     prover.target_count,
                     written,
-                    prover.skipped,
+                    prover.job.skipped,
                     exercises,
                     rechecked,
                     {loc: bump for loc in rechecked if (bump := toolchain_bump(store, loc)) is not None},

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from agent.proving.repository import AttemptReport, WrittenBack
+from agent.proving.attempts import AttemptReport
 from agent.proving.theorem import ProvingConfig
+from agent.proving.write_back import WrittenBack
 from lean_env.errors import LeanAgentError
 from lean_env.proofs.github import GITHUB_API, GitHub, GitHubRepository
 from lean_env.proofs.writeback import FreshBranch, StaleProof

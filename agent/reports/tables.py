@@ -11,7 +11,7 @@ from lean_env.proofs.axioms import nonstandard
 from lean_env.records import AttemptOutcome
 
 if TYPE_CHECKING:
-    from agent.proving.repository import AttemptReport
+    from agent.proving.attempts import AttemptReport
     from curriculum.ingest import IngestOutcome
     from curriculum.ordering import Curriculum
     from retrieval.index import RecallScores

@@ -62,9 +62,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.generators.suggester import StepMemory
+    from agent.proving.attempts import flag_restatements, prove_targets
     from agent.proving.exercises import exercises
-    from agent.proving.repository import build_checkout, checkout_all, flag_restatements, prove_targets, select_targets
     from agent.proving.scale import ProofRunner, ProverRecipe
+    from agent.proving.targets import build_checkout, checkout_all, select_targets
     from agent.reports.tables import attempts_table, audit_summary
     from agent.workspace.data import open_store
     from curriculum.runs import tracked_run

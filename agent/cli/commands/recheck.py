@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @holding_job_lock("recheck")
 def _recheck(args: argparse.Namespace, settings: Settings) -> int:
     from agent.proving.recheck import Recheck, recheck_proofs
-    from agent.proving.repository import checkout_all
+    from agent.proving.targets import checkout_all
     from agent.reports.tables import plural, short_commit
     from agent.workspace.data import open_store
     from curriculum.runs import tracked_run
