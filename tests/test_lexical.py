@@ -63,7 +63,32 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
             id="a-conjunction",
         ),
         pytest.param("a b : Nat\nh : a = b\n⊢ a = b", [], ["exact h"], ["cases h"], id="a-local-is-the-target"),
-        pytest.param("⊢ ∀ (n : Nat), n = n", [], ["intros"], ["constructor"], id="a-universal"),
+        pytest.param("⊢ ∀ (n : Nat), n = n", [], ["intros", "intro n"], ["constructor"], id="a-universal"),
+        pytest.param(
+            "p q r : Prop\nh : p\n⊢ p ∨ q → r → q ∧ r ∨ p ∧ r",
+            [],
+            ["intro h₁", "intros"],
+            ["constructor", "apply Or.inl"],
+            id="an-implication-of-a-disjunction",
+        ),
+        pytest.param(
+            "h : p\n⊢ q ∧ r ∨ p ∧ r", [], ["apply Or.inl", "apply Or.inr"], ["constructor"], id="a-disjunction"
+        ),
+        pytest.param(
+            "p q r : Prop\n⊢ (Or _uniq.1 _uniq.2) -> _uniq.3 -> (Or (And _uniq.2 _uniq.3) (And _uniq.1 _uniq.3))",
+            [],
+            ["intro h"],
+            ["apply Or.inl"],
+            id="the-2021-lean-prints-connectives-applied",
+        ),
+        pytest.param("⊢ (Or (And a b) c)", [], ["apply Or.inl"], ["intro h"], id="an-applied-disjunction"),
+        pytest.param(
+            "h₁ : (a → b) → (b → a) → c\nh₂ : a ↔ b\n⊢ c",
+            [],
+            ["apply h₁", "exact h₂.1", "exact h₂.2"],
+            ["apply h₂", "exact h₁.1"],
+            id="hypotheses-that-imply-the-target",
+        ),
         pytest.param("α : Type\nxs : List α\n⊢ xs = xs", ["X.p"], ["induction xs"], ["induction α"], id="a-universe"),
     ],
 )

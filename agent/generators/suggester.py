@@ -91,11 +91,16 @@ SIMP_ALL_WITH = 0.15  # simp_all [P, ...]: and the hypotheses
 SPLIT_THEN_SIMP = 0.15  # induction x <;> simp_all [P, ...] (cases: two thirds of it)
 SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
 CONSTRUCTOR = 0.15  # a conjunction or an iff
+DISJUNCT = 0.1  # apply Or.inl, apply Or.inr: a disjunction, one side at a time
+APPLY_LOCAL = 0.3  # apply h, where h's type is an implication that ends in the target
+IFF_SIDE = 0.1  # exact h.1, exact h.2, where h is an iff: its two implications
 EXACT_LOCAL = 1.0  # exact h, where h's type is the target
 INTROS = 0.1  # an implication or a universal
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
 _PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆]|\b(?:True|False)\b")
+# The first binder of a universal target: `∀ x`, `∀ (x : T)`, `∀ {x y}`.
+_BINDER_RE = re.compile(r"∀\s*[({\[]?\s*([^\s,:(){}\[\]]+)")
 # Hypotheses that `cases` takes apart.
 _SPLITTABLE_RE = re.compile(r"[∧∨∃↔]")
 # A feature in more than this share of the stored steps (and more than STOP_MIN of them)
@@ -436,8 +441,9 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
     unfold, lemmas rewrite), induction or case analysis on a
     data local followed by that ``simp``, ``cases`` on a hypothesis that is a conjunction,
-    disjunction, existential or iff, ``constructor`` on a conjunction or iff, ``intros`` on
-    an implication or a universal."""
+    disjunction, existential or iff, ``apply h`` with a hypothesis that implies the target,
+    either side of an iff hypothesis, ``constructor`` on a conjunction or iff, either side
+    of a disjunction, ``intros`` on an implication or a universal."""
     listed = ", ".join(premises)
     # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
     # Lean 4 (the June 2021 one has no `*` in simp lists).
@@ -460,11 +466,67 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
             ]
         elif _SPLITTABLE_RE.search(local.type):
             out.append((f"cases {local.name}", SPLIT))
-    if _top_level(target, ("∧", "↔")):
+        if _concludes(local.type, target):
+            out.append((f"apply {local.name}", APPLY_LOCAL))
+        if _top_level(local.type, ("↔",)):
+            out += [(f"exact {local.name}.1", IFF_SIDE), (f"exact {local.name}.2", IFF_SIDE)]
+    # The target's connective: `→` binds weakest, then `↔`, `∨`, `∧`. A Lean may print the
+    # arrow as `->` and a connective applied (`Or a b`: the 2021 Lean does when the
+    # statement's binders are implicit).
+    shape = target.replace("->", "→")
+    connective = "→" if shape.startswith(("∀", "¬")) else next((c for c in "→↔∨∧" if _top_level(shape, (c,))), "")
+    implication = connective == "→"
+    if connective in ("↔", "∧") or (not connective and _head(shape) in ("And", "Iff")):
         out.append(("constructor", CONSTRUCTOR))
-    if target.startswith(("∀", "¬")) or _top_level(target, ("→",)):
+    if connective == "∨" or (not connective and _head(shape) == "Or"):
+        out += [("apply Or.inl", DISJUNCT), ("apply Or.inr", DISJUNCT)]
+    if implication:
         out.append(("intros", INTROS))
+        # One hypothesis at a time, by a name later tactics can use (`intros` leaves `a✝`).
+        binder = _BINDER_RE.match(target)
+        out.append((f"intro {_fresh(binder.group(1) if binder else 'h', view.names)}", INTROS))
     return out
+
+
+def _fresh(name: str, taken: Collection[str]) -> str:
+    """``name``, or ``name`` with the first subscript digit that no local has."""
+    if name not in taken:
+        return name
+    return next(f"{name}{digit}" for digit in "₁₂₃₄₅₆₇₈₉" if f"{name}{digit}" not in taken)
+
+
+def _head(term: str) -> str:
+    """The function a term applies, in prefix form (``Or`` of ``(Or a b)``); "" otherwise."""
+    term = term.strip()
+    while term.startswith("(") and _closes_at_end(term):
+        term = term[1:-1].strip()
+    head, _, rest = term.partition(" ")
+    return head if rest and head.isidentifier() else ""
+
+
+def _closes_at_end(term: str) -> bool:
+    """Whether the bracket ``term`` opens with is the one it ends with."""
+    depth = 0
+    for at, char in enumerate(term):
+        depth += char in "([{⟨"
+        depth -= char in ")]}⟩"
+        if depth == 0:
+            return at == len(term) - 1
+    return False
+
+
+def _concludes(implication: str, target: str) -> bool:
+    """Whether ``implication`` is ``A → ... → target`` (an arrow outside every bracket,
+    the text after the last such arrow the target, whitespace aside)."""
+    depth, last = 0, -1
+    for at, char in enumerate(implication):
+        if char in "([{⟨":
+            depth += 1
+        elif char in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and char == "→":
+            last = at
+    return last >= 0 and " ".join(implication[last + 1 :].split()) == " ".join(target.split())
 
 
 def _top_level(text: str, symbols: Sequence[str]) -> bool:
