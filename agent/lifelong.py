@@ -30,7 +30,7 @@ from agent.prove import ProvingConfig
 from agent.proving import AttemptReport, RepositoryProver, WrittenBack
 from agent.report import check_directory, write_report
 from agent.settings import Settings
-from agent.workspace import ingest_repositories, open_store
+from agent.workspace import ingest_repositories
 from lean_env.errors import LeanAgentError, LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
 from lean_env.trace.choice import TracerChoice
@@ -184,8 +184,7 @@ class LifelongJob:
         specs = parse_repos_file(options.repos)
         check_directory(self.reports_dir, "the reports")  # before hours of work, not after
         with (
-            job_lock(settings, "run", wait=self.wait),
-            open_store(settings) as store,
+            job_lock(settings, "run", wait=self.wait) as store,
             tracked_run(store, options.identity()) as (run, resumed),
         ):
             outcomes = ingest_repositories(store, specs, settings, options.tracer)
