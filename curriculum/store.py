@@ -16,6 +16,10 @@ Callers speak records (:mod:`lean_env.records`) and the small result records of
 * **Only its own schema.** :meth:`Store.open` makes an empty database (tables and schema
   version in one transaction) and refuses, before writing anything, one that has tables
   but not this schema version (:data:`curriculum.db.SCHEMA_VERSION`).
+* **One job at a time.** :meth:`Store.job_lock` holds the database's job lock
+  (:mod:`curriculum.locks`: a file lock beside a SQLite file, an advisory lock on
+  PostgreSQL) on this store's own engine; a lock that cannot be taken is an error
+  (:class:`JobLockUnavailableError`), never a job that goes on unlocked.
 * **Errors at the boundary.** A database that cannot be opened or written (bad URL,
   unwritable path, server down) raises :class:`DatabaseUnavailableError` naming the URL
   (password hidden); any other database failure raises :class:`DatabaseError`.
@@ -31,7 +35,7 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, cast
 
@@ -77,6 +81,7 @@ from curriculum.db import (
     new_identity,
     utcnow,
 )
+from curriculum.locks import AdvisoryJobLock, FileJobLock, Notify
 from curriculum.results import (
     AddedTrace,
     AttemptRecord,
@@ -105,6 +110,11 @@ _IN_CHUNK = 10_000
 
 class DatabaseUnavailableError(UserInputError):
     """The database URL cannot be opened or written: a bad URL, an unwritable path, no server."""
+
+
+class JobLockUnavailableError(DatabaseUnavailableError):
+    """The database's job lock cannot be taken (no server, a lost connection, a lock file that
+    cannot be written): the job must not go on without it."""
 
 
 class DatabaseError(BackendError):
@@ -207,6 +217,33 @@ class Store(ClosesOnExit):
     def close(self) -> None:
         """Release pooled connections; idempotent."""
         self._engine.dispose()
+
+    @contextmanager
+    def job_lock(self, holder: str, *, wait: bool = False, notify: Notify = log.warning) -> Iterator[None]:
+        """Hold this database's job lock for the block, so that one job at a time writes its
+        runs and attempts: for SQLite an OS file lock beside the database file (``DB.lock``),
+        for PostgreSQL a session-level advisory lock on a connection of this store's engine;
+        other databases (and SQLite in memory) have none. ``holder`` (command, pid, host,
+        start time) is what another job is told.
+
+        Another holder raises :class:`~curriculum.locks.JobLockedError` at once, or with
+        ``wait`` is waited for (``notify`` gets a line saying for what and whom, then one a
+        minute); a lock that cannot be taken raises :class:`JobLockUnavailableError`."""
+
+        def unavailable(reason: str) -> JobLockUnavailableError:
+            return JobLockUnavailableError(f"cannot take the job lock of the database {self.url}: {reason}")
+
+        database = sqlite_file(self.url)
+        lock: FileJobLock | AdvisoryJobLock | None = None
+        if database is not None:
+            # Taken even when the file is in the job's data directory: a job in another
+            # data directory may name the same file with --db.
+            path = database.with_name(database.name + ".lock")
+            lock = FileJobLock(path, what=f"the database {database}", unavailable=unavailable)
+        elif self._engine.dialect.name == "postgresql":
+            lock = AdvisoryJobLock(self._engine, what=f"the database {self.url}", unavailable=unavailable)
+        with nullcontext() if lock is None else lock.held(holder, wait=wait, notify=notify):
+            yield
 
     # ---- repository versions ---------------------------------------------------------
 

@@ -30,7 +30,7 @@ from agent.proving.job import RepositoryProver
 from agent.proving.theorem import ProvingConfig
 from agent.proving.write_back import WrittenBack
 from agent.reports.files import check_directory, write_report
-from agent.workspace.data import ingest_repositories, open_store
+from agent.workspace.data import ingest_repositories
 from agent.workspace.joblock import job_lock
 from agent.workspace.settings import Settings
 from lean_env.errors import LeanAgentError, LeanNotFoundError
@@ -239,8 +239,7 @@ class LifelongJob:
         specs = parse_repos_file(options.repos)
         check_directory(self.reports_dir, "the reports")  # before hours of work, not after
         with (
-            job_lock(settings, "run", wait=self.wait),
-            open_store(settings) as store,
+            job_lock(settings, "run", wait=self.wait) as store,
             tracked_run(store, options.identity()) as (run, resumed),
         ):
             skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
