@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agent.generators.premises import PREMISES_PER_GOAL
+from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.interactive.repl.pool import Recycling
@@ -16,10 +18,8 @@ from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
-    CANDIDATES_PER_EXPANSION,
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
-    PREMISES_PER_GOAL,
     RETRIEVER_LENGTH,
     RETRIEVER_TRAIN_LENGTH,
 )
@@ -416,14 +416,17 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
     )
     generator_length_options(parser)
     parser.add_argument(
-        "--max-expansions", type=positive_int, default=100, help="goals expanded per theorem (default: 100)"
+        "--max-expansions",
+        type=positive_int,
+        default=SearchConfig().max_expansions,
+        help=f"goals expanded per theorem (default: {SearchConfig().max_expansions})",
     )
     parser.add_argument(
         "--time-limit",
         type=positive_seconds,
-        default=600.0,
+        default=SearchConfig().time_limit,
         metavar="S",
-        help="wall seconds of search per theorem (default: 600)",
+        help=f"wall seconds of search per theorem (default: {SearchConfig().time_limit:g})",
     )
     parser.add_argument(
         "--tactic-timeout", type=positive_seconds, default=60.0, metavar="S", help="seconds per tactic (default: 60)"
@@ -470,7 +473,6 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
     """The options of :func:`add_prove_options` (values checked by their types while
     parsing); Ray must be importable for more than one worker."""
     from agent.proving.theorem import ProvingConfig
-    from agent.search.tree import SearchConfig
 
     if args.workers > 1:
         from agent.proving.scale import require_ray

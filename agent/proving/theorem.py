@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.generators.premises import PremiseSource
+from agent.generators.premises import PREMISES_PER_GOAL, PremiseSource
 from agent.search.online import Episode, OnlineGenerator, RecordingSession
 from agent.search.tree import (
     SearchConfig,
@@ -41,7 +41,6 @@ from lean_env.records import AttemptOutcome, Theorem, TracedTactic
 from retrieval.formats import (
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
-    PREMISES_PER_GOAL,
     PremisesFor,
 )
 from retrieval.index_options import IndexOptions
