@@ -121,7 +121,7 @@ def device(text: str) -> str:
     try:
         return check_device(text)
     except DeviceError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--device ")) from None
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def device_option(parser: argparse.ArgumentParser) -> None:
