@@ -2,7 +2,7 @@
 own tests, ``tests/lean/run/*.lean`` (standalone files written by Lean's developers).
 
     python bench/evaluate_real.py --lean-src GIT_DIR --lean-bin DIR [--work DIR] [--sample N]
-        [--time-limit S] [--max-expansions N] [--candidates N] [--half dev|test|both] [--backend file|server]
+        [--time-limit S] [--max-expansions N] [--candidates N] [--half dev|test|both] [--proof-backend file|server]
         [--json OUT]
 
 ``--lean-src`` is the Lean 4 source snapshot (a git directory, as ``fetch`` brings
@@ -14,7 +14,7 @@ half, reported untuned; each half is one project (``WORK/lean4-run-dev``, ``-tes
 ``lean-toolchain``, ingested by source extraction into ``WORK/data``. Then the library's
 :func:`agent.evaluation.job.evaluate` runs on every theorem with a proof (or a seeded ``--sample``
 of each half), one theorem at a time with the built-in suggester and the file check (through
-Lean's language server by default, ``--backend file`` for one ``lean`` run per check), and
+Lean's language server by default, ``--proof-backend file`` for one ``lean`` run per check), and
 the table gives Pass@1 per half at the budgets of ``--budgets`` (read from the curve of one
 run at ``--time-limit``: the search is deterministic, so a theorem proved within t seconds
 of a longer run is proved by a run limited to t, up to timing noise).
@@ -110,7 +110,7 @@ def main() -> int:
     parser.add_argument("--tactic-timeout", type=float, default=20.0)
     parser.add_argument("--check-timeout", type=float, default=60.0)
     parser.add_argument(
-        "--backend",
+        "--proof-backend",
         choices=[ProofBackendChoice.FILE.value, ProofBackendChoice.SERVER.value],
         default=ProofBackendChoice.SERVER.value,
         help="the proof environment: `lean` once per check, or through its language server (default)",
@@ -124,7 +124,7 @@ def main() -> int:
     settings = Settings.resolve(data_dir=args.work / "data", db_url=None)
     halves = HALVES if args.half == "both" else (args.half,)
     config = ProvingConfig(
-        backend=ProofBackendChoice(args.backend),
+        backend=ProofBackendChoice(args.proof_backend),
         search=SearchConfig(
             num_candidates=args.candidates, max_expansions=args.max_expansions, time_limit=args.time_limit
         ),
@@ -145,7 +145,7 @@ def main() -> int:
     at = [f"Pass@1 at {b:g} s" for b in budgets]
     headers = ["half", "theorems", *at, "95% interval (limit)", "outcomes", "wall s"]
     print(
-        f"{version}; {args.backend} backend, {args.candidates} candidates, {args.max_expansions} expansions, "
+        f"{version}; {args.proof_backend} backend, {args.candidates} candidates, {args.max_expansions} expansions, "
         f"{args.time_limit:g} s limit"
     )
     print(table(headers, rows))

@@ -2,13 +2,13 @@
 candidate, on a real Lean and a real corpus (the 2021 Lean 4's ``tests/lean/run``).
 
     python bench/filecheck_batch.py --lean-src GIT_DIR --lean-bin DIR [--theorems N] [--candidates 8 64]
-        [--backends file server] [--work DIR] [--json OUT]
+        [--proof-backends file server] [--work DIR] [--json OUT]
 
 For each of ``--theorems`` theorems of the corpus (a seeded choice among those with proofs),
 the built-in suggester proposes ``--candidates`` tactics for the theorem's first goal (its
 memory: every other proof of the corpus); the same tactics then run once one by one, each
 its own ``lean`` run over the file up to the theorem (the file backend without batches),
-and once batched by each backend of ``--backends`` (:mod:`lean_env.interactive.batch`: one
+and once batched by each backend of ``--proof-backends`` (:mod:`lean_env.interactive.batch`: one
 Lean check per batch, then one of its own for a candidate the batch says finishes the proof,
 when it is read): ``file`` runs ``lean`` once per check, ``server`` sends each check to a
 language server that elaborated the file before the theorem when the session opened
@@ -77,7 +77,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/leanagent-evaluate-real"))
     parser.add_argument("--theorems", type=int, default=20)
     parser.add_argument("--candidates", type=int, nargs="+", default=[8, 64])
-    parser.add_argument("--backends", nargs="+", choices=["file", "server"], default=["file", "server"])
+    parser.add_argument("--proof-backends", nargs="+", choices=["file", "server"], default=["file", "server"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Lean run")
     parser.add_argument("--json", type=Path, default=None)
@@ -95,8 +95,8 @@ def main() -> int:
     rows, measured = [], []
     for n in args.candidates:
         single, single_all, counted = 0.0, 0.0, 0
-        batched, batched_all = dict.fromkeys(args.backends, 0.0), dict.fromkeys(args.backends, 0.0)
-        agreed = dict.fromkeys(args.backends, True)
+        batched, batched_all = dict.fromkeys(args.proof_backends, 0.0), dict.fromkeys(args.proof_backends, 0.0)
+        agreed = dict.fromkeys(args.proof_backends, True)
         for theorem in chosen:
             key = theorem_key(trace.spec.location, theorem)
             suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
@@ -112,7 +112,7 @@ def main() -> int:
                 # The search reads an expansion's outcomes up to the first proof, either way.
                 stop = next((i + 1 for i, o in enumerate(one) if isinstance(o, ProofFinished)), len(one))
                 verdicts, to_proof, every = {}, {}, {}
-                for name in args.backends:
+                for name in args.proof_backends:
                     with batching[name].open(root, theorem) as session:
                         started = time.monotonic()
                         outcomes = session.run_tactics(session.initial_state, tactics)
@@ -129,12 +129,12 @@ def main() -> int:
                 continue
             counted += 1
             single, single_all = single + sum(times[:stop]), single_all + sum(times)
-            for name in args.backends:
+            for name in args.proof_backends:
                 batched[name] += to_proof[name]
                 batched_all[name] += every[name]
                 agreed[name] = agreed[name] and all(map(same_verdict, one, verdicts[name]))
             measured.append({"theorem": f"{theorem.path}:{theorem.full_name}", "candidates": len(tactics)})
-        for name in args.backends:
+        for name in args.proof_backends:
             rows.append(
                 [
                     n,

@@ -7,7 +7,7 @@ The repositories are generated Lake projects of a realistic shape (seeded): 100 
 theorems each, in files of about 40 under a namespace per file, with definitions, lemmas
 that later proofs use (``rw``, ``simp``, ``exact``), tactic proofs of one to four steps,
 term proofs, and a sorry in about one theorem in twenty. Each row is one
-``leanagent run REPOS --backend source --no-train --no-prove --json`` (ingest by source
+``leanagent run REPOS --tracer source --no-train --no-prove --json`` (ingest by source
 extraction and the curriculum: what a run does before training and proving, which need a
 model and a Lean) in a fresh data directory, in a process of its own: its wall seconds and
 peak resident memory (``ru_maxrss``), and the slope of both against the number of
@@ -132,7 +132,7 @@ def worker(repos_file: Path, data: Path) -> None:
 
     before = _leftovers()
     started = time.perf_counter()
-    args = ["--data-dir", str(data), "run", str(repos_file), "--backend", "source", "--no-train", "--no-prove"]
+    args = ["--data-dir", str(data), "run", str(repos_file), "--tracer", "source", "--no-train", "--no-prove"]
     with open(os.devnull, "w") as sink:  # the run's own JSON report: not ours to print
         stdout, sys.stdout = sys.stdout, sink
         try:

@@ -8,7 +8,7 @@ our search found for the repository's previous version over to the theorems stil
 in this one with the same statement (:mod:`curriculum.found_proofs`). A failure on one
 repository raises after the earlier ones are committed, so a re-run resumes where it stopped.
 
-The tracer is chosen by :func:`lean_env.trace.choice.make_tracer` (``--backend``).
+The tracer is chosen by :func:`lean_env.trace.choice.make_tracer` (``--tracer``).
 """
 
 from __future__ import annotations

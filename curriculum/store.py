@@ -619,7 +619,7 @@ def _schema_version(conn: Connection, url: str) -> int | None:
     if SchemaRow.__tablename__ not in tables:
         raise DatabaseUnavailableError(
             f"the database {url} was not made by this leanagent (it has tables but no schema "
-            "version: an older leanagent's or another program's); use another --db or data directory"
+            "version: an older leanagent's or another program's); use another database or data directory"
         )
     versions = list(conn.scalars(select(SchemaRow.version)))
     if versions not in ([SCHEMA_VERSION], [1]):
@@ -627,7 +627,7 @@ def _schema_version(conn: Connection, url: str) -> int | None:
         found = ", ".join(map(str, versions)) or "none"
         raise DatabaseUnavailableError(
             f"the database {url} was made by {by} leanagent (schema version {found}; this one "
-            f"uses version {SCHEMA_VERSION}); use another --db or data directory, or that leanagent"
+            f"uses version {SCHEMA_VERSION}); use another database or data directory, or that leanagent"
         )
     (version,) = versions
     _check_columns(inspect(conn), tables, url, version)
@@ -642,7 +642,7 @@ def _check_columns(inspector: Inspector, tables: set[str], url: str, version: in
         if table.name not in tables:
             raise DatabaseUnavailableError(
                 f"the database {url} has schema version {version} but no table {table.name!r}; "
-                "it was changed by hand: use another --db or data directory"
+                "it was changed by hand: use another database or data directory"
             )
         present = {c["name"] for c in inspector.get_columns(table.name)}
         if version < IDENTITY_SINCE:
@@ -651,7 +651,7 @@ def _check_columns(inspector: Inspector, tables: set[str], url: str, version: in
         if missing:
             raise DatabaseUnavailableError(
                 f"the database {url} has schema version {version} but its table {table.name!r} lacks "
-                f"the column(s) {', '.join(missing)}; it was changed by hand: use another --db or data directory"
+                f"the column(s) {', '.join(missing)}; it was changed by hand: use another database or data directory"
             )
 
 

@@ -1,4 +1,4 @@
-"""Where the models run and in what precision: ``--device auto|cpu|cuda[:N]``.
+"""Where the models run and in what precision: a device ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
 
 ``auto`` is the first CUDA device when torch sees one, else the CPU. On a CUDA device with
 native bfloat16 (compute capability 8 and up: Ampere and later, ReProver's test before it
@@ -11,7 +11,7 @@ of 64 premises of 2048 bytes would need gigabytes for ByT5's attention on a CPU,
 short names almost nothing.
 
 torch is imported when a placement is made, not with this module: the command line checks
-a ``--device`` value (:func:`check_device`) before any heavy import.
+a device's name (:func:`check_device`) before any heavy import.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ _BF16_CAPABILITY = 8
 
 
 class DeviceError(UserInputError):
-    """A ``--device`` that is not a device, or one this machine does not have."""
+    """A device name that names no device, or a device this machine does not have."""
 
 
 def check_device(text: str) -> str:
     """``text`` if it is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; else DeviceError."""
     if _DEVICE.fullmatch(text) is None:
-        raise DeviceError(f"--device must be auto, cpu, cuda or cuda:N, got {text!r}")
+        raise DeviceError(f"a device must be auto, cpu, cuda or cuda:N, got {text!r}")
     return text
 
 
@@ -90,11 +90,11 @@ def placement(spec: str = "auto") -> Placement:
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return Placement.cpu()
     if not torch.cuda.is_available():
-        raise DeviceError(f"--device {spec}: torch sees no CUDA device here (use --device cpu or auto)")
+        raise DeviceError(f"device {spec!r}: torch sees no CUDA device here (use cpu or auto)")
     index = int(match.group(1) or 0)
     count = torch.cuda.device_count()
     if index >= count:
-        raise DeviceError(f"--device {spec}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+        raise DeviceError(f"device {spec!r}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
     major, _ = torch.cuda.get_device_capability(index)
     dtype = torch.bfloat16 if major >= _BF16_CAPABILITY else torch.float32
     return Placement(torch.device("cuda", index), dtype, CUDA_BATCH_TOKENS)

@@ -23,16 +23,13 @@ PremiseCode = tuple[str, str]
 # Goal text -> the premises retrieved for it, best first.
 PremisesFor = Callable[[str], Sequence[PremiseCode]]
 
-# ReProver's lengths, in tokens (bytes for its byte-level ByT5 models), and its numbers of
-# premises and tactics, as its evaluation (prover/evaluate.py, proof_search.py) and its
-# retriever's training config (retrieval/confs) set them. The defaults of every command;
-# a CPU runs far smaller ones (docs/search.md).
+# ReProver's lengths, in tokens (bytes for its byte-level ByT5 models), as its evaluation
+# (prover/evaluate.py) and its retriever's training config (retrieval/confs) set them. The
+# defaults of every command; a CPU runs far smaller ones (docs/search.md).
 RETRIEVER_LENGTH = 2048  # a goal or premise the retriever embeds when proving
 RETRIEVER_TRAIN_LENGTH = 1024  # the same when training the retriever
 GENERATOR_INPUT_LENGTH = 2048  # the generator's input; also the premises' byte budget (it trained on 2300)
 GENERATOR_OUTPUT_LENGTH = 512  # a generated tactic
-PREMISES_PER_GOAL = 100  # retrieved for each expanded goal
-CANDIDATES_PER_EXPANSION = 64  # tactics asked of the generator per goal (LeanDojo's evaluation)
 
 MARK_START = "<a>"
 MARK_END = "</a>"

@@ -121,7 +121,7 @@ SEARCH = ["--candidates", "8", "--max-expansions", "2", "--tactic-timeout", "20"
 
 def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
     capsys.readouterr()
-    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"]
+    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--tracer", "source"]
     assert main([*argv, "--no-train", *SEARCH, "--json", *extra]) == 0
     return json.loads(capsys.readouterr().out)
 
@@ -171,7 +171,7 @@ def test_prove_builds_too_and_leaves_an_unbuilt_repository_alone(
     book: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = ["--data-dir", str(tmp_path / "data")]
-    assert main([*data, "ingest", str(book), "--backend", "source"]) == 0
+    assert main([*data, "ingest", str(book), "--tracer", "source"]) == 0
     capsys.readouterr()
     assert main([*data, "prove", *SEARCH, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

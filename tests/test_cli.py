@@ -59,6 +59,53 @@ def test_help_lists_every_command():
     assert listed == TOP_LEVEL, done.stdout
 
 
+REPO = ("repos.txt",)
+CHECK = (".", "A.lean", "A.t", "--proof", "rfl")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected", "warning"),
+    [
+        pytest.param(("ingest", ".", "--tracer", "source"), {"tracer": "source"}, "", id="ingest"),
+        pytest.param(
+            ("ingest", ".", "--backend", "dojo"),
+            {"tracer": "dojo"},
+            "--backend is deprecated, use --tracer",
+            id="ingest-old",
+        ),
+        pytest.param(
+            ("run", *REPO, "--tracer", "source", "--proof-backend", "file"),
+            {"tracer": "source", "proof_backend": "file"},
+            "",
+            id="run",
+        ),
+        pytest.param(
+            ("run", *REPO, "--backend", "source"),
+            {"tracer": "source", "proof_backend": "auto"},
+            "use --tracer",
+            id="run-old",
+        ),
+        pytest.param(("prove", "--proof-backend", "server"), {"proof_backend": "server"}, "", id="prove"),
+        pytest.param(("prove", "--backend", "file"), {"proof_backend": "file"}, "use --proof-backend", id="prove-old"),
+        pytest.param(
+            ("evaluate", "--backend", "repl"), {"proof_backend": "repl"}, "use --proof-backend", id="evaluate-old"
+        ),
+        pytest.param(("check", *CHECK, "--proof-backend", "file"), {"proof_backend": "file"}, "", id="check"),
+        pytest.param(("check", *CHECK), {"proof_backend": "none"}, "", id="check-default"),
+        pytest.param(
+            ("check", *CHECK, "--backend", "file"), {"proof_backend": "file"}, "use --proof-backend", id="check-old"
+        ),
+    ],
+)
+def test_the_tracer_and_the_proof_backend_have_one_name_each(argv, expected, warning, capsys) -> None:
+    """``--tracer`` traces, ``--proof-backend`` proves; ``--backend``, which meant either,
+    still works for a release, with a one-line warning."""
+    args = cli.build_parser().parse_args(argv)
+    assert {name: getattr(args, name) for name in expected} == expected
+    err = capsys.readouterr().err
+    assert (warning in err and len(err.splitlines()) == 1) if warning else err == ""
+
+
 def test_unknown_command_is_a_usage_error(capsys):
     assert cli.main(["no-such-command"]) == cli.EXIT_USAGE
     err = capsys.readouterr().err

@@ -62,7 +62,7 @@ def json_out(capsys: pytest.CaptureFixture[str]) -> object:
 def test_run_ingests_and_prints_the_curriculum_order(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--tracer", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert [o["status"] for o in payload["ingest"]] == ["added", "added"]
@@ -73,7 +73,7 @@ def test_run_ingests_and_prints_the_curriculum_order(
         ("logic", 1, 1),
     ]
 
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--tracer", "source", "--no-train") == 0
     human = capsys.readouterr().out
     assert "0 added, 2 unchanged" in human and "curriculum order" in human
 
@@ -88,11 +88,11 @@ def test_a_failed_run_is_resumed_under_its_own_id(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repos_file.write_text("logic\nmissing\n", encoding="utf-8")
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train") == 2
+    assert cli(tmp_path, "run", str(repos_file), "--tracer", "source", "--no-train") == 2
     assert "does not exist" in capsys.readouterr().err
 
     repos_file.write_text("logic\narith\n", encoding="utf-8")
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--tracer", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert (payload["run"], payload["resumed"]) == (1, True)
@@ -100,7 +100,7 @@ def test_a_failed_run_is_resumed_under_its_own_id(
     assert [o["status"] for o in payload["ingest"]] == ["unchanged", "added"]
 
     # A finished run is not resumed: the next one is new.
-    assert cli(tmp_path, "run", str(repos_file), "--backend", "source", "--no-train", "--json") == 0
+    assert cli(tmp_path, "run", str(repos_file), "--tracer", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     assert (payload["run"], payload["resumed"]) == (2, False)
@@ -112,7 +112,7 @@ def test_a_failed_run_is_resumed_under_its_own_id(
 def test_ingest_export_and_reingest_a_benchmark(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 0
+    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--tracer", "source") == 0
     assert "2 repositories: 2 added" in capsys.readouterr().out
     assert cli(tmp_path, "export", str(tmp_path / "bench"), "--seed", "1", "--json") == 0
     exported = json_out(capsys)
@@ -157,7 +157,7 @@ def _unwritable(directory: Path):  # type: ignore[no-untyped-def]
 def test_reading_commands_read_a_database_in_a_directory_that_cannot_be_written(
     tmp_path: Path, repos_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 0
+    assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--tracer", "source") == 0
     capsys.readouterr()
     data = tmp_path / "data"
     assert not list(data.glob("leanagent.db-*"))  # closed: no WAL files left beside it
@@ -166,7 +166,7 @@ def test_reading_commands_read_a_database_in_a_directory_that_cannot_be_written(
         assert json_out(capsys)["repositories"] == 2
         assert cli(tmp_path, "curriculum", "--json") == 0
         assert len(json_out(capsys)["order"]) == 2
-        assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--backend", "source") == 2  # a writer refuses
+        assert cli(tmp_path, "ingest", "--repos", str(repos_file), "--tracer", "source") == 2  # a writer refuses
         assert "leanagent: error: cannot use the database" in capsys.readouterr().err
 
 
@@ -188,7 +188,7 @@ def _unwritable_db(tmp: Path) -> list[str]:
         f"sqlite:///{tmp / 'file'}/db.sqlite",
         "ingest",
         str(tmp / "proj"),
-        "--backend",
+        "--tracer",
         "source",
     ]
 
@@ -219,7 +219,7 @@ def _older_database(tmp: Path) -> list[str]:
 def _export_onto_a_file(tmp: Path) -> list[str]:
     lean_project(tmp / "proj")
     with contextlib.redirect_stdout(io.StringIO()):  # setup output is not under test
-        assert cli(tmp, "ingest", str(tmp / "proj"), "--backend", "source") == 0
+        assert cli(tmp, "ingest", str(tmp / "proj"), "--tracer", "source") == 0
     (tmp / "taken").write_text("x")
     return ["export", str(tmp / "taken")]
 
@@ -280,7 +280,7 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_the_example_repos_file(tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repos = examples_dir / "repos.txt"
-    assert cli(tmp_path, "run", str(repos), "--backend", "source", "--no-train", "--json") == 0
+    assert cli(tmp_path, "run", str(repos), "--tracer", "source", "--no-train", "--json") == 0
     payload = json_out(capsys)
     assert isinstance(payload, dict)
     order = payload["curriculum"]["order"]

@@ -83,7 +83,7 @@ def test_check_names_the_axioms_of_an_accepted_proof(repo, capsys):
 
 
 def test_check_replays_tactics_in_the_file_backend(repo, capsys):
-    assert cli.main(_check(repo, "--backend", "file", "--json", proof=BAD)) == 1
+    assert cli.main(_check(repo, "--proof-backend", "file", "--json", proof=BAD)) == 1
     steps = _json(capsys)["replay"]
     assert [s["outcome"] for s in steps] == ["TacticState", "LeanError"]
     assert steps[0]["goals"] == "p : Prop\nh : p\n⊢ p"

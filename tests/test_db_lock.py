@@ -106,7 +106,7 @@ def test_a_lock_that_cannot_be_taken_is_an_error(
 @pytest.mark.parametrize(
     "command",
     [
-        pytest.param(("run", "{repos}", "--backend", "source", "--no-train", "--no-prove"), id="run"),
+        pytest.param(("run", "{repos}", "--tracer", "source", "--no-train", "--no-prove"), id="run"),
         pytest.param(("retrieval", "train"), id="retrieval-train"),
     ],
 )

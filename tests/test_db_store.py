@@ -500,7 +500,7 @@ def test_a_database_not_made_by_this_leanagent_is_refused_untouched(
     before = _tables(db_url)
     with pytest.raises(DatabaseUnavailableError, match=re.escape(message)) as info:
         Store.open(db_url)
-    assert "\n" not in str(info.value) and "use another --db or data directory" in str(info.value)
+    assert "\n" not in str(info.value) and "use another database or data directory" in str(info.value)
     assert _tables(db_url) == before  # no table of ours was added
 
 

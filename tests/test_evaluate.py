@@ -52,7 +52,7 @@ SCRIPT = {
     }
 }
 ALL = ["Ev.secret", "Ev.secret'", "Ev.two", "Ev.stuck", "Ev.on_hidden"]
-SEARCH = ["--backend", "file", "--candidates", "8", "--max-expansions", "3", "--tactic-timeout", "20"]
+SEARCH = ["--proof-backend", "file", "--candidates", "8", "--max-expansions", "3", "--tactic-timeout", "20"]
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     (project / "Ev" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
     (project / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
     data = tmp_path / "data"
-    assert main(["--data-dir", str(data), "ingest", str(project), "--backend", "source"]) == 0
+    assert main(["--data-dir", str(data), "ingest", str(project), "--tracer", "source"]) == 0
     capsys.readouterr()
     return data
 

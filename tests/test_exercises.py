@@ -69,7 +69,7 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 def test_run_leaves_exercises_alone_and_lists_why(repos: Path, tmp_path: Path, capsys) -> None:
     data = str(tmp_path / "data")
-    payload = _json(capsys, "--data-dir", data, "run", str(repos), "--backend", "source", "--no-train", *SEARCH)
+    payload = _json(capsys, "--data-dir", data, "run", str(repos), "--tracer", "source", "--no-train", *SEARCH)
     attempts = payload["proving"]["attempts"]
     assert [(a["path"], a["theorem"], a["outcome"]) for a in attempts] == [("MIL/C02/S01.lean", "real_gap", "proved")]
     (listed,) = payload["proving"]["exercises"].values()
@@ -81,7 +81,7 @@ def test_run_leaves_exercises_alone_and_lists_why(repos: Path, tmp_path: Path, c
 
 def test_include_exercises_proves_them_too(repos: Path, tmp_path: Path, capsys) -> None:
     data = str(tmp_path / "data")
-    argv = ["--data-dir", data, "run", str(repos), "--backend", "source", "--no-train", "--include-exercises"]
+    argv = ["--data-dir", data, "run", str(repos), "--tracer", "source", "--no-train", "--include-exercises"]
     payload = _json(capsys, *argv, *SEARCH)
     assert sorted(a["theorem"] for a in payload["proving"]["attempts"] if a["outcome"] == "proved") == sorted(
         ["real_gap", *(name for _, name in EXERCISES)]
@@ -91,7 +91,7 @@ def test_include_exercises_proves_them_too(repos: Path, tmp_path: Path, capsys) 
 
 def test_prove_leaves_exercises_alone_too(repos: Path, tmp_path: Path, capsys) -> None:
     data = str(tmp_path / "data")
-    _json(capsys, "--data-dir", data, "ingest", "--repos", str(repos), "--backend", "source")
-    payload = _json(capsys, "--data-dir", data, "prove", "--backend", "file", *SEARCH)
+    _json(capsys, "--data-dir", data, "ingest", "--repos", str(repos), "--tracer", "source")
+    payload = _json(capsys, "--data-dir", data, "prove", "--proof-backend", "file", *SEARCH)
     assert [a["theorem"] for a in payload["attempts"]] == ["real_gap"]
     assert {(e["path"], e["theorem"]): e["why"] for e in payload["exercises"]} == EXERCISES

@@ -131,7 +131,7 @@ def test_generator_train_on_a_benchmark_directory(tmp_path: Path, capsys: pytest
 def test_a_database_without_goal_states_is_a_user_error(tmp_path: Path, examples_dir: Path, capsys) -> None:
     tiny_t5(0).save(tmp_path / "tiny")
     data = ["--data-dir", str(tmp_path / "data")]
-    assert main([*data, "ingest", str(examples_dir / "demo-logic"), "--backend", "source"]) == 0
+    assert main([*data, "ingest", str(examples_dir / "demo-logic"), "--tracer", "source"]) == 0
     capsys.readouterr()
     assert main([*data, "generator", "train", "--model", str(tmp_path / "tiny")]) == EXIT_USAGE
     err = capsys.readouterr().err

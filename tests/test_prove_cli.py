@@ -27,7 +27,7 @@ def generator_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repo = demo_lake_repo(tmp_path, monkeypatch)
     data = tmp_path / "data"
-    assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
+    assert main(["--data-dir", str(data), "ingest", str(repo), "--tracer", "source"]) == 0
     return data
 
 
@@ -40,7 +40,7 @@ def _prove(capsys: pytest.CaptureFixture[str], data: Path, generator: Path, *ext
             "prove",
             "--generator",
             str(generator),
-            "--backend",
+            "--proof-backend",
             "file",
             "--candidates",
             "2",
@@ -80,7 +80,7 @@ def test_a_proof_of_a_statement_about_a_sorry_definition_is_vacuous(tmp_path, mo
     definition: the attempt is vacuous (recorded with its proof), and the theorem stays open."""
     repo = demo_lake_repo(tmp_path, monkeypatch, source=VACUOUS_SOURCE, script=VACUOUS_SCRIPT)
     data = tmp_path / "data"
-    assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
+    assert main(["--data-dir", str(data), "ingest", str(repo), "--tracer", "source"]) == 0
     code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.on_secret")
     assert code == 0
     (attempt,) = payload["attempts"]
@@ -97,7 +97,7 @@ def test_a_proof_of_a_statement_about_a_sorry_definition_is_vacuous(tmp_path, mo
     assert recorded.outcome is AttemptOutcome.VACUOUS and recorded.proof == attempt["proof"]
     # still open: a later run tries it again, and says so in its table
     capsys.readouterr()
-    assert main(["--data-dir", str(data), "prove", "--generator", str(generator_dir), "--backend", "file",
+    assert main(["--data-dir", str(data), "prove", "--generator", str(generator_dir), "--proof-backend", "file",
                  "--candidates", "2", "--max-expansions", "6", "--theorem", "Demo.on_secret"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert " vacuous " in out, out

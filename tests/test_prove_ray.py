@@ -44,8 +44,18 @@ def test_ray_workers_give_the_in_process_attempts(tmp_path: Path, monkeypatch: p
     tiny_encoder(0).save(tmp_path / "encoder")
 
     def prove(data: Path, *extra: str) -> list[str]:
-        assert main(["--data-dir", str(data), "ingest", str(repo), "--backend", "source"]) == 0
-        return ["--data-dir", str(data), "prove", "--generator", str(generator), "--backend", "file", *SEARCH, *extra]
+        assert main(["--data-dir", str(data), "ingest", str(repo), "--tracer", "source"]) == 0
+        return [
+            "--data-dir",
+            str(data),
+            "prove",
+            "--generator",
+            str(generator),
+            "--proof-backend",
+            "file",
+            *SEARCH,
+            *extra,
+        ]
 
     def run(data: Path, *extra: str) -> list[str]:
         return [
@@ -53,7 +63,7 @@ def test_ray_workers_give_the_in_process_attempts(tmp_path: Path, monkeypatch: p
             str(data),
             "run",
             str(tmp_path / "repos.txt"),
-            "--backend",
+            "--tracer",
             "source",
             "--model",
             str(tmp_path / "encoder"),
@@ -98,7 +108,7 @@ def ray_session():
 def _ingested_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     repo = demo_lake_repo(tmp_path, monkeypatch)
     data = ["--data-dir", str(tmp_path / "data")]
-    assert main([*data, "ingest", str(repo), "--backend", "source"]) == 0
+    assert main([*data, "ingest", str(repo), "--tracer", "source"]) == 0
     return data
 
 
@@ -108,7 +118,7 @@ def test_a_bad_generator_on_ray_workers_is_a_one_line_user_error(ray_session, tm
     data = _ingested_demo(tmp_path, monkeypatch)
     capsys.readouterr()
     code = main(
-        [*data, "prove", "--generator", str(tmp_path / "missing"), "--backend", "file", *SEARCH, "--workers", "2"]
+        [*data, "prove", "--generator", str(tmp_path / "missing"), "--proof-backend", "file", *SEARCH, "--workers", "2"]
     )
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and len(err.strip().splitlines()) == 1 and "tactic generator" in err, err
@@ -121,7 +131,7 @@ def test_a_missing_lean_on_ray_workers_is_a_one_line_error(
     says how to install Lean, as in-process."""
     data = _ingested_demo(tmp_path, monkeypatch)
     capsys.readouterr()
-    code = main([*data, "prove", "--generator", str(generator), "--backend", "file", *SEARCH, "--workers", "2"])
+    code = main([*data, "prove", "--generator", str(generator), "--proof-backend", "file", *SEARCH, "--workers", "2"])
     err = capsys.readouterr().err.strip()
     assert code == EXIT_USAGE and len(err.splitlines()) == 1 and "elan" in err, err[:600]
 
@@ -156,7 +166,7 @@ def test_more_workers_than_ray_cpus_does_not_hang(tmp_path, monkeypatch, generat
         "prove",
         "--generator",
         str(generator),
-        "--backend",
+        "--proof-backend",
         "file",
         *SEARCH,
         "--workers",

@@ -105,7 +105,7 @@ def origin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any], str]:
     capsys.readouterr()
-    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"]
+    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--tracer", "source"]
     code = main([*argv, "--no-train", *SEARCH, "--pull-request", "--json", *extra])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else {}), err

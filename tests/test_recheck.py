@@ -50,7 +50,7 @@ def proved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     git(root, "commit", "-qm", "two sorries")
     (tmp_path / "repos.txt").write_text("book\n", encoding="utf-8")
     data = tmp_path / "data"
-    argv = ["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--backend", "source", "--no-train"]
+    argv = ["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--tracer", "source", "--no-train"]
     assert main([*argv, *SEARCH, "--json"]) == 0
     attempts = json.loads(capsys.readouterr().out)["proving"]["attempts"]
     assert {a["theorem"]: a["outcome"] for a in attempts} == {"keep": "proved", "other": "proved"}

@@ -51,14 +51,14 @@ def test_ingest_of_special_files_records_problems_and_does_not_hang(
     special_files_project: Path, tmp_path: Path
 ) -> None:
     done = leanagent(
-        "ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60
+        "ingest", str(special_files_project), "--tracer", "source", "--json", data=tmp_path / "data", timeout=60
     )
     assert done.returncode == 0, done.stderr
     (outcome,) = json.loads(done.stdout)
     # Basic.lean and its symlinked alias are read (the same 4 theorems twice).
     assert outcome["status"] == "added" and outcome["files"] == 2 and outcome["theorems"] == 8
     again = leanagent(
-        "ingest", str(special_files_project), "--backend", "source", "--json", data=tmp_path / "data", timeout=60
+        "ingest", str(special_files_project), "--tracer", "source", "--json", data=tmp_path / "data", timeout=60
     )
     assert json.loads(again.stdout)[0]["status"] == "unchanged"  # the content hash is stable
     from curriculum.store import Store
@@ -167,7 +167,7 @@ def test_a_model_path_that_is_a_file_says_so(tmp_path: Path) -> None:
     (tmp_path / "model.bin").write_bytes(b"weights")
     lean_project(tmp_path / "proj")
     data = tmp_path / "data"
-    assert leanagent("ingest", str(tmp_path / "proj"), "--backend", "source", data=data).returncode == 0
+    assert leanagent("ingest", str(tmp_path / "proj"), "--tracer", "source", data=data).returncode == 0
     done = leanagent("retrieval", "eval", "--model", str(tmp_path / "model.bin"), data=data)
     assert done.returncode == 2 and "it is a file; a model is a directory" in done.stderr, done.stderr
 
@@ -203,7 +203,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     (tmp_path / "repos.txt").write_text(f"{lean_project(tmp_path / 'proj')}\n", encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen(
-        [*ENTRY, "--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"],
+        [*ENTRY, "--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--tracer", "source"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -228,7 +228,7 @@ def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) 
 
 
 # A job that holds the data directory's lock (and, with the run of `leanagent run repos.txt
-# --backend source --no-train` marked running in the database) until its stdin closes.
+# --tracer source --no-train` marked running in the database) until its stdin closes.
 HOLDER = """
 import sys
 from pathlib import Path
@@ -266,7 +266,7 @@ def repos_file(tmp_path: Path) -> Path:
     return repos
 
 
-RUN = ("run", "--backend", "source", "--no-train", "--no-prove", "--json")
+RUN = ("run", "--tracer", "source", "--no-train", "--no-prove", "--json")
 
 
 def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: Path, repos_file: Path) -> None:

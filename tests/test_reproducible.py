@@ -28,7 +28,7 @@ from retrieval.train import TrainConfig
 torch.set_num_threads(1)
 
 # Enough epochs of the tiny encoder that a step lasts long enough to be killed inside it.
-TRAINING = ("--backend", "source", "--epochs", "10", "--batch-size", "4", "--test-fraction", "0.5")
+TRAINING = ("--tracer", "source", "--epochs", "10", "--batch-size", "4", "--test-fraction", "0.5")
 
 
 @pytest.fixture(scope="module")

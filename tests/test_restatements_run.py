@@ -50,7 +50,7 @@ def test_a_restatement_is_reported_and_written_back_only_when_asked(
 ) -> None:
     capsys.readouterr()
     extra = ["--keep-restatements"] if keep else []
-    argv = ["--data-dir", str(tmp_path / "data"), "run", str(repos), "--backend", "source", "--no-train", *SEARCH]
+    argv = ["--data-dir", str(tmp_path / "data"), "run", str(repos), "--tracer", "source", "--no-train", *SEARCH]
     assert main([*argv, *extra, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     (attempt,) = payload["proving"]["attempts"]

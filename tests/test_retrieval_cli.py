@@ -22,7 +22,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory, examples_dir: Path) -> t
     data = root / "data"
     repos = root / "repos.txt"
     repos.write_text(f"{examples_dir / 'demo-logic'}\n{examples_dir / 'demo-arith'}\n", encoding="utf-8")
-    assert main(["--data-dir", str(data), "ingest", "--repos", str(repos), "--backend", "source"]) == 0
+    assert main(["--data-dir", str(data), "ingest", "--repos", str(repos), "--tracer", "source"]) == 0
     model = root / "tiny"
     tiny_encoder(0).save(model)
     return data, model

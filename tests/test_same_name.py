@@ -49,7 +49,7 @@ def test_twins_are_both_proved_and_written_back_in_one_patch_that_applies(
     twins: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = str(tmp_path / "data")
-    code, payload = _main(capsys, "--data-dir", data, "run", str(twins), "--backend", "source", "--no-train", *SEARCH)
+    code, payload = _main(capsys, "--data-dir", data, "run", str(twins), "--tracer", "source", "--no-train", *SEARCH)
     assert code == 0, payload
     attempts = payload["proving"]["attempts"]
     assert sorted((a["path"], a["theorem"], a["outcome"]) for a in attempts) == [
@@ -68,15 +68,17 @@ def test_path_and_name_picks_one_twin_and_a_bare_name_is_ambiguous(
     twins: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = str(tmp_path / "data")
-    code, _ = _main(capsys, "--data-dir", data, "ingest", "--repos", str(twins), "--backend", "source")
+    code, _ = _main(capsys, "--data-dir", data, "ingest", "--repos", str(twins), "--tracer", "source")
     assert code == 0
 
-    code, payload = _main(capsys, "--data-dir", data, "prove", "--theorem", "two_eq", "--backend", "file", *SEARCH)
+    code, payload = _main(
+        capsys, "--data-dir", data, "prove", "--theorem", "two_eq", "--proof-backend", "file", *SEARCH
+    )
     assert code == 2
     assert "names several" in payload["error"] and "Twins/A.lean" in payload["error"]
 
     code, payload = _main(
-        capsys, "--data-dir", data, "prove", "--theorem", "Twins/B.lean:two_eq", "--backend", "file", *SEARCH
+        capsys, "--data-dir", data, "prove", "--theorem", "Twins/B.lean:two_eq", "--proof-backend", "file", *SEARCH
     )
     assert code == 0, payload
     assert [(a["path"], a["outcome"]) for a in payload["attempts"]] == [("Twins/B.lean", "proved")]
@@ -94,7 +96,7 @@ def test_a_write_back_that_fails_loses_its_patch_not_the_report_and_a_rerun_retr
     monkeypatch.setattr(writeback, "render_diff", broken)
     data = tmp_path / "data"
     code, payload = _main(
-        capsys, "--data-dir", str(data), "run", str(twins), "--backend", "source", "--no-train", *SEARCH
+        capsys, "--data-dir", str(data), "run", str(twins), "--tracer", "source", "--no-train", *SEARCH
     )
     # The report is written with everything the run did; the run is left unfinished, to retry.
     assert code == 1 and "could not be written back" in payload["error"]
@@ -109,7 +111,7 @@ def test_a_write_back_that_fails_loses_its_patch_not_the_report_and_a_rerun_retr
     monkeypatch.undo()
     fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)
     code, payload = _main(
-        capsys, "--data-dir", str(data), "run", str(twins), "--backend", "source", "--no-train", *SEARCH
+        capsys, "--data-dir", str(data), "run", str(twins), "--tracer", "source", "--no-train", *SEARCH
     )
     assert code == 0 and payload["resumed"] is True
     assert payload["proving"]["write_back_failed"] == {} and location in payload["proving"]["patches"]
@@ -123,13 +125,13 @@ def test_an_internal_position_fault_is_exit_1_not_2(
     from lean_env.proofs.text import ProofTextError
 
     data = str(tmp_path / "data")
-    assert _main(capsys, "--data-dir", data, "ingest", "--repos", str(twins), "--backend", "source")[0] == 0
+    assert _main(capsys, "--data-dir", data, "ingest", "--repos", str(twins), "--tracer", "source")[0] == 0
 
     def broken(*args: object, **kwargs: object) -> None:
         raise ProofTextError("column 129 is past the end of line 22 (125 characters)")
 
     monkeypatch.setattr(agent.proving.targets, "checkout_all", broken)
-    code, payload = _main(capsys, "--data-dir", data, "prove", "--backend", "file", *SEARCH)
+    code, payload = _main(capsys, "--data-dir", data, "prove", "--proof-backend", "file", *SEARCH)
     assert (code, payload["exit"]) == (1, 1)
     assert "past the end of line 22" in payload["error"]
 

@@ -40,7 +40,7 @@ def project(tmp_path: Path) -> Path:
 
 def _run(capsys: pytest.CaptureFixture[str], data: Path, repos: Path, *extra: str) -> dict:
     capsys.readouterr()
-    code = main(["--data-dir", str(data), "run", str(repos), "--backend", "source", "--no-train", "--json", *extra])
+    code = main(["--data-dir", str(data), "run", str(repos), "--tracer", "source", "--no-train", "--json", *extra])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out)
@@ -92,7 +92,7 @@ def test_the_suggester_proves_the_fixture_sorries_and_the_next_run_starts_from_t
         str(data),
         "run",
         str(project),
-        "--backend",
+        "--tracer",
         "source",
         "--no-train",
         "--proof-backend",
@@ -119,9 +119,9 @@ def test_prove_without_a_generator_uses_the_suggester(
 ) -> None:
     fake_lean.activate(monkeypatch, tmp_path / "bin", json.loads((FIXTURE / "fake_lean.json").read_text("utf-8")))
     data = str(tmp_path / "data")
-    assert main(["--data-dir", data, "ingest", str(tmp_path / "suggest"), "--backend", "source"]) == 0
+    assert main(["--data-dir", data, "ingest", str(tmp_path / "suggest"), "--tracer", "source"]) == 0
     capsys.readouterr()
-    args = ["--data-dir", data, "prove", "--theorem", "Suggest.le_self_m", "--backend", "file", "--json", *SEARCH]
+    args = ["--data-dir", data, "prove", "--theorem", "Suggest.le_self_m", "--proof-backend", "file", "--json", *SEARCH]
     assert main(args) == 0
     (attempt,) = json.loads(capsys.readouterr().out)["attempts"]
     assert (attempt["outcome"], attempt["proof"]) == ("proved", PROOFS["Suggest.le_self_m"])

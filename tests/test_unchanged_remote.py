@@ -45,7 +45,7 @@ def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
     capsys.readouterr()
-    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--backend", "source"]
+    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--tracer", "source"]
     code = main([*argv, "--no-train", *SEARCH, "--json", *extra])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -101,7 +101,7 @@ def test_a_stored_head_with_a_sorry_never_attempted_is_fetched_and_proved(
 def test_ingest_of_a_stored_head_costs_one_ls_remote(
     remote: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--data-dir", str(tmp_path / "data"), "ingest", f"file://{remote}", "--backend", "source", "--json"]
+    argv = ["--data-dir", str(tmp_path / "data"), "ingest", f"file://{remote}", "--tracer", "source", "--json"]
     assert main(argv) == 0
     shutil.rmtree(_clones(tmp_path))
     capsys.readouterr()

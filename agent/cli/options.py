@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent.search.tree import SearchConfig
+from agent.generators.premises import PREMISES_PER_GOAL
+from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice
 from lean_env.interactive.repl.pool import Recycling
@@ -16,10 +18,8 @@ from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import (
-    CANDIDATES_PER_EXPANSION,
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
-    PREMISES_PER_GOAL,
     RETRIEVER_LENGTH,
     RETRIEVER_TRAIN_LENGTH,
 )
@@ -124,7 +124,7 @@ def device(text: str) -> str:
     try:
         return check_device(text)
     except DeviceError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--device ")) from None
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def device_option(parser: argparse.ArgumentParser) -> None:
@@ -227,14 +227,39 @@ def wait_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Renamed(argparse.Action):
+    """An option's old name, kept for one release: it sets what the new name sets and says
+    on stderr, in one line, which name to use; ``--help`` does not show it."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"leanagent: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def renamed_option(parser: argparse.ArgumentParser, old: str, new: argparse.Action) -> None:
+    """``old``: a deprecated name of the option ``new`` (same destination and choices)."""
+    parser.add_argument(old, action=_Renamed, dest=new.dest, choices=new.choices, new=new.option_strings[0])
+
+
 def tracer_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--backend",
+    tracer = parser.add_argument(
+        "--tracer",
         choices=[c.value for c in TracerChoice],
         default=TracerChoice.AUTO.value,
         help="how to trace: dojo (LeanDojo, needs Lean), source (no Lean needed) or auto (dojo "
         "when Lean and lean_dojo are available, else source; default)",
     )
+    renamed_option(parser, "--backend", tracer)  # its name until the next release
 
 
 # ---- retriever training ----------------------------------------------------------------
@@ -357,8 +382,10 @@ def premises_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> None:
-    """The generator, proof environment and search budgets (``prove`` and ``run`` share them)."""
+def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -> None:
+    """The generator, proof environment and search budgets (``prove``, ``evaluate`` and
+    ``run`` share them); ``backend_alias``: ``--backend`` is a deprecated name of
+    ``--proof-backend`` (where it does not name the tracer)."""
     parser.add_argument(
         "--generator",
         default=None,
@@ -373,15 +400,16 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_flag: str) -> 
         help="with --generator: merge the built-in suggester's candidates with the model's (half the probability each)",
     )
     premises_option(parser)
-    parser.add_argument(
-        backend_flag,
-        dest="proof_backend",
+    proof_backend = parser.add_argument(
+        "--proof-backend",
         choices=[c.value for c in ProofBackendChoice],
         default=ProofBackendChoice.AUTO.value,
         help="proof environment: repl (Lean REPL), dojo (LeanDojo), server (file checks through `lean --server`: "
         "the file before the theorem elaborated once), file (one `lean` run per batch of candidates), auto (repl "
         "when found, else server)",
     )
+    if backend_alias:
+        renamed_option(parser, "--backend", proof_backend)  # its name until the next release
     parser.add_argument(
         "--candidates",
         type=positive_int,

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
 
+# Premises retrieved for each expanded goal: ReProver's evaluation's (prover/evaluate.py),
+# the default of every command, of which those that fit the generator's input are shown; a
+# CPU runs far fewer (docs/search.md).
+PREMISES_PER_GOAL = 100
+
 
 class PremisedGenerator(Protocol):
     """Proposes tactics for a goal, best first, given the premises retrieved for it

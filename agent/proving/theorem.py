@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.generators.blend import Blend
-from agent.generators.premises import PremiseSource
+from agent.generators.premises import PREMISES_PER_GOAL, PremiseSource
 from agent.search.online import Episode, RecordingSession
 from agent.search.tree import (
     SearchConfig,
@@ -44,7 +44,6 @@ from lean_env.records import AttemptOutcome, Theorem, TracedTactic
 from retrieval.formats import (
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
-    PREMISES_PER_GOAL,
 )
 from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key

@@ -42,7 +42,10 @@ from lean_env.interactive.interface import (
     TacticTimeout,
     tactic_outcomes,
 )
-from retrieval.formats import CANDIDATES_PER_EXPANSION
+
+# Tactics asked of the generator per expanded goal: LeanDojo's evaluation's (ReProver's
+# prover/proof_search.py), the default of every command; a CPU runs far fewer (docs/search.md).
+CANDIDATES_PER_EXPANSION = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""Which proof environment opens theorems: the choice ``--backend`` / ``--proof-backend``
-make, and the one function that opens it."""
+"""Which proof environment opens theorems: the choice ``--proof-backend`` makes, and the
+one function that opens it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ _TOOLS = (
     ("lean", LeanNotFoundError.INSTALL_HINT),
     ("lake", "comes with every Lean toolchain that elan installs"),
     ("elan", "optional; it installs and switches Lean versions (see lean above)"),
-    ("git", "install git (apt-get install git); needed for --apply and LeanDojo"),
+    ("git", "install git (apt-get install git); needed to write proofs onto a branch and for LeanDojo"),
 )
 
 

@@ -171,7 +171,7 @@ def _why(answer: httpx.Response) -> str:
     if errors and isinstance(errors[0], dict) and errors[0].get("message"):
         message = f"{message} ({errors[0]['message']})"
     hint = {
-        401: "; the token is not valid (GITHUB_TOKEN or --token-file)",
+        401: "; the token is not valid (from the token file, else GITHUB_TOKEN)",
         403: "; the token may lack the pull-requests or contents permission",
         404: "; the repository does not exist or the token cannot see it",
     }.get(answer.status_code, "")

@@ -149,7 +149,7 @@ def commit_to_branch(
     if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
         raise WriteBackError(f"{branch!r} is not a valid git branch name")
     if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
-        raise WriteBackError(f"branch {branch} already exists; choose another with --branch")
+        raise WriteBackError(f"branch {branch} already exists; choose another name")
     head = git.out("rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}")
     prefix = git.prefix
     contents = new_contents(repo_dir, edits, base=None if base is None else head)
@@ -161,7 +161,7 @@ def commit_to_branch(
             if git.blob(head, path) != old:
                 raise WriteBackError(
                     f"{path} differs from HEAD (uncommitted changes?); commit or stash them "
-                    "before --apply, or use the diff instead"
+                    "before writing proofs onto a branch, or use the diff instead"
                 )
             mode = git.out("ls-tree", head, "--", git_path).split()[0]
             blob = git.out("hash-object", "-w", "--stdin", "--path", git_path, stdin=new.encode())
@@ -345,7 +345,7 @@ class _Git:
         if check and done.returncode != 0:
             stderr = done.stderr.decode("utf-8", "replace").strip()
             if "not a git repository" in stderr:
-                raise WriteBackError(f"{self._repo_dir} is not a git repository; --apply needs one")
+                raise WriteBackError(f"{self._repo_dir} is not a git repository; a branch of proofs needs one")
             raise GitError(f"{' '.join(command)} failed: {stderr}")
         return done
 

@@ -1,4 +1,4 @@
-"""Which tracer turns a checkout into records: the choice ``--backend`` makes.
+"""Which tracer turns a checkout into records: the choice ``--tracer`` makes.
 
 ``dojo`` (LeanDojo tracing: real goals and premises; needs Lean), ``source`` (Lean-free
 source extraction) and ``auto``, which takes ``dojo`` when a Lean toolchain is on PATH and
@@ -26,7 +26,7 @@ _FULL_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
 
 class TracerChoice(enum.StrEnum):
-    """What the user asks for on the command line (``--backend``)."""
+    """What the user asks for on the command line (``--tracer``)."""
 
     AUTO = "auto"  # dojo when Lean and lean_dojo are available, else source
     DOJO = "dojo"
@@ -58,7 +58,7 @@ def choose_backend(choice: TracerChoice) -> IngestBackend:
 
 
 def make_tracer(choice: TracerChoice, *, dojo_cache: Path) -> Tracer:
-    """The tracer for ``--backend choice``.
+    """The tracer for ``--tracer choice``.
 
     ``auto`` with LeanDojo available still extracts from source the checkouts LeanDojo
     cannot trace (it traces git checkouts at a commit: a URL's clone or a clean local git

@@ -106,7 +106,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
             # A URL repository whose remote head is stored already costs one git ls-remote.
             specs = _specs_of(args)
-            outcomes = ingest_repositories(store, specs, settings, TracerChoice(args.backend), idle=lambda _: True)
+            outcomes = ingest_repositories(store, specs, settings, TracerChoice(args.tracer), idle=lambda _: True)
     emit([dataclasses.asdict(o) for o in outcomes], outcomes_text(outcomes), as_json=args.json)
     return 0
 

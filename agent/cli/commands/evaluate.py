@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--sample", type=positive_int, default=None, metavar="N", help="a seeded sample of N of the chosen theorems"
     )
     evaluate.add_argument("--seed", type=int, default=None, help="the seed of --sample (default: 0)")
-    add_prove_options(evaluate, backend_flag="--backend")
+    add_prove_options(evaluate, backend_alias=True)
     retriever_option(evaluate)
     retriever_length_option(evaluate)
     recall_target_option(evaluate)

@@ -107,7 +107,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     if not examples:
         raise UserInputError(
             "the database holds no traced tactics with goal states (source extraction sees no goals): "
-            "ingest with --backend dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
+            "ingest with --tracer dojo, or a LeanDojo Benchmark 4 directory with --benchmark"
         )
     train, held_out = split(examples, test_fraction=args.test_fraction, seed=args.seed)
     generator = HFTacticGenerator.load(

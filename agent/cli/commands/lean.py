@@ -2,7 +2,7 @@
 
 ``leanagent check REPO FILE THEOREM --proof '…'`` compiles FILE with the proof in place of
 THEOREM's proof and says whether Lean accepts it (exit 0), rejects it or ran out of time
-(exit 1). ``--backend`` first replays the proof's tactics one by one in an interactive
+(exit 1). ``--proof-backend`` first replays the proof's tactics one by one in an interactive
 backend, to show where a rejected proof goes wrong; ``--diff`` / ``--apply`` write an
 accepted proof back as a patch or onto a new git branch.
 
@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.cli.options import positive_seconds
+from agent.cli.options import positive_seconds, renamed_option
 from agent.reports.output import emit, table
 from agent.reports.tables import axioms_line
 from agent.workspace.settings import Settings
@@ -58,13 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     proof = check.add_mutually_exclusive_group(required=True)
     proof.add_argument("--proof", metavar="TEXT", help="the proof: what follows ':=' (e.g. 'by simp')")
     proof.add_argument("--proof-file", type=Path, metavar="PATH", help="read the proof from PATH")
-    check.add_argument(
-        "--backend",
+    replay = check.add_argument(
+        "--proof-backend",
         choices=(NO_REPLAY, *(c.value for c in ProofBackendChoice)),
         default="none",
         help="first replay the proof's tactics step by step in this backend: file (any lean), "
         "repl (Lean REPL), dojo (LeanDojo), auto (repl when found, else file); default none",
     )
+    renamed_option(check, "--backend", replay)  # its name until the next release
     check.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -114,7 +115,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
     theorem = locate_theorem(repo, args.file, args.theorem)
     proof = _read_proof(args)
     runner = LeanRunner.for_project(repo)
-    steps = _replay(args.backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir)
+    steps = _replay(args.proof_backend, repo, theorem, proof, timeout=args.timeout, data_dir=settings.data_dir)
     result = check_proof(repo, theorem, proof, runner=runner, timeout=args.timeout)
     payload: dict[str, Any] = {**result.to_json(), "replay": steps}
     if result.accepted and (args.diff or args.apply):

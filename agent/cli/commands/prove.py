@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="search proofs for the stored sorry theorems, check them with Lean, record them",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    add_prove_options(prove, backend_flag="--backend")
+    add_prove_options(prove, backend_alias=True)
     retriever_option(prove)
     prove.add_argument(
         "--theorem",

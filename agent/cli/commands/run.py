@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--no-prove", action="store_true", help="no proof search (ingest, order and train only)")
     add_train_options(run)
-    add_prove_options(run, backend_flag="--proof-backend")
+    add_prove_options(run, backend_alias=False)
     retriever_length_option(run)
     recall_target_option(run)
     device_option(run)
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     options = LifelongOptions(
         repos=args.repos,
-        tracer=TracerChoice(args.backend),
+        tracer=TracerChoice(args.tracer),
         training=None
         if args.no_train
         else RetrieverTraining(

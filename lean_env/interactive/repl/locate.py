@@ -45,7 +45,7 @@ _PACKAGE_DIRS = ("REPL", "repl")
 class ReplSource(enum.StrEnum):
     """Where the REPL we use comes from."""
 
-    OPTION = "option"  # --repl PATH
+    OPTION = "option"  # the repl argument
     ENVIRONMENT = "environment"  # $LEANAGENT_REPL
     LAKE_PACKAGE = "lake_package"  # a dependency of the project, run with `lake exe repl`
     PATH = "path"  # `repl` on PATH
@@ -94,7 +94,7 @@ def install_hint(project_dir: Path) -> str:
     tag = lean_version(pin) if pin else "<your Lean version>"
     return (
         f"build it with: git clone --branch {tag} {REPL_GIT_URL} && cd repl && lake build repl, "
-        f"then pass --repl PATH/TO/repl/.lake/build/bin/repl or set {REPL_ENV_VAR}"
+        f"then set {REPL_ENV_VAR} to PATH/TO/repl/.lake/build/bin/repl"
     )
 
 
@@ -156,7 +156,7 @@ def describe_repl(
             f"Lean REPL found ({where}): {' '.join(argv)}{note}",
         )
 
-    named = [(repl, ReplSource.OPTION, "--repl")]
+    named = [(repl, ReplSource.OPTION, "the repl argument")]
     if environ.get(REPL_ENV_VAR):
         named.append((Path(environ[REPL_ENV_VAR]), ReplSource.ENVIRONMENT, f"${REPL_ENV_VAR}"))
     for path, source, what in named:
@@ -203,7 +203,7 @@ def describe_repl(
         None,
         None,
         project_toolchain,
-        f"no Lean REPL found (no --repl, no ${REPL_ENV_VAR}, no REPL dependency in "
+        f"no Lean REPL found (no repl argument, no ${REPL_ENV_VAR}, no REPL dependency in "
         f"{project_dir}, no `repl` on PATH); " + install_hint(project_dir),
     )
 
