@@ -1,3 +1,4 @@
 """Proofs as text: surgery on a file's proof (:mod:`.text`), locating a theorem in a file
-(:mod:`.locate`), the final check that makes a found proof count (:mod:`.final_check`) and
-writing proofs back as a diff or a git branch (:mod:`.writeback`)."""
+(:mod:`.locate`), the final check that makes a found proof count (:mod:`.final_check`),
+writing proofs back as a diff or a git branch (:mod:`.writeback`) and opening a pull request
+of that branch on GitHub (:mod:`.github`)."""
