@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from lean_env.interactive.dojo import (
-    GAVE_UP,
     DojoBackend,
     DojoCrashedError,
     DojoHandle,
@@ -20,6 +19,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.session import SORRY_REJECTED
 from lean_env.records import Position, Theorem, TheoremStatus
 
 lean_dojo = pytest.importorskip("lean_dojo")
@@ -85,8 +85,8 @@ def test_open_builds_a_lean_dojo_theorem_and_maps_the_initial_state(tmp_path):
         pytest.param(["intro h"], TacticState(INTRO), id="state"),
         pytest.param(["intro h", "exact h"], ProofFinished("done"), id="finished"),
         pytest.param(["intro h", "exact x"], LeanError("unknown identifier 'x'"), id="lean-error"),
-        pytest.param(["intro h", "give_up"], LeanError(GAVE_UP), id="proof-given-up"),
-        pytest.param(["intro h", "sorry"], LeanError(GAVE_UP), id="sorry-not-sent"),
+        pytest.param(["intro h", "give_up"], LeanError(SORRY_REJECTED), id="proof-given-up"),
+        pytest.param(["intro h", "sorry"], LeanError(SORRY_REJECTED), id="sorry-not-sent"),
         pytest.param(["intro h", "spin"], TacticTimeout(30.0), id="timeout"),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 from fakes import fake_lean
 
 from lean_env.errors import LeanNotFoundError
-from lean_env.interactive.filecheck import SORRY_REJECTED, FileCheckBackend, FileCheckError
+from lean_env.interactive.filecheck import FileCheckBackend, FileCheckError
 from lean_env.interactive.interface import (
     LeanError,
     ProofBackend,
@@ -20,6 +20,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.session import SORRY_REJECTED
 from lean_env.lean.runner import LeanRunError
 
 SOURCE = """\

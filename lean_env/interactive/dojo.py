@@ -11,7 +11,8 @@ is per interaction), ``DojoCrashError`` (the Lean process died) or, on entry,
 ``TacticState``           :class:`~lean_env.interactive.interface.TacticState` (handle: see below)
 ``ProofFinished``         :class:`~lean_env.interactive.interface.ProofFinished` with Lean's message
 ``LeanError``             :class:`~lean_env.interactive.interface.LeanError`
-``ProofGivenUp``          :class:`~lean_env.interactive.interface.LeanError` (the tactic used ``sorry``)
+``ProofGivenUp``          :class:`~lean_env.interactive.interface.LeanError` (the tactic used ``sorry``;
+                          :data:`~lean_env.interactive.session.SORRY_REJECTED`)
 ``DojoTacticTimeoutError`` :class:`~lean_env.interactive.interface.TacticTimeout`; LeanDojo's process is
                           then in an unknown state, so it is closed and a fresh ``Dojo`` is
                           entered on the next tactic, replaying the state's tactic path
@@ -35,24 +36,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, UserInputError
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
-    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
 )
-from lean_env.proofs.text import uses_sorry
+from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
 from lean_env.records import Theorem
 from lean_env.trace.dojo import configure_dojo_env
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600.0
-GAVE_UP = "the tactic gave up (`sorry`): LeanDojo reports ProofGivenUp"
 
 
 class DojoUnavailableError(UserInputError):
@@ -77,6 +75,8 @@ class DojoHandle:
     generation: int  # which Dojo process of this session produced ``state``
     state: Any = field(repr=False)  # the lean_dojo.TacticState
     path: tuple[str, ...]  # tactics from the initial state, to replay after a restart
+    # Which DojoSession made it (its id()): a path means nothing in another theorem's session.
+    session: int = field(compare=False)
 
 
 def _lean_dojo(cache_dir: Path | None = None) -> Any:
@@ -133,12 +133,14 @@ class DojoBackend:
         """Nothing to release: every session owns its Dojo."""
 
 
-class DojoSession(ClosesOnExit):
+class DojoSession(GuardedSession[DojoHandle]):
     """One theorem in LeanDojo. Use :meth:`start` (or the backend's ``open``); ``close()`` is idempotent."""
 
+    kind = "LeanDojo"
+
     def __init__(self, make_dojo: Callable[[], Any], *, theorem: Theorem, timeout: float) -> None:
+        super().__init__(theorem)
         self._make_dojo = make_dojo
-        self._theorem = theorem
         self._timeout = timeout
         self._context: Any = None  # the entered Dojo context manager, or None
         self._dojo: Any = None
@@ -146,62 +148,48 @@ class DojoSession(ClosesOnExit):
         # Tactic path -> lean_dojo state, for the current Dojo only (cleared when it exits), so
         # a state of an earlier Dojo is rebuilt from its deepest known prefix, not from scratch.
         self._states: dict[tuple[str, ...], Any] = {}
-        self._initial: TacticState | None = None
-        self._closed = False
         self._lean_dojo = _lean_dojo()
 
-    def start(self) -> None:
-        """Enter the first Dojo and keep its initial state."""
+    def _start(self) -> TacticState:
+        """Enter the first Dojo; its initial state."""
         initial = self._enter()
-        self._initial = TacticState(initial.pp, handle=DojoHandle(self._generation, initial, ()))
+        return TacticState(initial.pp, handle=DojoHandle(self._generation, initial, (), id(self)))
 
-    @property
-    def initial_state(self) -> TacticState:
-        if self._initial is None:
-            raise SessionClosedError("the session was not started; use DojoBackend.open()")
-        return self._initial
+    def _handle(self, handle: object) -> DojoHandle | None:
+        return handle if isinstance(handle, DojoHandle) and handle.session == id(self) else None
 
-    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
-        """Run ``tactic`` on ``state`` in LeanDojo and map the outcome (module docstring)."""
-        if self._closed:
-            raise SessionClosedError(f"the LeanDojo session on {self._theorem.full_name} is closed")
-        handle = state.handle
-        if not isinstance(handle, DojoHandle):
-            raise ValueError(f"state {state.pp!r} does not come from a LeanDojo session")
-        if uses_sorry(tactic):
-            return LeanError(GAVE_UP)
+    def _run_tactic(self, state: TacticState, handle: DojoHandle, tactic: str) -> TacticResult:
+        """Run ``tactic`` on the state in LeanDojo and map the outcome (module docstring)."""
         dojo_state = self._reach(handle)
         if dojo_state is None:
             return TacticTimeout(self._timeout)
         return self._run(dojo_state, handle.path, tactic)
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._exit()
+    def _close(self) -> None:
+        self._exit()
 
     def _run(self, dojo_state: Any, path: tuple[str, ...], tactic: str) -> TacticResult:
         errors = self._lean_dojo
         try:
             result = self._dojo.run_tac(dojo_state, tactic)
         except errors.DojoTacticTimeoutError:
-            log.debug("tactic %r timed out on %s; restarting the Dojo", tactic, self._theorem.full_name)
+            log.debug("tactic %r timed out on %s; restarting the Dojo", tactic, self.theorem.full_name)
             self._exit()
             return TacticTimeout(self._timeout)
         except errors.DojoCrashError as e:
             self.close()
             raise DojoCrashedError(
-                f"LeanDojo's Lean process died ({e}) running {tactic!r} on {self._theorem.full_name}"
+                f"LeanDojo's Lean process died ({e}) running {tactic!r} on {self.theorem.full_name}"
             ) from e
         if isinstance(result, errors.TacticState):
             self._states[(*path, tactic)] = result
-            return TacticState(result.pp, handle=DojoHandle(self._generation, result, (*path, tactic)))
+            return TacticState(result.pp, handle=DojoHandle(self._generation, result, (*path, tactic), id(self)))
         if isinstance(result, errors.ProofFinished):
             return ProofFinished(result.message or "")
         if isinstance(result, errors.LeanError):
             return LeanError(result.error)
         if isinstance(result, errors.ProofGivenUp):
-            return LeanError(GAVE_UP)
+            return LeanError(SORRY_REJECTED)
         raise DojoCrashedError(f"LeanDojo returned an unknown result {result!r} for {tactic!r}")
 
     def _reach(self, handle: DojoHandle) -> Any:
@@ -225,7 +213,7 @@ class DojoSession(ClosesOnExit):
                 return None
             if not isinstance(result, TacticState):
                 raise DojoCrashedError(
-                    f"replaying {path!r} on {self._theorem.full_name} after a restart "
+                    f"replaying {path!r} on {self.theorem.full_name} after a restart "
                     f"gave {result!r} at {path[index]!r}; LeanDojo is not deterministic here"
                 )
             reached = result.handle
@@ -233,7 +221,7 @@ class DojoSession(ClosesOnExit):
             state = reached.state
         if state.pp != handle.state.pp:
             raise DojoCrashedError(
-                f"replaying {path!r} on {self._theorem.full_name} after a restart gave the goals "
+                f"replaying {path!r} on {self.theorem.full_name} after a restart gave the goals "
                 f"{state.pp!r} instead of {handle.state.pp!r}"
             )
         return state
@@ -250,7 +238,7 @@ class DojoSession(ClosesOnExit):
             except Exception:
                 log.debug("nothing to clean up after the failed Dojo entry", exc_info=True)
             raise DojoOpenError(
-                f"LeanDojo could not open {self._theorem.full_name} in {self._theorem.path}: {type(e).__name__}: {e}"
+                f"LeanDojo could not open {self.theorem.full_name} in {self.theorem.path}: {type(e).__name__}: {e}"
             ) from e
         self._context, self._dojo = context, dojo
         self._generation += 1
@@ -264,4 +252,4 @@ class DojoSession(ClosesOnExit):
             try:
                 context.__exit__(None, None, None)
             except Exception:  # LeanDojo's cleanup kills processes; a failure there is not ours
-                log.warning("LeanDojo cleanup failed for %s", self._theorem.full_name, exc_info=True)
+                log.warning("LeanDojo cleanup failed for %s", self.theorem.full_name, exc_info=True)

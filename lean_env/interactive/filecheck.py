@@ -20,8 +20,9 @@ How a step is checked:
   block that did not close its goal) is a Lean error of the tactic, as is any other error.
 * Errors outside the theorem (before it) are not the tactic's fault: they mean the file
   does not elaborate around the theorem, and raise :class:`FileCheckError`.
-* A tactic using ``sorry`` or ``admit``, or carrying a command (``#exit``, ``axiom``, ...),
-  is rejected without running it (see :func:`~lean_env.proofs.text.proof_problem`).
+* A tactic using ``sorry`` or ``admit`` is rejected without running it (as in every backend:
+  :mod:`lean_env.interactive.session`), and so is one carrying a command (``#exit``,
+  ``axiom``, ...; see :func:`~lean_env.proofs.text.proof_problem`).
 """
 
 from __future__ import annotations
@@ -34,28 +35,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from lean_env.closing import ClosesOnExit
-from lean_env.errors import BackendError, UserInputError
+from lean_env.errors import BackendError
 from lean_env.interactive.batch import batch_file, batchable, needs_confirming
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
-    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
 from lean_env.lean.diagnostics import Diagnostic
 from lean_env.lean.runner import FileRunner, LeanRun, LeanRunner
 from lean_env.lean.server import ServerRunner
-from lean_env.proofs.text import (
-    offset_of,
-    position_of,
-    proof_problem,
-    splice_proof,
-    tactic_proof,
-    uses_sorry,
-)
+from lean_env.proofs.locate import read_theorem_file
+from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof, tactic_proof
 from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)
@@ -63,15 +57,10 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 120.0
 # The candidates of an expansion's first Lean run together; each next batch is twice as large.
 FIRST_BATCH = 8
-SORRY_REJECTED = "tactics that use `sorry` or `admit` are rejected: they close goals without proof"
 
 
 class FileCheckError(BackendError):
     """The file does not elaborate around the theorem, or Lean's answer cannot be read."""
-
-
-class TheoremFileError(UserInputError):
-    """The theorem's file cannot be read."""
 
 
 Prefix = tuple[str, ...]
@@ -93,7 +82,7 @@ class FileCheckBackend:
     def open(self, repo_dir: Path, theorem: Theorem) -> FileCheckSession:
         """Start a session on ``theorem`` of the checkout at ``repo_dir`` (runs Lean once)."""
         runner = self.runner_factory(repo_dir)
-        return FileCheckSession.start(runner, repo_dir, theorem, timeout=self.timeout, first_batch=self.first_batch)
+        return FileCheckSession.open(runner, repo_dir, theorem, timeout=self.timeout, first_batch=self.first_batch)
 
     def close(self) -> None:
         """Nothing to release: every session owns its temporary directory and its runner."""
@@ -116,8 +105,10 @@ class ServerCheckBackend(FileCheckBackend):
     first_batch: int = 1
 
 
-class FileCheckSession(ClosesOnExit):
-    """One theorem under the file check. Use :meth:`start`; ``close()`` is idempotent."""
+class FileCheckSession(GuardedSession[Prefix]):
+    """One theorem under the file check. Use :meth:`open`; ``close()`` is idempotent."""
+
+    kind = "file-check"
 
     def __init__(
         self,
@@ -130,9 +121,9 @@ class FileCheckSession(ClosesOnExit):
         timeout: float,
         first_batch: int = FIRST_BATCH,
     ) -> None:
+        super().__init__(theorem)
         self._runner = runner
         self._first_batch = first_batch
-        self._theorem = theorem
         # The file text up to the end of the theorem: declarations after it cannot affect it.
         self._source = source
         self._workdir = workdir
@@ -141,21 +132,15 @@ class FileCheckSession(ClosesOnExit):
         # Where the proof's `by` sits in every temporary file (the text before it never changes).
         self._by = by
         self._results: dict[Prefix, TacticResult] = {}
-        self._initial: TacticState | None = None
-        self._closed = False
 
     @classmethod
-    def start(
+    def open(
         cls, runner: FileRunner, repo_dir: Path, theorem: Theorem, *, timeout: float, first_batch: int = FIRST_BATCH
     ) -> FileCheckSession:
         """Read the theorem's file, elaborate it with an empty proof and keep its goals (the
         session owns ``runner`` from here: it closes it)."""
-        path = repo_dir / theorem.path
         try:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as e:
-                raise TheoremFileError(f"cannot read {path} for theorem {theorem.full_name}: {e}") from e
+            text = read_theorem_file(repo_dir, theorem)
             source = text[: offset_of(text, theorem.end)]
             # Positions that do not fit the file fail here, before anything is created.
             with_by, by_offset = splice_proof(source, theorem, "by")
@@ -173,22 +158,18 @@ class FileCheckSession(ClosesOnExit):
             timeout=timeout,
             first_batch=first_batch,
         )
-        try:
-            session._initial = session._open()
-        except BaseException:
-            session.close()
-            raise
+        session.start()
         return session
 
-    @property
-    def initial_state(self) -> TacticState:
-        if self._initial is None:
-            raise SessionClosedError("the session was not started; use FileCheckSession.start()")
-        return self._initial
+    def _handle(self, handle: object) -> Prefix | None:
+        return handle if isinstance(handle, tuple) else None
 
-    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
+    def _refusal(self, tactic: str) -> str | None:
+        return super()._refusal(tactic) or proof_problem(tactic)  # or a command hidden in the tactic
+
+    def _run_tactic(self, state: TacticState, handle: Prefix, tactic: str) -> TacticResult:
         """Run ``tactic`` after the state's prefix by re-elaborating the theorem."""
-        return next(self.run_tactics(state, (tactic,)))
+        return next(self._outcomes((tactic,), {}, [(*handle, tactic)]))
 
     def run_tactics(self, state: TacticState, tactics: Sequence[str]) -> Iterator[TacticResult]:
         """Each of ``tactics`` after the state's prefix, in order, with the verdicts one run
@@ -199,12 +180,9 @@ class FileCheckSession(ClosesOnExit):
         the first proof elaborates at most about twice what it reads; what a batch leaves
         to a run of its own (a proof it says is finished, a verdict it is unsure of) runs
         when it is read."""
-        if self._closed:
-            raise SessionClosedError(f"the session on {self._theorem.full_name} is closed")
-        if not isinstance(state.handle, tuple):
-            raise ValueError(f"state {state.pp!r} does not come from a file-check session")
-        refused = {t: problem for t in tactics if (problem := _refusal(t)) is not None}
-        prefixes = [None if t in refused else (*state.handle, t) for t in tactics]
+        handle = self._own(state)
+        refused = {t: problem for t in tactics if (problem := self._refusal(t)) is not None}
+        prefixes = [None if t in refused else (*handle, t) for t in tactics]
         return self._outcomes(tactics, refused, prefixes)
 
     def _outcomes(
@@ -216,11 +194,11 @@ class FileCheckSession(ClosesOnExit):
             if prefix is None:
                 yield LeanError(refused[tactic])
                 continue
-            if self._closed and prefix not in self._results:  # closed while its outcomes were read
-                raise SessionClosedError(f"the session on {self._theorem.full_name} is closed")
-            if prefix not in self._results and prefix not in tried and batchable(tactic, self._theorem):
+            if prefix not in self._results:  # the session may have closed while its outcomes were read
+                self._check_open()
+            if prefix not in self._results and prefix not in tried and batchable(tactic, self.theorem):
                 later = (p for p in prefixes[index:] if p is not None and p not in self._results and p not in tried)
-                batch = [p for p in dict.fromkeys(later) if batchable(p[-1], self._theorem)][:size]
+                batch = [p for p in dict.fromkeys(later) if batchable(p[-1], self.theorem)][:size]
                 if len(batch) > 1:
                     self._run_batch(batch)
                     tried.update(batch)
@@ -229,30 +207,28 @@ class FileCheckSession(ClosesOnExit):
                 self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
             yield self._results[prefix]
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._runner.close()
-            shutil.rmtree(self._workdir, ignore_errors=True)
+    def _close(self) -> None:
+        self._runner.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
 
-    def _open(self) -> TacticState:
+    def _start(self) -> TacticState:
         run = self._elaborate(())
         if run.timed_out:
             raise FileCheckError(
-                f"Lean took more than {self._timeout:g}s to elaborate {self._theorem.path} up to "
-                f"theorem {self._theorem.full_name}; raise the timeout"
+                f"Lean took more than {self._timeout:g}s to elaborate {self.theorem.path} up to "
+                f"theorem {self.theorem.full_name}; raise the timeout"
             )
         result = self._classify((), run)
         if not isinstance(result, TacticState):
             detail = result.message if isinstance(result, LeanError) else "no goals were reported"
             raise FileCheckError(
-                f"theorem {self._theorem.full_name} in {self._theorem.path} cannot be opened: "
+                f"theorem {self.theorem.full_name} in {self.theorem.path} cannot be opened: "
                 f"with an empty proof Lean should report its goals as unsolved, but: {detail}"
             )
         return result
 
     def _elaborate(self, prefix: Prefix) -> LeanRun:
-        text, _ = splice_proof(self._source, self._theorem, tactic_proof(prefix))
+        text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
         self._file.write_text(text + "\n", encoding="utf-8")
         return self._runner.run(self._file, timeout=self._timeout)
 
@@ -261,7 +237,7 @@ class FileCheckSession(ClosesOnExit):
         run of its own must confirm (an earlier copy may be what closed it) and those a parse
         error makes unsure; nothing when the batch cannot be built, or runs out of time (each
         then runs alone, with its own limit)."""
-        batch = batch_file(self._source, self._theorem, [tactic_proof(p) for p in prefixes])
+        batch = batch_file(self._source, self.theorem, [tactic_proof(p) for p in prefixes])
         if batch is None:
             return
         self._file.write_text(batch.text, encoding="utf-8")
@@ -280,22 +256,15 @@ class FileCheckSession(ClosesOnExit):
     def _classify(self, prefix: Prefix, run: LeanRun) -> TacticResult:
         if run.timed_out:
             return TacticTimeout(self._timeout)
-        self._refuse_outside([d for d in run.errors if d.start < self._theorem.start])
-        return _verdict(prefix, [d for d in run.diagnostics if d.start >= self._theorem.start], by=self._by)
+        self._refuse_outside([d for d in run.errors if d.start < self.theorem.start])
+        return _verdict(prefix, [d for d in run.diagnostics if d.start >= self.theorem.start], by=self._by)
 
     def _refuse_outside(self, errors: list[Diagnostic]) -> None:
         if errors:
             raise FileCheckError(
-                f"{self._theorem.path} has errors outside theorem {self._theorem.full_name}, so "
+                f"{self.theorem.path} has errors outside theorem {self.theorem.full_name}, so "
                 f"its tactics cannot be checked: {_render(errors)}"
             )
-
-
-def _refusal(tactic: str) -> str | None:
-    """Why ``tactic`` is rejected without running it, if it is."""
-    if uses_sorry(tactic):
-        return SORRY_REJECTED
-    return proof_problem(tactic)  # a command hidden in the tactic
 
 
 def _verdict(prefix: Prefix, diagnostics: list[Diagnostic], *, by: Position) -> TacticResult:

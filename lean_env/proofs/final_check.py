@@ -34,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_env.interactive.filecheck import TheoremFileError
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
 from lean_env.lean.runner import FileRunner, LeanRun
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
+from lean_env.proofs.locate import TheoremSourceError, read_theorem_file
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.records import Position, Theorem
 
@@ -122,11 +122,7 @@ def check_proof(
     problem = proof_problem(proof)
     if problem is not None:
         return FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.REJECTED, (problem,))
-    path = repo_dir / theorem.path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise TheoremFileError(f"cannot read {path} for theorem {theorem.full_name}: {e}") from e
+    text = read_theorem_file(repo_dir, theorem)
     checked, _ = splice_proof(text, theorem, proof)
     # The theorem now ends where its new proof ends; the text after it is unchanged.
     span_end = position_of(checked, len(checked) - (len(text) - offset_of(text, theorem.end)))
@@ -174,7 +170,7 @@ def audit_original(
     try:
         text = file.read_text(encoding="utf-8-sig")
     except OSError as e:
-        raise TheoremFileError(f"cannot read {file}: {e}") from e
+        raise TheoremSourceError(f"cannot read {file}: {e}") from e
     run = _run_copy(runner, path, _with_audits(text, full_names)[0], timeout=timeout)
     found = {name: None if run.timed_out else find_axioms(run.stdout, name) for name in full_names}
     return {name: None if axioms is None else axioms.axioms for name, axioms in found.items()}

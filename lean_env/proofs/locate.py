@@ -1,4 +1,6 @@
-"""Finding the theorem a proof is for: by name, in a file of a repository."""
+"""Finding the theorem a proof is for (by name, in a file of a repository), and reading the
+file a theorem is in: every backend and the final check read it through
+:func:`read_theorem_file`, and fail with its one error."""
 
 from __future__ import annotations
 
@@ -6,6 +8,20 @@ from pathlib import Path
 
 from lean_env.errors import UserInputError
 from lean_env.records import Theorem
+
+
+class TheoremSourceError(UserInputError):
+    """The theorem's source file is missing or does not contain the theorem where it should be."""
+
+
+def read_theorem_file(repo_dir: Path, theorem: Theorem) -> str:
+    """The text of ``theorem``'s file in the checkout at ``repo_dir``, as its positions count
+    it (UTF-8, a byte-order mark kept); :class:`TheoremSourceError` when it cannot be read."""
+    path = repo_dir / theorem.path
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TheoremSourceError(f"cannot read {path} for theorem {theorem.full_name}: {e}") from e
 
 
 def locate_theorem(repo: Path, file: Path, full_name: str) -> Theorem:

@@ -6,7 +6,9 @@ import header; the `sorry`'s ``proofState`` is the initial state. A tactic is on
 ``{"tactic", "proofState"}`` request. Answers map onto the four outcomes:
 
 * an error message, a ``Lean error`` response, a kernel rejection (``proofStatus`` "Error"),
-  a `sorry` the tactic introduced, or goals closed with metavariables left -> ``LeanError``;
+  a `sorry` the tactic introduced, or goals closed with metavariables left -> ``LeanError``
+  (a tactic whose text uses ``sorry`` or ``admit`` is one without being sent, as in every
+  backend: :mod:`lean_env.interactive.session`);
 * no goals and ``proofStatus`` "Completed" -> ``ProofFinished``;
 * goals -> ``TacticState`` (goals joined by blank lines, as LeanDojo prints them);
 * no answer within ``tactic_timeout`` -> ``TacticTimeout`` (the process tree is killed).
@@ -35,7 +37,6 @@ from lean_env.closing import ClosesOnExit
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
-    SessionClosedError,
     TacticResult,
     TacticState,
     TacticTimeout,
@@ -47,7 +48,6 @@ from lean_env.interactive.repl.errors import (
     ReplOpenError,
     ReplProtocolError,
     ReplTimeoutError,
-    TheoremSourceError,
 )
 from lean_env.interactive.repl.locate import repl_command
 from lean_env.interactive.repl.pool import (
@@ -71,6 +71,8 @@ from lean_env.interactive.repl.protocol import (
     TacticRequest,
 )
 from lean_env.interactive.repl.theorem_text import TheoremCommand, theorem_command
+from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
+from lean_env.proofs.locate import read_theorem_file
 from lean_env.records import Theorem
 
 logger = logging.getLogger(__name__)
@@ -104,7 +106,7 @@ def outcome_of_step(response: ProofStepResponse) -> TacticResult | None:
     if status is ProofStatus.ERROR:
         return LeanError(response.proof_status or "the kernel rejected the proof")
     if response.sorries or status is ProofStatus.CONTAINS_SORRY:
-        return LeanError("the tactic closes goals with `sorry`, which proves nothing")
+        return LeanError(SORRY_REJECTED)
     if response.goals:
         return None
     if status is ProofStatus.CONTAINS_MVARS:
@@ -116,25 +118,26 @@ def outcome_of_step(response: ProofStepResponse) -> TacticResult | None:
     return ProofFinished(message="\n".join(info))
 
 
-class ReplSession(ClosesOnExit):
+class ReplSession(GuardedSession[ReplStateHandle]):
     """One theorem open in a pooled REPL. Obtain from :meth:`ReplBackend.open`."""
 
+    kind = "REPL"
+
     def __init__(self, backend: ReplBackend, key: PoolKey, theorem: Theorem, command: TheoremCommand) -> None:
-        self.theorem = theorem
+        super().__init__(theorem)
         self._backend = backend
         self._key = key
         self._command = command
-        self._initial: TacticState | None = None
         self._incarnation: int | None = None
         self._ids: dict[tuple[str, ...], int] = {}  # tactic path -> proofState, this incarnation
-        self._closed = False
         # Crashes and timeouts this session ran into, oldest first, for the caller to store.
         self.incidents: list[ReplCrashed | ReplTimedOut] = []
 
     # ------------------------------------------------------------------ opening
 
-    def load(self) -> None:
-        """Open the theorem on the current process (retrying once on a fresh one if it dies)."""
+    def _start(self) -> TacticState:
+        """Open the theorem on the current process (retrying once on a fresh one if it dies);
+        its initial state."""
         outcome = self._send_open()
         if isinstance(outcome, ReplCrashed):
             logger.info("REPL died opening %s; retrying on a new process", self.theorem.full_name)
@@ -152,16 +155,9 @@ class ReplSession(ClosesOnExit):
             )
         sorry = self._initial_sorry(outcome.response)
         assert sorry.proof_state is not None
-        handle = ReplStateHandle(sorry.proof_state, outcome.incarnation, (), id(self))
-        goal = TacticState(sorry.goal, handle)
-        if self._initial is not None and goal != self._initial:
-            raise ReplStateLostError(
-                f"re-opening {self.theorem.full_name} on a new REPL gave a different goal:\n"
-                f"{goal.pp}\ninstead of\n{self._initial.pp}"
-            )
-        self._initial = self._initial or goal
         self._incarnation = outcome.incarnation
         self._ids = {(): sorry.proof_state}
+        return TacticState(sorry.goal, ReplStateHandle(sorry.proof_state, outcome.incarnation, (), id(self)))
 
     def _send_open(self) -> ReplOutcome:
         slot = self._backend.pool.get(self._key)
@@ -198,22 +194,13 @@ class ReplSession(ClosesOnExit):
             )
         return ours[-1]
 
-    # ------------------------------------------------------------------ ProofSession
+    # ------------------------------------------------------------------ tactics
 
-    @property
-    def initial_state(self) -> TacticState:
-        if self._initial is None:
-            raise SessionClosedError("the session is not loaded; use ReplBackend.open")
-        return self._initial
+    def _handle(self, handle: object) -> ReplStateHandle | None:
+        return handle if isinstance(handle, ReplStateHandle) and handle.session == id(self) else None
 
-    def run_tactic(self, state: TacticState, tactic: str) -> TacticResult:
-        """Run ``tactic`` on ``state`` (a state of this session), replaying it first if its
-        process is gone."""
-        if self._closed:
-            raise SessionClosedError(f"the session for {self.theorem.full_name} is closed")
-        handle = state.handle
-        if not isinstance(handle, ReplStateHandle) or handle.session != id(self):
-            raise ValueError(f"not a state of this REPL session ({self.theorem.full_name}): {state!r}")
+    def _run_tactic(self, state: TacticState, handle: ReplStateHandle, tactic: str) -> TacticResult:
+        """Run ``tactic`` on ``state``, replaying it first if its process is gone."""
         outcome = self._step(state, handle.path, tactic)
         if isinstance(outcome, ReplCrashed):
             logger.info("REPL died on %r; retrying once on a new process", tactic)
@@ -265,7 +252,12 @@ class ReplSession(ClosesOnExit):
         slot = self._backend.pool.get(self._key)
         if slot.incarnation != self._incarnation:
             logger.info("REPL for %s was restarted; re-opening the theorem", self.theorem.full_name)
-            self.load()
+            goal = self._start()
+            if goal != self.initial_state:
+                raise ReplStateLostError(
+                    f"re-opening {self.theorem.full_name} on a new REPL gave a different goal:\n"
+                    f"{goal.pp}\ninstead of\n{self.initial_state.pp}"
+                )
         for depth in range(1, len(path) + 1):
             prefix = path[:depth]
             if prefix in self._ids:
@@ -302,9 +294,8 @@ class ReplSession(ClosesOnExit):
         logger.debug("replayed %d tactic(s) of %s", len(path), self.theorem.full_name)
         return "\n\n".join(outcome.response.goals)
 
-    def close(self) -> None:
-        """Forget the session (the REPL keeps no per-session resources to free); idempotent."""
-        self._closed = True
+    def _close(self) -> None:
+        """Forget the session's states (the REPL keeps no per-session resources to free)."""
         self._ids = {}
 
 
@@ -361,17 +352,10 @@ class ReplBackend(ClosesOnExit):
         positions, :class:`ReplOpenError` when Lean rejects its statement, and other
         :class:`ReplError` faults when the REPL cannot be run.
         """
-        source = repo_dir / theorem.path
-        try:
-            text = source.read_text(encoding="utf-8")
-        except OSError as e:
-            raise TheoremSourceError(
-                f"cannot read {theorem.path} in {repo_dir} for theorem {theorem.full_name}: {e}"
-            ) from e
-        command = theorem_command(text, theorem)
+        command = theorem_command(read_theorem_file(repo_dir, theorem), theorem)
         key = PoolKey(project_dir=repo_dir.resolve(), header=command.header.text)
         session = ReplSession(self, key, theorem, command)
-        session.load()
+        session.start()
         return session
 
     def close(self) -> None:

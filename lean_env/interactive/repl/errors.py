@@ -16,13 +16,14 @@ these exceptions are for the infrastructure. The tree::
      └── ReplNotFoundError            no REPL binary anywhere; the message says how to get one
     UserInputError (lean_env.errors)
      ├── TheoremSourceError           the theorem's file is missing or its positions do not fit it
+     │                                (lean_env.proofs.locate, shared with the other backends)
      └── ReplPathError                a REPL binary named by --repl or $LEANAGENT_REPL that cannot run
                                       (locate.py)
 """
 
 from __future__ import annotations
 
-from lean_env.errors import BackendError, LeanAgentError, LeanNotFoundError, UserInputError
+from lean_env.errors import BackendError, LeanAgentError, LeanNotFoundError
 from lean_env.lean.runner import tail
 
 # How much of a process's stderr (or of a malformed response) an error message carries.
@@ -74,7 +75,3 @@ class ReplNotFoundError(LeanNotFoundError):
 
     def __init__(self, detail: str) -> None:
         LeanAgentError.__init__(self, detail)
-
-
-class TheoremSourceError(UserInputError):
-    """The theorem's source file is missing or does not contain the theorem where it should be."""

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lean_env.interactive.repl.errors import TheoremSourceError
 from lean_env.interactive.repl.protocol import ReplPos
+from lean_env.proofs.locate import TheoremSourceError
 from lean_env.proofs.text import ProofTextError, offset_of
 from lean_env.records import Position, Theorem
 
