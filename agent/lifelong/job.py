@@ -35,7 +35,6 @@ from agent.workspace.joblock import job_lock
 from agent.workspace.settings import Settings
 from lean_env.errors import LeanAgentError, LeanNotFoundError
 from lean_env.records import RepoTrace, TheoremStatus
-from lean_env.repos import is_skipped
 from lean_env.trace.choice import TracerChoice
 from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.index_options import IndexOptions
@@ -189,14 +188,13 @@ def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip
     do: no carried proof to check, and every sorry not left alone (skip globs, exercises)
     attempted by some run already. (``prove --repo`` attempts them again.)"""
     from agent.proving.exercises import exercises
+    from agent.proving.targets import left_alone
 
     if options.proving is None:
         return True
     if store.found_proofs(location, unconfirmed=True):
         return False
-    sorries = [
-        t for t in store.theorems(status=TheoremStatus.SORRY, location=location) if not is_skipped(t.theorem.path, skip)
-    ]
+    sorries, _ = left_alone(store.theorems(status=TheoremStatus.SORRY, location=location), skip)
     if not options.include_exercises:
         # Without a checkout, by path, twin and statement only: an exercise that only its
         # comment tells apart makes the repository fetched, which is all it costs.
