@@ -518,28 +518,26 @@ def _closes_at_end(term: str) -> bool:
 def _concludes(implication: str, target: str) -> bool:
     """Whether ``implication`` is ``A → ... → target`` (an arrow outside every bracket,
     the text after the last such arrow the target, whitespace aside)."""
-    depth, last = 0, -1
-    for at, char in enumerate(implication):
-        if char in "([{⟨":
-            depth += 1
-        elif char in ")]}⟩":
-            depth -= 1
-        elif depth == 0 and char == "→":
-            last = at
-    return last >= 0 and " ".join(implication[last + 1 :].split()) == " ".join(target.split())
+    arrows = _top_level_at(implication, ("→",))
+    return bool(arrows) and " ".join(implication[arrows[-1] + 1 :].split()) == " ".join(target.split())
 
 
 def _top_level(text: str, symbols: Sequence[str]) -> bool:
     """Whether one of ``symbols`` occurs in ``text`` outside every bracket."""
-    depth = 0
-    for char in text:
+    return bool(_top_level_at(text, symbols))
+
+
+def _top_level_at(text: str, symbols: Sequence[str]) -> list[int]:
+    """Where ``symbols`` occur in ``text`` outside every bracket."""
+    depth, found = 0, []
+    for at, char in enumerate(text):
         if char in "([{⟨":
             depth += 1
         elif char in ")]}⟩":
             depth -= 1
         elif depth == 0 and char in symbols:
-            return True
-    return False
+            found.append(at)
+    return found
 
 
 class SuggesterEpisode:

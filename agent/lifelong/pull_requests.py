@@ -19,6 +19,7 @@ import httpx
 from agent.proving.attempts import AttemptReport
 from agent.proving.theorem import ProvingConfig
 from agent.proving.write_back import WrittenBack
+from agent.reports.tables import plural
 from lean_env.errors import LeanAgentError
 from lean_env.proofs.github import GITHUB_API, GitHub, GitHubRepository
 from lean_env.proofs.writeback import FreshBranch, StaleProof
@@ -58,7 +59,7 @@ def open_pull_requests(
                     origin,
                     head=branch.branch if options.fork is None else f"{options.fork}:{branch.branch}",
                     base=branch.onto,
-                    title=f"leanagent: proofs of {_count(len(proofs), 'theorem')}",
+                    title=f"leanagent: proofs of {plural(len(proofs), 'theorem', 'theorems')}",
                     body=pull_request_body(branch, proofs, written.stale.get(location, ()), config),
                 )
                 log.info("pull request of %s: %s", location, opened[location].url)
@@ -75,7 +76,7 @@ def pull_request_body(
     search = config.search
     prover = f"the generator {config.generator}" if config.generator else "the built-in tactic suggester"
     lines = [
-        f"This branch replaces {_count(len(proofs), 'sorry', 'sorries')} with proofs found by "
+        f"This branch replaces {plural(len(proofs), 'sorry', 'sorries')} with proofs found by "
         f"leanagent (best-first search, tactics from {prover}; at most {search.max_expansions} expansions "
         f"and {search.time_limit:g} s per theorem).",
         "",
@@ -93,15 +94,11 @@ def pull_request_body(
         found = (
             "carried over from an earlier version and checked again"
             if attempt.carried
-            else f"search: {_count(attempt.expansions, 'expansion')}, {attempt.seconds:.1f} s, "
-            f"{_count(attempt.tactics or 0, 'tactic')}"
+            else f"search: {plural(attempt.expansions, 'expansion', 'expansions')}, {attempt.seconds:.1f} s, "
+            f"{plural(attempt.tactics or 0, 'tactic', 'tactics')}"
         )
         lines.append(f"| `{attempt.theorem}` | `{attempt.path}` | {axioms} | {found} |")
     if stale:
         lines += ["", "Left out, because the sorry changed on the branch since the proof was checked:"]
         lines += [f"- `{p.theorem}` (`{p.path}`): {p.reason}" for p in stale]
     return "\n".join(lines) + "\n"
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
