@@ -3,10 +3,11 @@ lifelong-learning metric, for plain fine-tuning, replay and EWC, over several se
 EWC's weight swept.
 
     python bench/lifelong_real.py --sources DIR [--seeds 0 1 2] [--method M ...] [--ewc-sweep 1e6 1e8 1e12]
-        [--retriever-len 256] [--train-len 256] [--work DIR] [--json OUT] [--quick]
+        [--repos NAME ...] [--test-fraction 0.2] [--retriever-len 256] [--train-len 256]
+        [--work DIR] [--json OUT] [--quick]
 
-Each repository of ``REPOSITORIES`` is taken at its pinned commit from a git repository under
-``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the search tool's ``fetch`` and
+Each repository of ``REPOSITORIES`` (or those ``--repos`` names) is taken at its pinned commit
+from a git repository under ``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the search tool's ``fetch`` and
 mirrors keep them, or ``DIR/NAME``, a clone), or else cloned from GitHub (needs the
 network), and extracted into ``--work``; the snapshots stay there, outside this repository.
 Then ``leanagent run`` (the library's :class:`~agent.lifelong.job.LifelongJob`) goes over them
@@ -15,7 +16,8 @@ EWC at the first seed with each weight of ``--ewc-sweep``, starting from the bun
 with the job's options (one epoch per repository, lr 2e-5, batch 16) but the input lengths
 (256 tokens by default: CPU-friendly; the job's own are 2048 and 1024). Each run has its own
 data directory and learner, and its result is kept in ``WORK/runs/NAME.json``: a run found
-there is not run again, so an interrupted bench resumes, and two processes given disjoint
+there (with the same repositories, test fraction and lengths) is not run again, so an
+interrupted bench resumes, and two processes given disjoint
 ``--method``/``--seeds`` share one ``--work`` (a last call with all of them prints the table).
 
 The tables: each metric of recall@10 and MRR per method, as the mean and standard deviation
@@ -134,11 +136,16 @@ def execute(run: Run, repos_file: Path, args: argparse.Namespace) -> dict[str, o
     """The run's result (see :func:`_run_json`), from its file under WORK/runs or run now."""
     kept = args.work / "runs" / f"{run.name}.json"
     if kept.is_file():
-        return json.loads(kept.read_text(encoding="utf-8"))
+        found = json.loads(kept.read_text(encoding="utf-8"))
+        if found.get("options") != _options(args):
+            raise SystemExit(f"{kept} was run with other options ({found.get('options')}): give another --work")
+        return found
     config = TrainConfig(
         consolidation=METHODS[run.method], seed=run.seed, ewc_lambda=run.ewc_lambda, max_length=args.train_len
     )
-    training = RetrieverTraining(model=None, config=config, embed_length=args.retriever_len)
+    training = RetrieverTraining(
+        model=None, config=config, test_fraction=args.test_fraction, embed_length=args.retriever_len
+    )
     options = LifelongOptions(repos_file, tracer=TracerChoice.SOURCE, training=training)
     settings = Settings.resolve(data_dir=args.work / "data" / run.name)
     load = os.getloadavg()
@@ -147,7 +154,7 @@ def execute(run: Run, repos_file: Path, args: argparse.Namespace) -> dict[str, o
     seconds = time.perf_counter() - start
     assert result.training is not None
     print(f"{run.name}: {seconds:.0f} s, load average {load[0]:.2f} at the start", file=sys.stderr)
-    payload = _run_json(run, result.training, seconds, load, result)
+    payload = {"options": _options(args), **_run_json(run, result.training, seconds, load, result)}
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return payload
@@ -173,13 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ewc-sweep", type=float, nargs="*", default=[1e6, 1e8, 1e12], help="EWC weights run besides the default"
     )
+    parser.add_argument(
+        "--repos", nargs="+", choices=[r.name for r in REPOSITORIES], default=None, help="a part of the repositories"
+    )
+    parser.add_argument("--test-fraction", type=float, default=0.2, help="share of each repository held out")
     parser.add_argument("--retriever-len", type=int, default=256, help="tokens embedded for the scores")
     parser.add_argument("--train-len", type=int, default=256, help="tokens embedded in training")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    repos = [r for r in REPOSITORIES if not args.quick or r.name in QUICK]
     if args.quick:
-        args.seeds, args.ewc_sweep, args.work = args.seeds[:1], [], args.work / "quick"
+        args.repos, args.seeds, args.ewc_sweep, args.work = QUICK, args.seeds[:1], [], args.work / "quick"
+    repos = [r for r in REPOSITORIES if args.repos is None or r.name in args.repos]
     args.work.mkdir(parents=True, exist_ok=True)
     paths = [checkout(r, args.sources, args.work) for r in repos]
     repos_file = args.work / "repos.txt"
@@ -217,11 +228,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         payload = {
             "repositories": [{"repo": r.url, "commit": r.commit} for r in repos],
-            "options": {"seeds": args.seeds, "retriever_len": args.retriever_len, "train_len": args.train_len},
+            "options": {"seeds": args.seeds, **_options(args)},
             "runs": list(runs.values()),
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    """What a kept run must have been run with to stand for a run asked for now."""
+    names = [r.name for r in REPOSITORIES if args.repos is None or r.name in args.repos]
+    return {
+        "repos": names,
+        "test_fraction": args.test_fraction,
+        "retriever_len": args.retriever_len,
+        "train_len": args.train_len,
+    }
 
 
 def _metrics(result: dict, score: str) -> list[tuple[str, float | Undefined]]:

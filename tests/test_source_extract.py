@@ -377,6 +377,14 @@ def test_a_let_in_the_statement_keeps_its_own_assignment() -> None:
             id="case-steps",
         ),
         pytest.param("by\n  next => simp; rfl", ["next => simp; rfl"], id="next-takes-sequence"),
+        pytest.param(
+            "by {\n  induction xs;\n  exact rfl;\n  exact absurd rfl $ h _ _\n}",
+            ["induction xs", "exact rfl", "exact absurd rfl $ h _ _"],
+            id="braced-block-is-its-sequence",
+        ),
+        pytest.param("by { simp }", ["simp"], id="braced-one-line"),
+        pytest.param("by\n  { simp }\n  rfl", ["{ simp }", "rfl"], id="braced-step-of-a-block"),
+        pytest.param("by { simp } <;> rfl", ["{ simp } <;> rfl"], id="braced-then-more"),
     ],
 )
 def test_top_level_tactic_steps(proof: str, steps: list[str]) -> None:

@@ -13,6 +13,7 @@ from fakes.proof_world import DONE, WorldSession
 from agent.generators.blend import Blend
 from agent.generators.goals import Local, goal_view, rename_tactic, statement_view
 from agent.generators.suggester import (
+    PremiseNames,
     StepIndex,
     StepMemory,
     TacticSuggester,
@@ -297,3 +298,32 @@ def test_merged_with_a_model_the_candidates_are_a_mixture() -> None:
     assert only_model == model.candidates
     with pytest.raises(ValueError):
         Blend(suggester, None, share=0.5)
+
+
+def test_a_neighbours_name_that_the_theorems_namespace_would_not_resolve_is_also_offered_in_full() -> None:
+    """casesUsing.lean: `ex3b`, under `open Nat in`, writes `parityElim`; its twin `ex3` at
+    the root needs `Nat.parityElim`, which the neighbour's tactic names only by suffix."""
+    twin = theorem(
+        "ex3b",
+        statement="theorem ex3b (n : Nat) : n = n",
+        proof="by\n  cases n using parityElim with\n  | even i => rfl\n  | odd i => rfl",
+        tactics=(TracedTactic("cases n using parityElim with\n  | even i => rfl\n  | odd i => rfl"),),
+    )
+    suggester = TacticSuggester(StepMemory(tuple(steps_of(twin)), ("Nat.parityElim", "Nat.half", "half")))
+    goal = "m : Nat\n⊢ m = m"
+    qualified = "cases m using Nat.parityElim with\n  | even i => rfl\n  | odd i => rfl"
+    root = [
+        c.tactic
+        for c in suggester.episode("repo", theorem("ex3", statement="theorem ex3 (m : Nat) : m = m")).generate(
+            goal, n=64
+        )
+    ]
+    assert root[:2] == ["cases m using parityElim with\n  | even i => rfl\n  | odd i => rfl", qualified]
+    inside = theorem("Nat.ex3", statement="theorem ex3 (m : Nat) : m = m")
+    assert qualified not in [c.tactic for c in suggester.episode("repo", inside).generate(goal, n=64)]
+    names = PremiseNames(["Nat.parityElim", "Nat.half", "half", "A.B.c"])
+    assert names.qualified("exact half", "", frozenset()) is None  # a full name as it stands
+    assert names.qualified("exact c", "A.B", frozenset()) is None  # A.B resolves it
+    assert names.qualified("exact c", "A", frozenset()) == "exact A.B.c"
+    assert names.qualified("exact B.c", "A", frozenset()) is None
+    assert names.qualified("exact (c x)", "", frozenset({"c"})) is None  # a local, not the premise

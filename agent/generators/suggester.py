@@ -9,7 +9,8 @@ path as it adds a model's):
   the goal (cosine of TF-IDF weighted, hashed features; :func:`state_features`), each
   renamed to the goal's local names (:func:`agent.generators.goals.rename_tactic`) and weighted by
   its similarity squared (close neighbours count much more than loose ones); a tactic that
-  several neighbours propose adds their weights.
+  several neighbours propose adds their weights. A name that the theorem's namespace would
+  not resolve (the neighbour's was another, or it opened one) is also offered in full.
 * **Premise templates.** ``exact P``, ``apply P``, ``rw [P]``, ``simp [P]`` for the
   premises the retriever gives (weight falling with rank) and those the neighbours' steps
   use (weight their similarity).
@@ -338,6 +339,23 @@ class PremiseNames:
     def resolve(self, name: str) -> str | None:
         return name if name in self._full else self._unique.get(name)
 
+    def qualified(self, tactic: str, namespace: str, locals_: frozenset[str]) -> str | None:
+        """``tactic`` with each name that the theorem's ``namespace`` would not resolve
+        written in full (``parityElim`` for ``Nat.parityElim``, a neighbour's under ``open
+        Nat``); None when every name resolves as written. A name resolves when it is a full
+        name, or a full name less one of the namespace's prefixes; locals are no names."""
+        prefixes = [""] + [f"{namespace.rsplit('.', i)[0]}." for i in range(namespace.count(".") + 1) if namespace]
+
+        def qualify(match: re.Match[str]) -> str:
+            name = match.group()
+            full = self._unique.get(name)
+            if full is None or name.partition(".")[0] in locals_:
+                return name
+            return name if any(full == prefix + name for prefix in prefixes) else full
+
+        written = IDENT_RE.sub(qualify, tactic)
+        return None if written == tactic else written
+
     def used_in(self, tactic: str) -> tuple[str, ...]:
         """The known premises ``tactic`` names, first use first (an approximation of what
         Lean elaborates: names by their text, namespaces by unique suffix)."""
@@ -363,7 +381,7 @@ class TacticSuggester:
         return len(self._steps)
 
     def episode(self, location: str, theorem: Theorem) -> SuggesterEpisode:
-        return SuggesterEpisode(self)
+        return SuggesterEpisode(self, namespace=theorem.full_name.rpartition(".")[0])
 
     def learn(self, location: str, theorem: Theorem, steps: Sequence[TracedTactic]) -> tuple[TracedTactic, ...]:
         """Index the checked proof ``steps`` of ``theorem`` at once, with the premises each
@@ -395,6 +413,7 @@ class TacticSuggester:
         premises: Sequence[PremiseCode],
         n: int,
         inherited: Mapping[str, float] | None = None,
+        namespace: str = "",
     ) -> list[Candidate]:
         """Up to ``n`` candidates for the goal ``state`` (``previous``: the tactic that led
         to it), best first, with log-probabilities; ``inherited``: tactics (with their
@@ -408,6 +427,10 @@ class TacticSuggester:
             renamed = rename_tactic(step.tactic, step.view, view)
             if renamed is not None:
                 pool[renamed] += similarity * similarity
+                # The neighbour's namespace or `open`s may not be this theorem's.
+                qualified = self._names.qualified(renamed, namespace, view.names)
+                if qualified is not None:
+                    pool[qualified] += similarity * similarity
             for name in step.premises:
                 premise_weight[name] = max(premise_weight.get(name, 0.0), similarity)
         for rank, (name, _code) in enumerate(premises):
@@ -544,8 +567,9 @@ class SuggesterEpisode:
     """The suggester for one theorem's search: it remembers which tactic first reached each
     state (the "step before" of its features) and passes Lean's errors on."""
 
-    def __init__(self, suggester: TacticSuggester) -> None:
+    def __init__(self, suggester: TacticSuggester, *, namespace: str = "") -> None:
         self._suggester = suggester
+        self._namespace = namespace  # the theorem's, where the names of its tactics resolve
         # Normalised goals -> the tactic that reached them first, and the goals it ran in.
         self._previous: dict[str, tuple[str, str]] = {}
         self._offered: dict[str, dict[str, float]] = {}  # goals -> their candidates' probabilities
@@ -558,7 +582,9 @@ class SuggesterEpisode:
         if parent is not None:
             offered = self._offered.get(parent, {})
             inherited = {t: offered[t] for t in self._refused[parent] if t in offered}
-        candidates = self._suggester.suggest(state, previous=previous, premises=premises, n=n, inherited=inherited)
+        candidates = self._suggester.suggest(
+            state, previous=previous, premises=premises, n=n, inherited=inherited, namespace=self._namespace
+        )
         self._offered[key] = {c.tactic: math.exp(c.logprob) for c in candidates}
         return candidates
 

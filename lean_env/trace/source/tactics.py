@@ -8,6 +8,8 @@ The rules (what LeanDojo would trace as the top-level tactics of the block's seq
   ``calc`` chains belong to their parent step. A top-level ``·`` bullet is one step.
 * Lines starting with ``|`` (``induction ... with`` alternatives, ``match`` arms), ``<;>``
   or a closing bracket continue the step above, wherever they sit.
+* A block that is one bracketed sequence, ``by { t1; t2 }`` (the 2021 Lean's style), is
+  the steps of the sequence: a step ``{`` and a step ``t2 }`` would be no tactics.
 * ``t1; t2`` is two steps, ``t1 <;> t2`` is one. A ``;`` splits only at bracket depth 0 and
   only before anything that opens a nested tactic sequence: after ``by``, ``=>``, a bullet,
   ``try``, ``repeat``, ``all_goals``, ``any_goals``, ``focus``, ``first``, ``iterate``,
@@ -36,6 +38,7 @@ _SPLIT_TOKENS = re.compile(
 _OPEN = frozenset("([{⟨⦃")
 _CLOSE = frozenset(")]}⟩⦄")
 _BULLETS = ("·", ". ", ".\n")
+_BRACKETS = re.compile("[([{⟨⦃)\\]}⟩⦄]")
 
 
 def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -44,6 +47,9 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     first = skip_space(masked, start, end)
     if first >= end:
         return []
+    if masked[first] == "{" and (close := _closing(masked, first, end)) is not None:
+        if skip_space(masked, close + 1, end) >= end:  # the block is `{ ... }`
+            return tactic_steps(masked, first + 1, close)
     column = first - masked.rfind("\n", 0, first)  # 1-based: rfind gives the char before
     starts = [first]
     newline = masked.find("\n", first, end)
@@ -53,6 +59,7 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     ends.append(end)
     # `rstrip_end` spelled out: this runs once per step, and the call would cost as much.
     steps = [(s, s + len(masked[s:e].rstrip())) for s, e in zip(starts, ends, strict=True)]
+    steps = [(s, e) for s, e in steps if e > s]  # a line break before a closing `}` starts none
     if masked.count(";", first, end) == masked.count("<;>", first, end):
         return steps  # no `;` but those of `<;>` (the common case): layout alone decides
     pieces: list[tuple[int, int]] = []
@@ -62,6 +69,16 @@ def tactic_steps(masked: str, start: int, end: int) -> list[tuple[int, int]]:
         else:
             pieces += _split_semicolons(masked, s, e)
     return pieces
+
+
+def _closing(masked: str, opening: int, end: int) -> int | None:
+    """Where the bracket at ``opening`` closes, before ``end`` (None: it does not)."""
+    depth = 0
+    for m in _BRACKETS.finditer(masked, opening, end):
+        depth += 1 if m.group() in _OPEN else -1
+        if depth == 0:
+            return m.start()
+    return None
 
 
 @functools.lru_cache(maxsize=256)
