@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{score}: lifelong-learning metrics (percentage points; CFR a ratio), mean ± standard deviation over")
         print("the seeds (docs/lifelong.md)")
         print(table(["method", "seeds", *names], rows))
+        print(f"\n{score} (percentage points) on each repository untrained and after each step, mean ± standard")
+        print("deviation over the seeds")
+        print(table(["method", "after", *main_runs[0][1]["repositories"]], _matrix_rows(main_runs, methods, score)))
     sweep = sorted(
         (run.ewc_lambda, result) for run, result in runs.items() if run.method == "ewc" and run.seed == args.seeds[0]
     )
@@ -233,6 +236,21 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _matrix_rows(runs: list[tuple[Run, dict]], methods: list[str], score: str) -> list[list[object]]:
+    """Per method, the untrained scores and the matrix's rows, each cell over the seeds."""
+    rows: list[list[object]] = []
+    for method in methods:
+        results = [result for run, result in runs if run.method == method]
+        labelled = [("untrained", [r["untrained"][score] for r in results])]
+        labelled += [
+            (step["repo"], [r["matrices"][score][i] for r in results]) for i, step in enumerate(results[0]["steps"])
+        ]
+        for label, per_seed in labelled:
+            cells = zip(*per_seed, strict=True)  # a repository's scores, one per seed
+            rows.append([method, label, *(spread([100 * v for v in cell if v is not None]) for cell in cells)])
+    return rows
 
 
 def _options(args: argparse.Namespace) -> dict[str, object]:
