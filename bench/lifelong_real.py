@@ -6,10 +6,12 @@ EWC's weight swept.
         [--repos NAME ...] [--test-fraction 0.2] [--retriever-len 256] [--train-len 256]
         [--work DIR] [--json OUT] [--quick]
 
-Each repository of ``REPOSITORIES`` (or those ``--repos`` names) is taken at its pinned commit
-from a git repository under ``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the search tool's ``fetch`` and
-mirrors keep them, or ``DIR/NAME``, a clone), or else cloned from GitHub (needs the
-network), and extracted into ``--work``; the snapshots stay there, outside this repository.
+Each repository of ``REPOSITORIES`` (or those ``--repos`` names) is taken at its pinned
+commit from a git repository under ``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the
+search tool's ``fetch`` and mirrors keep them, or ``DIR/NAME``, a clone), or else cloned from
+GitHub (needs the network), and extracted into ``--work``; the snapshots stay there, outside
+this repository. ``--test-fraction`` is the share of each repository held out (the job's
+0.2 by default; docs/lifelong.md measured with 0.5 on pfr and LeanAPAP).
 Then ``leanagent run`` (the library's :class:`~agent.lifelong.job.LifelongJob`) goes over them
 once per run: each method at each seed (the training's seed and the held-out split's), and
 EWC at the first seed with each weight of ``--ewc-sweep``, starting from the bundled MiniLM
@@ -17,11 +19,12 @@ with the job's options (one epoch per repository, lr 2e-5, batch 16) but the inp
 (256 tokens by default: CPU-friendly; the job's own are 2048 and 1024). Each run has its own
 data directory and learner, and its result is kept in ``WORK/runs/NAME.json``: a run found
 there (with the same repositories, test fraction and lengths) is not run again, so an
-interrupted bench resumes, and two processes given disjoint
-``--method``/``--seeds`` share one ``--work`` (a last call with all of them prints the table).
+interrupted bench resumes, and two processes given disjoint ``--method``/``--seeds`` share
+one ``--work`` (a last call with all of them prints the tables).
 
 The tables: each metric of recall@10 and MRR per method, as the mean and standard deviation
-over the seeds; recall@10 plasticity, stability, FM, BWT and EWC's weight; and each
+over the seeds, and the score matrices so; recall@10 plasticity, stability, FM, BWT and
+EWC's weight; and each
 repository's held-out examples per seed. The JSON has every run's matrices, the scores before
 each step and untrained, every metric, and the run reports. ``--quick``: the two smallest
 repositories, one seed.
