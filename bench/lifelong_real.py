@@ -24,8 +24,7 @@ one ``--work`` (a last call with all of them prints the tables).
 
 The tables: each metric of recall@10 and MRR per method, as the mean and standard deviation
 over the seeds, and the score matrices so; recall@10 plasticity, stability, FM, BWT and
-EWC's weight; and each
-repository's held-out examples per seed. The JSON has every run's matrices, the scores before
+EWC's weight; and each repository's held-out examples per seed. The JSON has every run's matrices, the scores before
 each step and untrained, every metric, and the run reports. ``--quick``: the two smallest
 repositories, one seed.
 """
@@ -194,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.repos, args.seeds, args.ewc_sweep, args.work = QUICK, args.seeds[:1], [], args.work / "quick"
     repos = [r for r in REPOSITORIES if args.repos is None or r.name in args.repos]
+    args.repos = [r.name for r in repos]  # in the pinned order, as the kept runs record them
     args.work.mkdir(parents=True, exist_ok=True)
     paths = [checkout(r, args.sources, args.work) for r in repos]
     repos_file = args.work / "repos.txt"
@@ -258,9 +258,8 @@ def _matrix_rows(runs: list[tuple[Run, dict]], methods: list[str], score: str) -
 
 def _options(args: argparse.Namespace) -> dict[str, object]:
     """What a kept run must have been run with to stand for a run asked for now."""
-    names = [r.name for r in REPOSITORIES if args.repos is None or r.name in args.repos]
     return {
-        "repos": names,
+        "repos": args.repos,
         "test_fraction": args.test_fraction,
         "retriever_len": args.retriever_len,
         "train_len": args.train_len,
