@@ -20,6 +20,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.probe import DROPPED
 from lean_env.interactive.session import SORRY_REJECTED
 from lean_env.lean.runner import LeanRunError
 
@@ -49,6 +50,8 @@ SCRIPT = {
                 "intro hp": {"goals": GOALS["intro"].replace("h :", "h  :")},
                 "intro h\nexact h": {"done": True},
                 "intro h\nexact x": {"error": "unknown identifier 'x'"},
+                # No error and no theorem: the 2021 Lean drops it without a word.
+                "intro h\nrename List α => xs": {"done": True, "undeclared": True},
                 "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
                 "intro h\nspin": {"hang": True},
             },
@@ -111,6 +114,7 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
         pytest.param(["intro h"], TacticState(GOALS["intro"]), id="state"),
         pytest.param(["intro h", "exact h"], ProofFinished(), id="finished"),
         pytest.param(["intro h", "exact x"], LeanError("unknown identifier 'x'"), id="lean-error"),
+        pytest.param(["intro h", "rename List α => xs"], LeanError(DROPPED), id="dropped-theorem-is-an-error"),
         pytest.param(
             ["intro h", "refine ?_\n· skip"],
             LeanError("unsolved goals\np : Prop\nh : p\n⊢ p"),
@@ -166,11 +170,13 @@ def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
 
 
 def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypatch, tmp_path, repo):
+    """The theorem, then only its declaration probe."""
     _activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         session.run_tactic(session.initial_state, "intro h")
         checked = session._file.read_text(encoding="utf-8")
-    assert checked.endswith("(p : Prop) : p → p := by\n  intro h\n")
+    probe = "example : True := (fun _ => trivial) @Demo.imp_self'"
+    assert checked.endswith(f"(p : Prop) : p → p := by\n  intro h\n\n{probe}\n")
     assert checked.startswith("namespace Demo\n")
     assert "and_swap" not in checked
 

@@ -15,6 +15,7 @@ from fakes import fake_lean
 from lean_env.interactive.batch import BATCH_MARK, END_MARK, batch_file, needs_confirming
 from lean_env.interactive.filecheck import FileCheckBackend, FileCheckError
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
+from lean_env.interactive.probe import DROPPED
 from lean_env.lean.runner import LeanRunner
 from lean_env.trace.source import extract_file
 
@@ -43,6 +44,7 @@ SCRIPT = {
                 "intro h\nassumption": {"done": True},
                 "intro h\nexact helper p h": {"done": True},
                 "intro h\nexact x": {"error": "unknown identifier 'x'"},
+                "intro h\nrename List α => xs": {"done": True, "undeclared": True},  # Lean drops it
                 "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
                 "intro h\nexact foo": {"done": True, "warning": "declaration uses 'sorry'"},
                 "intro h\nspin": {"hang": True},
@@ -57,7 +59,7 @@ AT_INTRO = [
     "assumption",
     "refine ?_\n· skip",
     "nonsense",
-    "simp",
+    "rename List α => xs",
     "exact foo",
     "exact sorry",
     "exact helper p h",
@@ -89,6 +91,7 @@ def _one_by_one(repo: Path, tactics: list[str]) -> list[object]:
 def test_a_batch_gives_the_verdicts_of_one_run_each_in_one_run(repo: Path) -> None:
     expected = _one_by_one(repo, AT_INTRO)
     assert isinstance(expected[0], ProofFinished) and expected[1] == LeanError("unknown identifier 'x'")
+    assert expected[AT_INTRO.index("rename List α => xs")] == LeanError(DROPPED)
     with FileCheckBackend(timeout=20).open(repo, THEOREM) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         before = _runs(repo)
@@ -211,9 +214,11 @@ def test_a_parse_error_or_a_marker_that_says_more_makes_only_that_copy_unsure() 
     assert batch is not None
     assert batch.text.count(f"#check @{END_MARK}") == 5
 
-    def error_at(index: int, message: str, *, marker: bool = False) -> Diagnostic:
+    def error_at(index: int, message: str, *, marker: bool = False, probe: bool = False) -> Diagnostic:
         copy = batch.copies[index]
-        return Diagnostic("B.lean", copy.marker if marker else copy.by, Severity.ERROR, message)
+        return Diagnostic(
+            "B.lean", copy.marker if marker else copy.probe if probe else copy.by, Severity.ERROR, message
+        )
 
     def markers(*but: int) -> list[Diagnostic]:
         unknown = f"unknown identifier '{END_MARK}'"
@@ -227,6 +232,10 @@ def test_a_parse_error_or_a_marker_that_says_more_makes_only_that_copy_unsure() 
     assert batch.unsure([*markers(), error_at(0, "expected ')'"), error_at(4, "unexpected end of input")]) == {0, 4}
     assert batch.unsure([*markers(), error_at(1, "expected term", marker=True)]) == {1}  # read on into it
     assert batch.unsure(markers(3)) == {3}  # skipped
+    dropped = error_at(2, f"unknown identifier 'Demo.imp_self'{BATCH_MARK}2'", probe=True)
+    assert batch.unsure([*markers(), dropped]) == set()  # the probe's one word: Lean dropped copy 2
+    assert batch.unsure([*markers(), error_at(2, "expected term", probe=True)]) == {2}  # read on into it
+    assert batch.probe_of(2, [*markers(), dropped]) == [dropped] and batch.diagnostics_of(2, [dropped]) == []
     # The markers' errors are no copy's.
     assert batch.diagnostics_of(2, [*markers(), error_at(2, "type mismatch")]) == [error_at(2, "type mismatch")]
 
@@ -259,6 +268,7 @@ OLD_TACTICS = [
     "unif_hint (n : Nat) where\n    |- n =?= 1",  # a command: a parse error, then Lean reads on
     "decide",
     "cases h",
+    "rename List β => xs",  # β is unbound: no error, and no theorem (Lean drops it)
 ]
 
 
@@ -274,6 +284,7 @@ def test_on_the_2021_lean_a_batch_gives_the_verdicts_of_one_run_each(tmp_path: P
     assert batched == one_by_one
     kinds = {type(o) for o in batched}
     assert {TacticState, LeanError, ProofFinished} <= kinds  # the list exercises each verdict
+    assert batched[-1] == LeanError(DROPPED)
     for a, b in zip(batched, one_by_one, strict=True):
         if isinstance(a, LeanError):
             assert a.message == b.message  # the copy's name never shows

@@ -18,6 +18,7 @@ from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, SOURCE, _live_members
 
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
+from lean_env.interactive.probe import DROPPED
 from lean_env.lean.runner import LeanRunError
 from lean_env.lean.server import _common_prefix, _common_suffix, _lsp_position, _position
 from lean_env.records import Position
@@ -53,6 +54,7 @@ SEQUENCES = [
     ["nonsense"],
     ["intro h", "simp"],
     ["intro h", "exact sorry"],
+    ["intro h", "rename List α => xs"],
 ]
 
 
@@ -174,7 +176,17 @@ theorem helper (a b : Nat) (h : a = b) : b = a := h.symm
 theorem target (α : Type) (a b : Nat) (h : a = b) (𝔽 : α) : b + 0 = a := by
   skip
 """
-OLD_TACTICS = ["exact h.symm", "rw [h]", "simp", "intro x", "nonsense", "exact helper a b h", "cases h", "decide"]
+OLD_TACTICS = [
+    "exact h.symm",
+    "rw [h]",
+    "simp",
+    "intro x",
+    "nonsense",
+    "exact helper a b h",
+    "cases h",
+    "decide",
+    "rename List β => xs",  # β is unbound: no error, and no theorem (Lean drops it)
+]
 
 
 @pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
@@ -193,3 +205,4 @@ def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: P
         if after is not None:
             assert session.run_tactic(expected[1], "rfl") == after
     assert {type(o) for o in expected} >= {TacticState, LeanError, ProofFinished}
+    assert expected[-1] == LeanError(DROPPED)

@@ -18,23 +18,31 @@ from lean_env.lean.runner import LeanRunner
 from lean_env.records import AttemptOutcome
 
 GOALS = {"start": "p : Prop\n⊢ p → p", "intro": "p : Prop\nh : p\n⊢ p"}
-# `rename List α => xs` finishes the proof without an error and without the theorem, as the
-# 2021 Lean does; the final check finds the theorem missing and rejects it.
+# Proofs the file check takes, which sees the file only up to the theorem, and the final check
+# rejects (:func:`_later_breaks`): a declaration after the theorem breaks with them.
+BREAK_LATER = ["exact (h)", "exact (id h)", "exact (id (id h))"]
 SCRIPT = {
     "theorems": {
         "Demo.imp_self'": {
             "goals": GOALS["start"],
             "steps": {
                 "intro h": {"goals": GOALS["intro"]},
+                **{f"intro h\n{tactic}": {"done": True} for tactic in BREAK_LATER},
+                # No error and no theorem, as the 2021 Lean does: the file check's probe sees it.
                 "intro h\nrename List α => xs": {"done": True, "undeclared": True},
-                "intro h\nrename Nat => n": {"done": True, "undeclared": True},
-                "intro h\nrename Bool => b": {"done": True, "undeclared": True},
                 "intro h\nexact h": {"done": True},
             },
             "terms": {"by\n  intro h\n  exact h": {"done": True}},
         }
     }
 }
+
+
+def _later_breaks(path: str, text: str) -> str:
+    """The final check's Lean: an error after the theorem for the proofs of BREAK_LATER."""
+    if any(f"  {tactic}\n" in text for tactic in BREAK_LATER):
+        return f"{path}:9:0: error: type mismatch\n"
+    return "'Demo.imp_self'' does not depend on any axioms\n"
 
 
 class Scripted:
@@ -50,59 +58,57 @@ class Scripted:
         """Nothing to learn here."""
 
 
+def _prove(tmp_path: Path, monkeypatch, at_intro: list[str], final_check: MockLean | None = None):
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
+    theorem = fake_lean.theorem_record(fake_lean.DEMO_SOURCE, "Demo.imp_self'", "Demo.lean")
+    episode = Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: at_intro})
+    return prove_theorem(
+        theorem,
+        repo_dir=repo,
+        backend=FileCheckBackend(timeout=20),
+        generator=episode,
+        runner=final_check.for_project(repo) if final_check else LeanRunner.for_project(repo),
+        config=ProvingConfig(search=SearchConfig(num_candidates=8), check_timeout=20),
+    )
+
+
 @pytest.mark.parametrize(
-    ("silent", "outcome", "proof"),
+    ("rejected", "outcome", "proof"),
     [
         pytest.param(1, AttemptOutcome.PROVED, "by\n  intro h\n  exact h", id="the-next-proof-counts"),
-        pytest.param(REJECTIONS, AttemptOutcome.FAILED, "by\n  intro h\n  rename Bool => b", id="the-search-gives-up"),
+        pytest.param(
+            REJECTIONS, AttemptOutcome.FAILED, f"by\n  intro h\n  {BREAK_LATER[-1]}", id="the-search-gives-up"
+        ),
     ],
 )
 def test_a_proof_the_final_check_rejects_does_not_end_the_search(
-    tmp_path: Path, monkeypatch, silent: int, outcome: AttemptOutcome, proof: str
+    tmp_path: Path, monkeypatch, rejected: int, outcome: AttemptOutcome, proof: str
 ) -> None:
-    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
-    theorem = fake_lean.theorem_record(fake_lean.DEMO_SOURCE, "Demo.imp_self'", "Demo.lean")
-    dropping = ["rename List α => xs", "rename Nat => n", "rename Bool => b"][:silent]
-    episode = Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: [*dropping, "exact h"]})
-    attempt = prove_theorem(
-        theorem,
-        repo_dir=repo,
-        backend=FileCheckBackend(timeout=20),
-        generator=episode,
-        runner=LeanRunner.for_project(repo),
-        config=ProvingConfig(search=SearchConfig(num_candidates=8), check_timeout=20),
-    )
+    attempt = _prove(tmp_path, monkeypatch, [*BREAK_LATER[:rejected], "exact h"], MockLean(_later_breaks))
     assert attempt.outcome is outcome and attempt.proof == proof
-    assert attempt.search is not None and attempt.search.rejected == (1 if silent == 1 else REJECTIONS - 1)
+    assert attempt.search is not None and attempt.search.rejected == (1 if rejected == 1 else REJECTIONS - 1)
     if outcome is AttemptOutcome.PROVED:
         assert attempt.detail.endswith("(after 1 proof(s) the final check rejected)")
     else:
-        assert "is not declared after the file" in attempt.detail
+        assert "error elsewhere in the file (line 9): type mismatch" in attempt.detail
+
+
+def test_a_theorem_lean_drops_is_the_tactics_error_not_a_found_proof(tmp_path: Path, monkeypatch) -> None:
+    """The file check's probe turns `rename List α => xs` (no error, no theorem) into an
+    error of the tactic: the final check never sees it."""
+    final_check = MockLean(_later_breaks)
+    attempt = _prove(tmp_path, monkeypatch, ["rename List α => xs", "exact h"], final_check)
+    assert (attempt.outcome, attempt.proof) == (AttemptOutcome.PROVED, "by\n  intro h\n  exact h")
+    assert attempt.search is not None and (attempt.search.rejected, attempt.search.lean_errors) == (0, 1)
+    assert len(final_check.texts) == 1 and "rename" not in final_check.texts[0]
 
 
 def test_the_final_checks_lean_is_injected(tmp_path: Path, monkeypatch) -> None:
-    """An in-memory Lean (lean_env.lean.mock) stands for the final check's: it rejects the
-    first proof the search finds, which the search then drops for the next one, and it is
-    given each found proof spliced into the file with the axiom audit after it."""
-
-    def lean(path: str, text: str) -> str:
-        if "exact h" not in text:
-            return f"{path}:5:2: error: unknown constant 'xs'\n"
-        return "'Demo.imp_self'' does not depend on any axioms\n"
-
-    mock = MockLean(lean)
-    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
-    theorem = fake_lean.theorem_record(fake_lean.DEMO_SOURCE, "Demo.imp_self'", "Demo.lean")
-    episode = Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: ["rename List α => xs", "exact h"]})
-    attempt = prove_theorem(
-        theorem,
-        repo_dir=repo,
-        backend=FileCheckBackend(timeout=20),
-        generator=episode,
-        runner=mock.for_project(repo),
-        config=ProvingConfig(search=SearchConfig(num_candidates=8), check_timeout=20),
-    )
+    """An in-memory Lean (lean_env.lean.mock) stands for the final check's: it is given each
+    found proof spliced into the file with the axiom audit after it."""
+    mock = MockLean(_later_breaks)
+    attempt = _prove(tmp_path, monkeypatch, [BREAK_LATER[0], "exact h"], mock)
     assert (attempt.outcome, attempt.proof) == (AttemptOutcome.PROVED, "by\n  intro h\n  exact h")
     assert attempt.check is not None and attempt.check.axioms == ()
-    assert [("rename List α => xs" in t, "exact h" in t) for t in mock.texts] == [(True, False), (False, True)]
+    assert [(BREAK_LATER[0] in t, "exact h\n" in t) for t in mock.texts] == [(True, False), (False, True)]
     assert all(t.rstrip().endswith("#print axioms Demo.imp_self'") for t in mock.texts)

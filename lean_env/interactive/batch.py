@@ -14,7 +14,8 @@ one; such a tactic's "finished" is confirmed by a run of its own (:func:`needs_c
 :class:`~lean_env.interactive.filecheck.FileCheckSession` does it). And what the parser does
 after an error, and what the theorem's own name means inside its proof: a candidate whose
 brackets do not balance, or that names the theorem, is never batched (:func:`batchable`).
-After each copy comes a marker, ``#check @`` :data:`END_MARK`, whose one error ("unknown
+After each copy comes its declaration probe (:mod:`lean_env.interactive.probe`) under the
+copy's name, then a marker, ``#check @`` :data:`END_MARK`, whose one error ("unknown
 identifier") says that the parser read the copy to its end and started afresh: a copy
 whose text wants more reads on into its marker, and after a parse error the parser skips
 ahead to the next command, at the latest that marker. So a copy with a parse error, or
@@ -31,6 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from lean_env.interactive.probe import declaration_probe, says_undeclared
 from lean_env.lean.diagnostics import Diagnostic
 from lean_env.proofs.text import offset_of, position_of, splice_proof
 from lean_env.records import Position, Theorem
@@ -61,7 +63,8 @@ class Copy:
 
     start: Position  # its first character
     by: Position  # its proof's ``by``
-    marker: Position  # its marker's ``#check``, after the proof
+    probe: Position  # its declaration probe, after the proof
+    marker: Position  # its marker's ``#check``, after the probe
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,21 +75,28 @@ class BatchFile:
     copies: tuple[Copy, ...]
 
     def diagnostics_of(self, index: int, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
-        """The diagnostics within copy ``index`` (up to its marker), with the declared name
-        in place of the copy's."""
+        """The diagnostics within copy ``index`` (up to its probe), with the declared name in
+        place of the copy's."""
         copy = self.copies[index]
-        return [_unmarked(d) for d in diagnostics if copy.start <= d.start < copy.marker]
+        return [_unmarked(d) for d in diagnostics if copy.start <= d.start < copy.probe]
+
+    def probe_of(self, index: int, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+        """The diagnostics of copy ``index``'s declaration probe."""
+        copy = self.copies[index]
+        return [d for d in diagnostics if copy.probe <= d.start < copy.marker]
 
     def unsure(self, diagnostics: Sequence[Diagnostic]) -> set[int]:
         """The copies whose verdict the batch may not give right: one with a parse error
         (what the parser read after it is not what it reads alone, where the rest of the file
-        follows), and one whose marker does not say just that its name is unknown (the copy
-        read on into it, or the parser skipped over it)."""
+        follows), one whose probe says more than that the copy is unknown, and one whose
+        marker does not say just that its name is unknown (the copy read on into them, or the
+        parser skipped over them)."""
         return {
             index
             for index in range(len(self.copies))
             if any(_PARSE_ERROR_RE.fullmatch(d.message) for d in self.diagnostics_of(index, diagnostics) if d.is_error)
             or not self._marker_clean(index, diagnostics)
+            or not _probe_clean(self.probe_of(index, diagnostics))
         }
 
     def _marker_clean(self, index: int, diagnostics: Sequence[Diagnostic]) -> bool:
@@ -98,6 +108,12 @@ class BatchFile:
     def before_copies(self, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics before the first copy: of the file around the theorem."""
         return [d for d in diagnostics if d.start < self.copies[0].start]
+
+
+def _probe_clean(said: list[Diagnostic]) -> bool:
+    """Whether a probe gave no error, or just the one that says its copy is not declared."""
+    errors = [d for d in said if d.is_error]
+    return not errors or (len(errors) == 1 and says_undeclared(errors))
 
 
 def batch_file(source: str, theorem: Theorem, proofs: Sequence[str]) -> BatchFile | None:
@@ -113,8 +129,10 @@ def batch_file(source: str, theorem: Theorem, proofs: Sequence[str]) -> BatchFil
         if header is None:
             return None
         copy = header + spliced[proof_at:]
-        marked = f"{copy}{_GAP}{_MARKER}{_GAP}"
-        spans.append((at, at + len(header), at + len(copy) + len(_GAP)))
+        probe = declaration_probe(f"{theorem.full_name}{BATCH_MARK}{index}")
+        marked = f"{copy}{_GAP}{probe}{_GAP}{_MARKER}{_GAP}"
+        after = at + len(copy) + len(_GAP)
+        spans.append((at, at + len(header), after, after + len(probe) + len(_GAP)))
         parts.append(marked)
         at += len(marked)
     text = "".join(parts)

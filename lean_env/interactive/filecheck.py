@@ -20,6 +20,10 @@ How a step is checked:
   block that did not close its goal) is a Lean error of the tactic, as is any other error.
 * Errors outside the theorem (before it) are not the tactic's fault: they mean the file
   does not elaborate around the theorem, and raise :class:`FileCheckError`.
+* After the theorem comes a probe (:mod:`lean_env.interactive.probe`), which says nothing
+  when the theorem is declared and "unknown identifier" when it is not: "no error" is a
+  finished proof only when the theorem exists (the 2021 Lean 4 drops some without a word).
+  A session whose probe fails with the empty proof (a name it cannot resolve) goes without.
 * A tactic using ``sorry`` or ``admit`` is rejected without running it (as in every backend:
   :mod:`lean_env.interactive.session`), and so is one carrying a command (``#exit``,
   ``axiom``, ...; see :func:`~lean_env.proofs.text.proof_problem`).
@@ -44,6 +48,7 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
 )
+from lean_env.interactive.probe import DROPPED, declaration_probe, says_undeclared
 from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
 from lean_env.lean.diagnostics import Diagnostic
 from lean_env.lean.runner import FileRunner, LeanRun, LeanRunner
@@ -132,6 +137,8 @@ class FileCheckSession(GuardedSession[Prefix]):
         # Where the proof's `by` sits in every temporary file (the text before it never changes).
         self._by = by
         self._results: dict[Prefix, TacticResult] = {}
+        self._probe = declaration_probe(theorem.full_name)
+        self._probing = True  # until the empty proof's run shows the probe cannot find the name
 
     @classmethod
     def open(
@@ -218,6 +225,9 @@ class FileCheckSession(GuardedSession[Prefix]):
                 f"Lean took more than {self._timeout:g}s to elaborate {self.theorem.path} up to "
                 f"theorem {self.theorem.full_name}; raise the timeout"
             )
+        if says_undeclared(run.probe_diagnostics):
+            log.warning("the file check cannot find %s by its name: it will not see it dropped", self.theorem.full_name)
+            self._probing = False
         result = self._classify((), run)
         if not isinstance(result, TacticState):
             detail = result.message if isinstance(result, LeanError) else "no goals were reported"
@@ -227,10 +237,11 @@ class FileCheckSession(GuardedSession[Prefix]):
             )
         return result
 
-    def _elaborate(self, prefix: Prefix) -> LeanRun:
+    def _elaborate(self, prefix: Prefix) -> _ProbedRun:
         text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
-        self._file.write_text(text + "\n", encoding="utf-8")
-        return self._runner.run(self._file, timeout=self._timeout)
+        text += "\n\n"
+        self._file.write_text(f"{text}{self._probe}\n", encoding="utf-8")
+        return _ProbedRun(self._runner.run(self._file, timeout=self._timeout), position_of(text, len(text)))
 
     def _run_batch(self, prefixes: list[Prefix]) -> None:
         """Elaborate ``prefixes`` in one run and keep each verdict, but a "finished" that a
@@ -248,16 +259,29 @@ class FileCheckSession(GuardedSession[Prefix]):
         self._refuse_outside(batch.before_copies(run.errors))
         unsure = batch.unsure(run.diagnostics)
         for index, prefix in enumerate(prefixes):
-            verdict = _verdict(prefix, batch.diagnostics_of(index, run.diagnostics), by=batch.copies[index].by)
+            own, probe = batch.diagnostics_of(index, run.diagnostics), batch.probe_of(index, run.diagnostics)
+            verdict = self._judge(prefix, own, probe, by=batch.copies[index].by)
             finished = isinstance(verdict, ProofFinished)
             if index not in unsure and not (finished and needs_confirming(prefix[-1], index)):
                 self._results[prefix] = verdict
 
-    def _classify(self, prefix: Prefix, run: LeanRun) -> TacticResult:
+    def _classify(self, prefix: Prefix, probed: _ProbedRun) -> TacticResult:
+        run = probed.run
         if run.timed_out:
             return TacticTimeout(self._timeout)
         self._refuse_outside([d for d in run.errors if d.start < self.theorem.start])
-        return _verdict(prefix, [d for d in run.diagnostics if d.start >= self.theorem.start], by=self._by)
+        own = [d for d in run.diagnostics if self.theorem.start <= d.start < probed.probe]
+        return self._judge(prefix, own, probed.probe_diagnostics, by=self._by)
+
+    def _judge(
+        self, prefix: Prefix, diagnostics: list[Diagnostic], probe: list[Diagnostic], *, by: Position
+    ) -> TacticResult:
+        """The verdict of the theorem's ``diagnostics``, but an error when the ``probe`` says
+        that Lean dropped it."""
+        verdict = _verdict(prefix, diagnostics, by=by)
+        if isinstance(verdict, ProofFinished) and self._probing and says_undeclared(probe):
+            return LeanError(DROPPED)
+        return verdict
 
     def _refuse_outside(self, errors: list[Diagnostic]) -> None:
         if errors:
@@ -265,6 +289,22 @@ class FileCheckSession(GuardedSession[Prefix]):
                 f"{self.theorem.path} has errors outside theorem {self.theorem.full_name}, so "
                 f"its tactics cannot be checked: {_render(errors)}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class _ProbedRun:
+    """A run of the theorem alone, and where its probe starts (after everything else)."""
+
+    run: LeanRun
+    probe: Position
+
+    @property
+    def timed_out(self) -> bool:
+        return self.run.timed_out
+
+    @property
+    def probe_diagnostics(self) -> list[Diagnostic]:
+        return [d for d in self.run.diagnostics if d.start >= self.probe]
 
 
 def _verdict(prefix: Prefix, diagnostics: list[Diagnostic], *, by: Position) -> TacticResult:

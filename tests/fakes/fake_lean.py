@@ -47,8 +47,9 @@ statement or proof names a declaration of the file whose body does (a placeholde
 ``"info_headers": true`` in the script the message gets a ``FILE:LINE:0: info:`` header. An
 unknown NAME is an error at the command, and so is the command in a file that starts with
 ``module`` (Lean's module system refuses it there). ``#check @NAME`` (a line of its own) of a
-name the file does not declare is the error ``unknown identifier 'NAME'`` at the name (a
-declared one prints its type bare, which nothing here reads, so it prints nothing). Nothing
+name the file does not declare (or that Lean dropped) is the error ``unknown identifier
+'NAME'`` at the name (a declared one prints its type bare, which nothing here reads, so it
+prints nothing); so is the file check's probe ``example : True := (fun _ => trivial) @NAME``. Nothing
 after ``#exit`` is read.
 
 With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
@@ -92,7 +93,8 @@ _DEF_RE = re.compile(
 )
 _EXIT_RE = re.compile(r"^#exit\b", re.M)
 _PRINT_AXIOMS_RE = re.compile(r"^#print\s+axioms\s+(\S+)[ \t]*$", re.M)
-_CHECK_RE = re.compile(r"^#check\s+@(\S+)[ \t]*$", re.M)
+# `#check @NAME`, and the file check's probe (lean_env.interactive.filecheck.declaration_probe).
+_CHECK_RE = re.compile(r"^(?:#check\s+|example : True := \(fun _ => trivial\) )@(\S+)[ \t]*$", re.M)
 _MODULE_ERROR = (
     "cannot use `#print axioms` in a `module`; consider temporarily removing the `module` header "
     "or placing the command in a separate file"
@@ -259,9 +261,10 @@ def print_axioms(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     return out
 
 
-def unknown_checked(text: str) -> list[tuple[int, int, str, str]]:
-    """What each ``#check @NAME`` line of ``text`` of an undeclared name says."""
-    declared = {t["name"] for t in find_theorems(text)} | {d["name"] for d in find_theorems(text, _DEF_RE)}
+def unknown_checked(text: str, script: dict) -> list[tuple[int, int, str, str]]:
+    """What each ``#check @NAME`` (or probe) line of ``text`` of an undeclared name says."""
+    theorems = [t for t in find_theorems(text) if not _undeclared(t, script)]
+    declared = {t["name"] for t in theorems} | {d["name"] for d in find_theorems(text, _DEF_RE)}
     return [
         (*line_col(text, m.start(1)), "error", f"unknown identifier '{m[1]}'")
         for m in _CHECK_RE.finditer(text)
@@ -271,7 +274,7 @@ def unknown_checked(text: str) -> list[tuple[int, int, str, str]]:
 
 def _undeclared(thm: dict, script: dict) -> bool:
     """Whether the theorem's proof is one its script says Lean drops without a word."""
-    entry = script.get("theorems", {}).get(thm["name"])
+    entry = script.get("theorems", {}).get(_BATCH_COPY_RE.sub("", thm["name"]))
     if entry is None:
         return False
     unknown = frozenset(script.get("unknown_tactics", ()))
@@ -283,7 +286,7 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     if end := _EXIT_RE.search(text):  # Lean reads nothing after `#exit`
         text = text[: end.start()]
     out += print_axioms(text, script)
-    out += unknown_checked(text)
+    out += unknown_checked(text, script)
     theorems = script.get("theorems", {})
     for thm in find_theorems(text):
         thm["proof"] = uncommented(thm["proof"])
