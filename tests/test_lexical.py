@@ -90,6 +90,37 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
             id="hypotheses-that-imply-the-target",
         ),
         pytest.param("α : Type\nxs : List α\n⊢ xs = xs", ["X.p"], ["induction xs"], ["induction α"], id="a-universe"),
+        pytest.param(
+            "x : Nat\n⊢ (fun (y x : Nat) => y + x + 0) = fun (x y : Nat) => y + x",
+            [],
+            ["funext y", "funext y x₁"],
+            ["funext x", "intros"],
+            id="functions-equal-pointwise",
+        ),
+        pytest.param(
+            "⊢ (fun (x : Nat × Nat) => x.fst) = fun ((a, b) : Nat × Nat) => a", [], ["funext x"], [], id="a-pattern"
+        ),
+        pytest.param(
+            "α : Sort u\na a' : α\nh : a = a'\n⊢ a ≅ a'",
+            [],
+            ["subst h", "exact HEq.refl _"],
+            ["cases h", "funext x"],
+            id="a-local-equal-to-a-term",
+        ),
+        pytest.param(
+            "n : Nat\nh : n + 1 = 2\n⊢ (fun k => k) n = 1",
+            [],
+            [],
+            ["subst h", "funext k"],
+            id="no-local-side-no-lambda-side",
+        ),
+        pytest.param(
+            "α β : Sort u\na : α\nb : β\nh : a ≅ b\n⊢ b ≅ a",
+            [],
+            ["cases h", "exact HEq.refl _"],
+            ["induction h"],
+            id="a-heterogeneous-equality",
+        ),
     ],
 )
 def test_structural_candidates(goal: str, premises: list[str], wanted: list[str], unwanted: list[str]) -> None:

@@ -97,13 +97,19 @@ APPLY_LOCAL = 0.3  # apply h, where h's type is an implication that ends in the 
 IFF_SIDE = 0.1  # exact h.1, exact h.2, where h is an iff: its two implications
 EXACT_LOCAL = 1.0  # exact h, where h's type is the target
 INTROS = 0.1  # an implication or a universal
+FUNEXT = 0.15  # funext x y, where the target equates functions (`fun x y => ...`)
+SUBST = 0.1  # subst h, where h equates a local with a term
+HEQ_REFL = 0.3  # exact HEq.refl _, where the target is a heterogeneous equality
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
-_PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆]|\b(?:True|False)\b")
+_PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆≅]|\b(?:True|False)\b")
 # The first binder of a universal target: `∀ x`, `∀ (x : T)`, `∀ {x y}`.
+# A lambda and its binders (the 2021 Lean prints `fun (x : T) =>`, today's `fun x =>`).
+_LAMBDA_RE = re.compile(r"^(?:fun|λ)\s+(?P<binders>[^=]*?)\s*(?:=>|↦)")
+_BINDER_GROUP_RE = re.compile(r"[({\[⦃](?P<bracketed>[^(){}\[\]⦃⦄]*)[)}\]⦄]|(?P<bare>[^\s(){}\[\]⦃⦄]+)")
 _BINDER_RE = re.compile(r"∀\s*[({\[]?\s*([^\s,:(){}\[\]]+)")
-# Hypotheses that `cases` takes apart.
-_SPLITTABLE_RE = re.compile(r"[∧∨∃↔]")
+# Hypotheses that `cases` takes apart (`≅`: its one case makes both sides one).
+_SPLITTABLE_RE = re.compile(r"[∧∨∃↔≅]")
 # A feature in more than this share of the stored steps (and more than STOP_MIN of them)
 # is a stop feature: its idf is at most log(1 + 1/share), so its part of a dot product is a
 # few percent of a rare feature's, while its postings are most of the index. Similarity
@@ -465,8 +471,10 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     unfold, lemmas rewrite), induction or case analysis on a
     data local followed by that ``simp``, ``cases`` on a hypothesis that is a conjunction,
     disjunction, existential or iff, ``apply h`` with a hypothesis that implies the target,
-    either side of an iff hypothesis, ``constructor`` on a conjunction or iff, either side
-    of a disjunction, ``intros`` on an implication or a universal."""
+    either side of an iff hypothesis, ``subst`` of a hypothesis that equates a local with a
+    term, ``constructor`` on a conjunction or iff, either side of a disjunction, ``intros``
+    on an implication or a universal, ``funext`` on an equation of functions, and
+    ``HEq.refl`` for a heterogeneous equality."""
     listed = ", ".join(premises)
     # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
     # Lean 4 (the June 2021 one has no `*` in simp lists).
@@ -493,6 +501,8 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
             out.append((f"apply {local.name}", APPLY_LOCAL))
         if _top_level(local.type, ("↔",)):
             out += [(f"exact {local.name}.1", IFF_SIDE), (f"exact {local.name}.2", IFF_SIDE)]
+        if any(side in view.names for side in _equation_sides(local.type)):
+            out.append((f"subst {local.name}", SUBST))
     # The target's connective: `→` binds weakest, then `↔`, `∨`, `∧`. A Lean may print the
     # arrow as `->` and a connective applied (`Or a b`: the 2021 Lean does when the
     # statement's binders are implicit).
@@ -503,12 +513,54 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
         out.append(("constructor", CONSTRUCTOR))
     if connective == "∨" or (not connective and _head(shape) == "Or"):
         out += [("apply Or.inl", DISJUNCT), ("apply Or.inr", DISJUNCT)]
+    if connective == "" and (_top_level(shape, ("≅",)) or _head(shape) == "HEq"):
+        out.append(("exact HEq.refl _", HEQ_REFL))
+    binders = next((_lambda_binders(side) for side in _equation_sides(shape) if _lambda_binders(side)), ())
+    if binders:
+        fresh: list[str] = []
+        for name in binders:
+            fresh.append(_fresh(name, view.names | set(fresh)))
+        out += [(f"funext {' '.join(fresh[:count])}", FUNEXT) for count in dict.fromkeys((1, len(fresh)))]
     if implication:
         out.append(("intros", INTROS))
         # One hypothesis at a time, by a name later tactics can use (`intros` leaves `a✝`).
         binder = _BINDER_RE.match(target)
         out.append((f"intro {_fresh(binder.group(1) if binder else 'h', view.names)}", INTROS))
     return out
+
+
+def _equation_sides(text: str) -> tuple[str, ...]:
+    """The two sides of ``text`` when it is an equation (an ``=`` outside every bracket,
+    spaced as Lean prints it), each without the brackets around it; () otherwise."""
+    spaced = [at for at in _top_level_at(text, ("=",)) if text[at - 1 : at + 2] == " = "]
+    if len(spaced) != 1:
+        return ()
+    return tuple(_unbracketed(side) for side in (text[: spaced[0]], text[spaced[0] + 1 :]))
+
+
+def _unbracketed(term: str) -> str:
+    term = term.strip()
+    while term.startswith("(") and _closes_at_end(term):
+        term = term[1:-1].strip()
+    return term
+
+
+def _lambda_binders(term: str) -> tuple[str, ...]:
+    """The names a lambda ``term`` binds (``fun (y x : Nat) => ...``: y, x; an anonymous
+    pattern binds ``x``); () when ``term`` is no lambda."""
+    found = _LAMBDA_RE.match(term)
+    if found is None:
+        return ()
+    names = []
+    for group in _BINDER_GROUP_RE.finditer(found["binders"]):
+        inner = group["bracketed"]
+        if inner is None:
+            names.append(group["bare"])
+        elif ":" in inner or "," not in inner:  # (x y : T) binds x y; (a, b) is a pattern
+            names += [n for n in inner.partition(":")[0].split() if n.isidentifier()] or ["x"]
+        else:
+            names.append("x")
+    return tuple(names)
 
 
 def _fresh(name: str, taken: Collection[str]) -> str:
