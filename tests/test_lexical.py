@@ -98,7 +98,7 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
             id="functions-equal-pointwise",
         ),
         pytest.param(
-            "⊢ (fun (x : Nat × Nat) => x.fst) = fun ((a, b) : Nat × Nat) => a", [], ["funext x"], [], id="a-pattern"
+            "⊢ (fun ((a, b) : Nat × Nat) => a) = Prod.fst", [], ["funext x"], ["funext x : Nat × Nat"], id="a-pattern"
         ),
         pytest.param(
             "α : Sort u\na a' : α\nh : a = a'\n⊢ a ≅ a'",

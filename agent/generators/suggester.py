@@ -103,10 +103,10 @@ HEQ_REFL = 0.3  # exact HEq.refl _, where the target is a heterogeneous equality
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
 _PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆≅]|\b(?:True|False)\b")
-# The first binder of a universal target: `∀ x`, `∀ (x : T)`, `∀ {x y}`.
 # A lambda and its binders (the 2021 Lean prints `fun (x : T) =>`, today's `fun x =>`).
 _LAMBDA_RE = re.compile(r"^(?:fun|λ)\s+(?P<binders>[^=]*?)\s*(?:=>|↦)")
 _BINDER_GROUP_RE = re.compile(r"[({\[⦃](?P<bracketed>[^(){}\[\]⦃⦄]*)[)}\]⦄]|(?P<bare>[^\s(){}\[\]⦃⦄]+)")
+# The first binder of a universal target: `∀ x`, `∀ (x : T)`, `∀ {x y}`.
 _BINDER_RE = re.compile(r"∀\s*[({\[]?\s*([^\s,:(){}\[\]]+)")
 # Hypotheses that `cases` takes apart (`≅`: its one case makes both sides one).
 _SPLITTABLE_RE = re.compile(r"[∧∨∃↔≅]")
@@ -515,7 +515,7 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
         out += [("apply Or.inl", DISJUNCT), ("apply Or.inr", DISJUNCT)]
     if connective == "" and (_top_level(shape, ("≅",)) or _head(shape) == "HEq"):
         out.append(("exact HEq.refl _", HEQ_REFL))
-    binders = next((_lambda_binders(side) for side in _equation_sides(shape) if _lambda_binders(side)), ())
+    binders = next(filter(None, map(_lambda_binders, _equation_sides(shape))), ())
     if binders:
         fresh: list[str] = []
         for name in binders:
@@ -555,7 +555,9 @@ def _lambda_binders(term: str) -> tuple[str, ...]:
     for group in _BINDER_GROUP_RE.finditer(found["binders"]):
         inner = group["bracketed"]
         if inner is None:
-            names.append(group["bare"])
+            if group["bare"] == ":":  # `fun x y : T =>`: the rest is the type
+                break
+            names.append(group["bare"] if group["bare"].isidentifier() else "x")
         elif ":" in inner or "," not in inner:  # (x y : T) binds x y; (a, b) is a pattern
             names += [n for n in inner.partition(":")[0].split() if n.isidentifier()] or ["x"]
         else:
@@ -572,10 +574,7 @@ def _fresh(name: str, taken: Collection[str]) -> str:
 
 def _head(term: str) -> str:
     """The function a term applies, in prefix form (``Or`` of ``(Or a b)``); "" otherwise."""
-    term = term.strip()
-    while term.startswith("(") and _closes_at_end(term):
-        term = term[1:-1].strip()
-    head, _, rest = term.partition(" ")
+    head, _, rest = _unbracketed(term).partition(" ")
     return head if rest and head.isidentifier() else ""
 
 
