@@ -1,5 +1,6 @@
 """A retriever without a model: the premises a goal names, then the lemmas of its own file
-about the file's declarations the goal names, among those accessible from the theorem.
+about the file's declarations the goal names, then its lemmas that share the goal's rarer
+notation, among those accessible from the theorem.
 
 What proving uses when it is given no trained retriever and the built-in suggester
 proposes the tactics: its premise templates (``simp [f, g]``, ``rw [L]``, ``exact L``) then
@@ -10,30 +11,46 @@ a trained retriever (:class:`retrieval.index.PremiseRetriever`) ranks by what a 
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+import re
+from collections import Counter, defaultdict
 
-from lean_env.records import DeclKind, Theorem
+from lean_env.records import DeclKind, Premise, Theorem
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
 
-# Declarations that are types (with their constructors), not facts or definitions to unfold.
+# Declarations that are types, with their constructors and fields.
 _TYPES = frozenset({DeclKind.STRUCTURE, DeclKind.INDUCTIVE, DeclKind.CLASS})
+# Notation: a superscript (``⁻¹``, ``²``: Lean lets names have them, but they follow a
+# term) or a run of what is neither a name's letters nor a bracket, comma or space (``++``,
+# ``∣``, ``≤``).
+_SYMBOL_RE = re.compile(r"[⁻⁺]?[⁰¹²³⁴-⁹]|[⁻⁺]|[^\w\s()\[\]{}⟨⟩,.'«»⁰¹²³⁴-⁹⁻⁺]+")
+# A hypothesis line of a goal: the names it binds, before its type.
+_BOUND_RE = re.compile(r"^([^:⊢\n]+?) : ", re.MULTILINE)
+# Punctuation of a goal's text or a declaration's signature, not notation of a statement;
+# and `=`, which most statements have but definitions lack, so it would seem rare.
+_PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$", "="})
 
 
 class LexicalRetriever:
     """Up to ``k`` premises per goal, as ``(full_name, code)``: first the accessible
-    premises (no types) whose full or short name the goal mentions (in the order it
-    mentions them),
-    then those declared before the theorem in its own file whose code uses the most of the
-    file's declarations that the goal names (ties: the nearest first; none that use none,
-    so a goal about library names only gets the premises it names)."""
+    premises whose full or short name the goal mentions (in the order it mentions them;
+    not its own variables, which shadow such names), then those declared before the
+    theorem in its own file whose code uses the most of the file's declarations that the
+    goal names (ties: the nearest first; none that use none), then the file's lemmas whose
+    code shares the goal's notation, the rarer among the file's declarations the more
+    (``(a * b)⁻¹`` finds ``mul_inv_rev``; notation that every declaration has counts for
+    nothing). Instances and types are never premises (nothing to rewrite with or apply);
+    a type's fields and constructors are, among the file's own."""
 
     def __init__(self, corpus: PremiseCorpus, *, k: int) -> None:
         self.corpus, self.k = corpus, k
+        self._usable = _usable(corpus.premises)
         self._by_name: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
-            if premise.kind in _TYPES:  # a type a goal names is no premise to rewrite or apply
+            # A goal names a type's fields and constructors as terms, not as facts.
+            if not self._usable[index] or premise.kind in _TYPES:
                 continue
             self._by_name[premise.full_name].append(index)
             short = premise.full_name.rsplit(".", 1)[-1]
@@ -46,20 +63,54 @@ class LexicalRetriever:
         allowed = self.corpus.accessible(location, theorem.path, theorem.start)
         # The file's own premises before the theorem, nearest first, and the names each uses.
         own = [int(i) for i in self.corpus.file_premises(location, theorem.path) if allowed[i]][::-1]
-        uses = {i: _names(self.corpus.premises[i].code) for i in own}
         own_names = {n for i in own for n in _names(self.corpus.premises[i].full_name)}
+        own = [i for i in own if self._usable[i]]
+        uses = {i: _names(self.corpus.premises[i].code) for i in own}
+        notation = {i: _notation(self.corpus.premises[i].code) for i in own}
+        spread = Counter(symbol for symbols in notation.values() for symbol in symbols)
+        rarity = {symbol: math.log((1 + len(own)) / (1 + count)) for symbol, count in spread.items()}
 
         def premises(goal: str) -> list[PremiseCode]:
-            mentioned = list(dict.fromkeys(m.group() for m in IDENT_RE.finditer(goal)))
+            # A goal's own variables (`α`, `a`) shadow the file's names (a field `α`).
+            bound = {name for m in _BOUND_RE.finditer(goal) for name in m.group(1).split()}
+            mentioned = [n for n in dict.fromkeys(m.group() for m in IDENT_RE.finditer(goal)) if n not in bound]
             named = [i for name in mentioned for i in self._by_name.get(name, ()) if allowed[i]]
             # The file's own declarations the goal names: its lemmas about them come next.
             about = own_names.intersection(mentioned)
             shared = {i: len(about & uses[i]) for i in own}
             related = sorted((i for i in own if shared[i]), key=lambda i: -shared[i])
-            chosen = list(dict.fromkeys([*named, *related]))[: self.k]
+            symbols = _notation(goal)
+            alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
+            similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
+            chosen = list(dict.fromkeys([*named, *related, *similar]))[: self.k]
             return [(self.corpus.premises[i].full_name, self.corpus.premises[i].code) for i in chosen]
 
         return premises
+
+
+def _usable(premises: tuple[Premise, ...]) -> list[bool]:
+    """Per premise, whether it is one to rewrite with or apply: not an instance, nor a type
+    (a name its constructors or fields extend) or the constructor generated at the type's
+    own position (``S.mk``); fields and declared constructors are."""
+    declared = [p for p in premises if p.kind in _TYPES]
+    starts = {(p.path, p.full_name): p.start for p in declared}
+    extended = {(p.path, p.full_name.rpartition(".")[0]) for p in declared}
+
+    def usable(premise: Premise) -> bool:
+        if premise.kind is DeclKind.INSTANCE:
+            return False
+        if premise.kind not in _TYPES:
+            return True
+        parent = (premise.path, premise.full_name.rpartition(".")[0])
+        generated = premise.full_name.endswith(".mk") and starts.get(parent) == premise.start
+        return (premise.path, premise.full_name) not in extended and not generated
+
+    return [usable(premise) for premise in premises]
+
+
+def _notation(text: str) -> set[str]:
+    """The notation ``text`` uses (see :data:`_SYMBOL_RE`)."""
+    return {m.group() for m in _SYMBOL_RE.finditer(text)} - _PUNCTUATION
 
 
 def _names(code: str) -> set[str]:

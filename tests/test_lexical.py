@@ -41,8 +41,48 @@ def test_the_goal_s_names_then_the_file_s_lemmas_about_them(premises_for) -> Non
 
 def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names(premises_for) -> None:
     assert premises_for("⊢ later = helper") == []
-    assert premises_for("n : Nat\n⊢ n + 0 = n") == []  # no declaration of the file is named
+    assert premises_for("p q : Prop\n⊢ p ∧ q ↔ q ∧ p") == []  # no declaration of the file is named
     assert len(premises_for("⊢ denote ctx (flat e) = flat e")) == 4  # k
+
+
+def test_then_the_file_s_lemmas_with_the_goal_s_rarer_notation(premises_for) -> None:
+    # `+` is in one lemma of the file; `=` in most, and it counts for nothing.
+    assert [name for name, _ in premises_for("n : Nat\n⊢ n + 0 = n")] == ["Ex.unrelated"]
+
+
+def test_instances_and_types_are_no_premises_but_fields_are() -> None:
+    group = "class Group (α : Type u) where\n  mul_left_inv (a : α) : a⁻¹ * a = 1"
+    declared = [
+        premise("Group", line=1, code=group, kind=DeclKind.CLASS),
+        premise("Group.mk", line=1, code=group, kind=DeclKind.CLASS),
+        premise("Group.mul_left_inv", line=2, code=group, kind=DeclKind.CLASS),
+        premise("instGroup", line=4, code="instance : Group Int := ⟨Int.neg_add⟩", kind=DeclKind.INSTANCE),
+        premise("inv_inv", line=6, code="theorem inv_inv (a : α) : a⁻¹⁻¹ = a"),
+        premise("add_zero", line=7, code="theorem add_zero (a : α) : a + 0 = a"),
+    ]
+    target = theorem("mul_inv_rev", line=9)
+    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    names = [name for name, _ in premises_for("inst : Group α\na b : α\n⊢ (a * b)⁻¹ = b⁻¹ * a⁻¹")]
+    # The field, about the named `Group`; then, by `⁻¹`, the lemma; nothing shares `+`.
+    assert names == ["Group.mul_left_inv", "inv_inv"]
+
+
+def test_a_goal_s_variables_name_no_declaration_of_the_file() -> None:
+    magma = "structure Magma where\n  α : Type u\n  mul : α → α → α"
+    declared = [
+        premise("Magma", line=1, code=magma, kind=DeclKind.STRUCTURE),
+        premise("Magma.α", line=2, code=magma, kind=DeclKind.STRUCTURE),
+        premise("Magma.mul", line=3, code=magma, kind=DeclKind.STRUCTURE),
+        premise("mul_self", line=5, code="theorem mul_self (M : Magma) (a : M.α) : M.mul a a = M.mul a a"),
+    ]
+    target = theorem("refl_self", line=9)
+    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    # `α` is the goal's own type, not the field `Magma.α`; `Magma` is the file's.
+    assert premises_for("α : Type\na : α\n⊢ a = a") == []
+    names = [name for name, _ in premises_for("M : Magma\na : M.α\n⊢ M.mul a a = M.mul a a")]
+    assert names == ["mul_self", "Magma.mul", "Magma.α"]
 
 
 @pytest.mark.parametrize(
@@ -120,6 +160,45 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
             ["cases h", "exact HEq.refl _"],
             ["induction h"],
             id="a-heterogeneous-equality",
+        ),
+        pytest.param(
+            "α : Type\nz : α\nzs : List α\nh : ∀ (a : α) (as : List α), z :: zs ≠ a :: as\n⊢ z :: zs = []",
+            [],
+            ["exact absurd rfl (h _ _)", "apply h"],
+            ["injection h"],
+            id="a-universal-that-ends-in-a-disequality",
+        ),
+        pytest.param(
+            "as bs : List α\nh : ∀ (x y : List α), x = y\nh' : as = bs -> False\n⊢ as = bs",
+            [],
+            ["apply h", "apply h'"],
+            ["exact absurd rfl (h _ _)", "exact absurd rfl (h' _)"],
+            id="premises-then-a-proposition",
+        ),
+        pytest.param(
+            "f : Nat → Nat\nh : a :: as = b :: bs\nh₂ : n + 1 = m\n⊢ as = bs",
+            [],
+            ["injection h"],
+            ["apply f", "injection h₂"],
+            id="applications-equal",
+        ),
+        pytest.param("α : Type\nx : α\n⊢ Nonempty α", [], ["constructor"], ["intros"], id="a-type-applied"),
+        pytest.param(
+            "a b : Expr\nh : sort (flat a) = sort (flat b)\n⊢ denote ctx a = denote ctx b",
+            [],
+            ["have h₁ := congrArg (denote ctx) h"],
+            ["constructor"],
+            id="one-function-of-both-sides",
+        ),
+        pytest.param(
+            "n : Nat\nh : f a = f b\nh₁ : g (f a) = g (f b)\n⊢ a = b",
+            ["g_f", "f_def"],
+            ["simp [g_f, f_def] at h₁"],
+            ["simp [g_f, f_def] at h", "simp [g_f, f_def] at n"],
+            id="the-newest-hypothesis-simplified",
+        ),
+        pytest.param(
+            "h : a = b\n⊢ f a + c = f b + c", [], [], ["have h₁ := congrArg (f) h"], id="operands-are-no-function"
         ),
     ],
 )

@@ -20,7 +20,9 @@ from curriculum.store import Store
 from lean_env.records import TheoremStatus
 
 FIXTURE = Path(__file__).parent / "fixtures" / "suggest"
-SEARCH = ["--candidates", "8", "--max-expansions", "4", "--tactic-timeout", "20", "--check-timeout", "20"]
+# 16: the file's `+` lemmas share `k + 0 + 0 + 0 = k`'s notation, so their templates rank
+# beside `rw [Suggest.add_zero']` and `decide` (retrieval/lexical.py).
+SEARCH = ["--candidates", "16", "--max-expansions", "4", "--tactic-timeout", "20", "--check-timeout", "20"]
 PROOFS = {
     "Suggest.le_self_m": "by\n  exact Nat.le_refl m",
     "Suggest.and_flip'": "by\n  exact ⟨hb, ha⟩",

@@ -35,6 +35,7 @@ with it (``norm_num [h]`` drops ``norm_num`` too).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import math
 import re
@@ -92,8 +93,14 @@ SIMP_ALL_WITH = 0.15  # simp_all [P, ...]: and the hypotheses
 SPLIT_THEN_SIMP = 0.15  # induction x <;> simp_all [P, ...] (cases: two thirds of it)
 SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
 CONSTRUCTOR = 0.15  # a conjunction or an iff
+CONSTRUCT_ANY = 0.05  # another type or predicate applied
 DISJUNCT = 0.1  # apply Or.inl, apply Or.inr: a disjunction, one side at a time
 APPLY_LOCAL = 0.3  # apply h, where h's type is an implication that ends in the target
+APPLY_ANY = 0.1  # apply h, where h's type is another universal or implication
+ABSURD = 0.1  # exact absurd rfl (h _ _), where h's type is a universal that ends in `≠`
+INJECTION = 0.1  # injection h, where h equates two applications (constructors, perhaps)
+CONGR_ARG = 0.1  # have h' := congrArg (f c) h, where the target is f c a = f c b
+SIMP_AT = 0.1  # simp [P, ...] at h, where h is the newest hypothesis
 IFF_SIDE = 0.1  # exact h.1, exact h.2, where h is an iff: its two implications
 EXACT_LOCAL = 1.0  # exact h, where h's type is the target
 INTROS = 0.1  # an implication or a universal
@@ -468,13 +475,16 @@ class TacticSuggester:
 def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float]]:
     """Candidates from the goal's shape, not from a stored proof: ``exact h`` for a local
     whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
-    unfold, lemmas rewrite), induction or case analysis on a
-    data local followed by that ``simp``, ``cases`` on a hypothesis that is a conjunction,
-    disjunction, existential or iff, ``apply h`` with a hypothesis that implies the target,
-    either side of an iff hypothesis, ``subst`` of a hypothesis that equates a local with a
-    term, ``constructor`` on a conjunction or iff, either side of a disjunction, ``intros``
-    on an implication or a universal, ``funext`` on an equation of functions, and
-    ``HEq.refl`` for a heterogeneous equality."""
+    unfold, lemmas rewrite) on the target or the newest hypothesis, induction or case
+    analysis on a data local followed by that ``simp``, ``cases`` on a hypothesis that is
+    a conjunction, disjunction, existential or iff, ``apply h`` with a hypothesis that
+    takes premises (first one that implies the target), ``absurd`` of one that ends in a
+    disequality, either side of an iff hypothesis, ``subst`` of a hypothesis that equates a
+    local with a term, ``injection`` of one that equates applications, ``congrArg`` of an
+    equation under the function both sides of the target apply, ``constructor`` on a
+    conjunction, iff or other type applied, either side of a disjunction, ``intros`` on an
+    implication or a universal, ``funext`` on an equation of functions, and ``HEq.refl``
+    for a heterogeneous equality."""
     listed = ", ".join(premises)
     # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
     # Lean 4 (the June 2021 one has no `*` in simp lists).
@@ -482,7 +492,16 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     out = []
     if len(premises) > 1:  # one premise: the templates offer `simp [P]` already
         out += [(f"simp [{listed}]", SIMP_WITH), (simp_all, SIMP_ALL_WITH)]
+    newest = view.locals[-1] if view.locals else None
+    if premises and newest and IDENT_RE.fullmatch(newest.name) and _PROPOSITION_RE.search(newest.type):
+        # The fact a `have` or `intro` just made, rewritten by the premises alone
+        # (`simp_all` would rewrite it by the hypotheses too, often into `True`).
+        out.append((f"simp [{listed}] at {newest.name}", SIMP_AT))
     target = view.target.strip()
+    # The function both sides of the target apply (`denote ctx` of `denote ctx a = denote
+    # ctx b`): applied to an equation among the locals, it may give the target once the
+    # premises rewrite it.
+    applied = _common_function(*_equation_sides(target))
     for local in view.locals:
         if not local.name or local.name.startswith("inst") or not local.type:
             continue
@@ -497,11 +516,24 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
             ]
         elif _SPLITTABLE_RE.search(local.type):
             out.append((f"cases {local.name}", SPLIT))
+        premised = _arity_and_conclusion(local.type)
         if _concludes(local.type, target):
             out.append((f"apply {local.name}", APPLY_LOCAL))
+        elif premised and _PROPOSITION_RE.search(premised[1]):
+            out.append((f"apply {local.name}", APPLY_ANY))
+        if premised and (premised[1].startswith("¬") or _top_level(premised[1], ("≠",))):
+            # Its instance at the target's terms is refuted by `rfl` (`xs ≠ a :: as` once
+            # `xs` is `a :: as`); `h ..` would take the negation's argument too.
+            holes = " _" * premised[0]
+            out.append((f"exact absurd rfl ({local.name}{holes})", ABSURD))
+        sides = _equation_sides(local.type)
+        if sides and all(" " in side for side in sides):
+            out.append((f"injection {local.name}", INJECTION))
+        if sides and applied:
+            out.append((f"have {_fresh(local.name, view.names)} := congrArg ({applied}) {local.name}", CONGR_ARG))
         if _top_level(local.type, ("↔",)):
             out += [(f"exact {local.name}.1", IFF_SIDE), (f"exact {local.name}.2", IFF_SIDE)]
-        if any(side in view.names for side in _equation_sides(local.type)):
+        if any(side in view.names for side in sides):
             out.append((f"subst {local.name}", SUBST))
     # The target's connective: `→` binds weakest, then `↔`, `∨`, `∧`. A Lean may print the
     # arrow as `->` and a connective applied (`Or a b`: the 2021 Lean does when the
@@ -511,6 +543,10 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     implication = connective == "→"
     if connective in ("↔", "∧") or (not connective and _head(shape) in ("And", "Iff")):
         out.append(("constructor", CONSTRUCTOR))
+    elif _head(shape) and not _PROPOSITION_RE.search(shape):
+        # A predicate or type applied (`Nonempty α`, `Even (n + 2)`): one of its
+        # constructors may build it.
+        out.append(("constructor", CONSTRUCT_ANY))
     if connective == "∨" or (not connective and _head(shape) == "Or"):
         out += [("apply Or.inl", DISJUNCT), ("apply Or.inr", DISJUNCT)]
     if connective == "" and (_top_level(shape, ("≅",)) or _head(shape) == "HEq"):
@@ -536,6 +572,57 @@ def _equation_sides(text: str) -> tuple[str, ...]:
     if len(spaced) != 1:
         return ()
     return tuple(_unbracketed(side) for side in (text[: spaced[0]], text[spaced[0] + 1 :]))
+
+
+def _arity_and_conclusion(proposition: str) -> tuple[int, str] | None:
+    """How many explicit arguments ``proposition`` takes (its premises and explicit
+    binders), and what it says after them (2 and ``c`` of ``∀ (x : T) {y : U}, a → c``);
+    None when it takes none."""
+    text, explicit = proposition.strip().replace("->", "→"), 0
+    while True:
+        if text.startswith("∀") and (commas := _top_level_at(text, (",",))):
+            explicit += _explicit_binders(text[1 : commas[0]])
+            text = text[commas[0] + 1 :].strip()
+        elif arrows := _top_level_at(text, ("→",)):
+            explicit += len(arrows)
+            text = text[arrows[-1] + 1 :].strip()
+        else:
+            return (explicit, text) if explicit else None
+
+
+def _explicit_binders(binders: str) -> int:
+    """How many names ``binders`` (``x y``, ``(a b : T) {c : U}``, ``x y : T``) bind
+    explicitly."""
+    count = 0
+    for group in _BINDER_GROUP_RE.finditer(binders):
+        if group["bare"] == ":":  # `∀ x y : T`: the rest is the type
+            break
+        if group["bare"] is not None:
+            count += 1
+        elif group.group().startswith("("):
+            count += len(group["bracketed"].partition(":")[0].split())
+    return count
+
+
+def _common_function(*sides: str) -> str:
+    """The function (a name and its first arguments) that two ``sides`` both apply to a
+    different last argument; "" when they are no such applications (an operator's
+    operands, say)."""
+    if len(sides) != 2:
+        return ""
+    lhs, rhs = (_top_level_split(side) for side in sides)
+    if not all(IDENT_RE.fullmatch(part) or part[0] in "([⟨" for part in (*lhs, *rhs)):
+        return ""
+    shared = list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(lhs[:-1], rhs[:-1], strict=False)))
+    if not shared or not IDENT_RE.fullmatch(shared[0][0]) or lhs[len(shared) :] == rhs[len(shared) :]:
+        return ""
+    return " ".join(left for left, _ in shared)
+
+
+def _top_level_split(term: str) -> list[str]:
+    """The parts of ``term`` between the spaces outside every bracket."""
+    cuts = [-1, *_top_level_at(term, (" ",)), len(term)]
+    return [term[start + 1 : end] for start, end in zip(cuts, cuts[1:], strict=False) if end > start + 1]
 
 
 def _unbracketed(term: str) -> str:
