@@ -124,6 +124,10 @@ _SPLITTABLE_RE = re.compile(r"[∧∨∃↔≅]")
 # features is scored with them.
 STOP_SHARE = 0.1
 STOP_MIN = 1000
+# A premise's code that states a lemma (one to rewrite with, not a definition to unfold).
+_LEMMA_RE = re.compile(
+    r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec)\s+)*(?:theorem|lemma)\b", re.DOTALL
+)
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
 # Deciding by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom beyond
@@ -454,7 +458,8 @@ class TacticSuggester:
                 pool[template.format(name)] += weight * share
         # The retriever's premises first (those the goal is about), else the neighbours'.
         unfolded = [name for name, _ in premises] or [name for name, _ in best]
-        for tactic, weight in structural(view, unfolded[:SIMP_PREMISES]):
+        lemmas = [name for name, code in premises if _LEMMA_RE.match(code)]
+        for tactic, weight in structural(view, unfolded[:SIMP_PREMISES], lemmas[:SIMP_PREMISES]):
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
@@ -472,10 +477,11 @@ class TacticSuggester:
         return [Candidate(tactic, math.log(weight / total)) for tactic, weight in ranked]
 
 
-def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float]]:
+def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = ()) -> list[tuple[str, float]]:
     """Candidates from the goal's shape, not from a stored proof: ``exact h`` for a local
     whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
-    unfold, lemmas rewrite) on the target or the newest hypothesis, induction or case
+    unfold, lemmas rewrite) on the target, the best ``lemmas`` alone (rewriting, nothing
+    unfolded) on the newest hypothesis, induction or case
     analysis on a data local followed by that ``simp``, ``cases`` on a hypothesis that is
     a conjunction, disjunction, existential or iff, ``apply h`` with a hypothesis that
     takes premises (first one that implies the target), ``absurd`` of one that ends in a
@@ -493,10 +499,11 @@ def structural(view: GoalView, premises: Sequence[str]) -> list[tuple[str, float
     if len(premises) > 1:  # one premise: the templates offer `simp [P]` already
         out += [(f"simp [{listed}]", SIMP_WITH), (simp_all, SIMP_ALL_WITH)]
     newest = view.locals[-1] if view.locals else None
-    if premises and newest and IDENT_RE.fullmatch(newest.name) and _PROPOSITION_RE.search(newest.type):
-        # The fact a `have` or `intro` just made, rewritten by the premises alone
-        # (`simp_all` would rewrite it by the hypotheses too, often into `True`).
-        out.append((f"simp [{listed}] at {newest.name}", SIMP_AT))
+    if lemmas and newest and IDENT_RE.fullmatch(newest.name) and _PROPOSITION_RE.search(newest.type):
+        # The fact a `have` or `intro` just made, rewritten by the lemmas alone (`simp_all`
+        # would rewrite it by the hypotheses too, often into `True`; unfolding the goal's
+        # definitions in it would take it away from the target).
+        out.append((f"simp [{', '.join(lemmas)}] at {newest.name}", SIMP_AT))
     target = view.target.strip()
     # The function both sides of the target apply (`denote ctx` of `denote ctx a = denote
     # ctx b`): applied to an equation among the locals, it may give the target once the
