@@ -202,8 +202,11 @@ def test_commands_after_a_declaration_end_it() -> None:
     assert [p.code for p in extract.premises] == ["def f := 1", "def g := 2"]
 
 
-def test_a_unification_hint_ends_the_proof_before_it() -> None:
-    extract = _extract("theorem t : True := by\n  trivial\n\nunif_hint (n : Nat) where\n  |- n =?= 1\ndef g := 2")
+@pytest.mark.parametrize(
+    "command", ["unif_hint (n : Nat) where\n  |- n =?= 1", "universes u v"], ids=["unification-hint", "universes"]
+)
+def test_a_command_at_column_one_ends_the_proof_before_it(command: str) -> None:
+    extract = _extract(f"theorem t : True := by\n  trivial\n\n{command}\ndef g := 2")
     assert next(t for t in extract.theorems if t.full_name == "t").proof == "by\n  trivial"
     assert [p.full_name for p in extract.premises] == ["t", "g"]
 

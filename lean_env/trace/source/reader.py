@@ -53,7 +53,8 @@ _COLUMN1_KEYWORDS = (
     "open set_option attribute export macro_rules macro syntax elab_rules elab notation infixl "
     "infixr infix prefix postfix initialize builtin_initialize run_cmd declare_syntax_cat omit "
     "include add_decl_doc alias assert_not_exists suppress_compilation unseal seal deriving "
-    "import prelude unif_hint register_simp_attr register_option binder_predicate"
+    "import prelude unif_hint register_simp_attr register_option binder_predicate "
+    "universes"  # the 2021 Lean 4's `universe` for several names
 ).split()
 # The commands whose text is read: the others only end the command before them.
 _READ_KEYWORDS = frozenset([*_DECL_KEYWORDS, "open", "set_option", "alias", "namespace", "section", "end", "mutual"])
