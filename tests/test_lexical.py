@@ -9,8 +9,9 @@ from builders import premise, repo_trace, theorem
 
 from agent.generators.goals import goal_view
 from agent.generators.suggester import structural
-from lean_env.records import DeclKind
+from lean_env.records import DeclKind, Premise
 from retrieval.corpus import PremiseCorpus
+from retrieval.formats import PremisesFor
 from retrieval.lexical import LexicalRetriever
 
 REPO = "/repo"
@@ -50,20 +51,29 @@ def test_then_the_file_s_lemmas_with_the_goal_s_rarer_notation(premises_for) -> 
     assert [name for name, _ in premises_for("n : Nat\n⊢ n + 0 = n")] == ["Ex.unrelated"]
 
 
+def _premises_for_file(declared: list[Premise]) -> PremisesFor:
+    """The retriever's goal -> premises function for a theorem after ``declared``."""
+    target = theorem("after", line=20)
+    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
+    return LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+
+
+def _type_declaration(name: str, code: str, fields: list[str], *, kind: DeclKind) -> list[Premise]:
+    """A structure or class on line 1 as a trace lists it: the type and its constructor
+    at its position, then each field on a line of its own."""
+    at_type = [premise(name, line=1, code=code, kind=kind), premise(f"{name}.mk", line=1, code=code, kind=kind)]
+    return at_type + [premise(f"{name}.{field}", line=2 + i, code=code, kind=kind) for i, field in enumerate(fields)]
+
+
 def test_instances_and_types_are_no_premises_but_fields_are() -> None:
     group = "class Group (α : Type u) where\n  mul_left_inv (a : α) : a⁻¹ * a = 1"
     declared = [
-        premise("Group", line=1, code=group, kind=DeclKind.CLASS),
-        premise("Group.mk", line=1, code=group, kind=DeclKind.CLASS),
-        premise("Group.mul_left_inv", line=2, code=group, kind=DeclKind.CLASS),
+        *_type_declaration("Group", group, ["mul_left_inv"], kind=DeclKind.CLASS),
         premise("instGroup", line=4, code="instance : Group Int := ⟨Int.neg_add⟩", kind=DeclKind.INSTANCE),
         premise("inv_inv", line=6, code="theorem inv_inv (a : α) : a⁻¹⁻¹ = a"),
         premise("add_zero", line=7, code="theorem add_zero (a : α) : a + 0 = a"),
     ]
-    target = theorem("mul_inv_rev", line=9)
-    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
-    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
-    names = [name for name, _ in premises_for("inst : Group α\na b : α\n⊢ (a * b)⁻¹ = b⁻¹ * a⁻¹")]
+    names = [name for name, _ in _premises_for_file(declared)("inst : Group α\na b : α\n⊢ (a * b)⁻¹ = b⁻¹ * a⁻¹")]
     # The field, about the named `Group`; then, by `⁻¹`, the lemma; nothing shares `+`.
     assert names == ["Group.mul_left_inv", "inv_inv"]
 
@@ -71,14 +81,10 @@ def test_instances_and_types_are_no_premises_but_fields_are() -> None:
 def test_a_goal_s_variables_name_no_declaration_of_the_file() -> None:
     magma = "structure Magma where\n  α : Type u\n  mul : α → α → α"
     declared = [
-        premise("Magma", line=1, code=magma, kind=DeclKind.STRUCTURE),
-        premise("Magma.α", line=2, code=magma, kind=DeclKind.STRUCTURE),
-        premise("Magma.mul", line=3, code=magma, kind=DeclKind.STRUCTURE),
+        *_type_declaration("Magma", magma, ["α", "mul"], kind=DeclKind.STRUCTURE),
         premise("mul_self", line=5, code="theorem mul_self (M : Magma) (a : M.α) : M.mul a a = M.mul a a"),
     ]
-    target = theorem("refl_self", line=9)
-    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
-    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    premises_for = _premises_for_file(declared)
     # `α` is the goal's own type, not the field `Magma.α`; `Magma` is the file's.
     assert premises_for("α : Type\na : α\n⊢ a = a") == []
     names = [name for name, _ in premises_for("M : Magma\na : M.α\n⊢ M.mul a a = M.mul a a")]
