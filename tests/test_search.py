@@ -56,6 +56,20 @@ def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> No
     assert [t for s, t in session.ran if s == "B"] == ["x"]  # B once, although two tactics reach it
 
 
+def test_states_that_differ_in_hypothesis_names_alone_are_one_node() -> None:
+    named, renamed, inaccessible = "p : Prop\nh : p\n⊢ p ∧ p", "q : Prop\nh₁ : q\n⊢ q ∧ q", "p : Prop\na✝ : p\n⊢ p ∧ p"
+    world = {"A": {"intro h": named, "intro h₁": renamed, "intros": inaccessible}}
+    session = WorldSession("A", world | {named: {}, renamed: {}, inaccessible: {}})
+    generator = TableGenerator(
+        {"A": [("intro h", 0.5), ("intro h₁", 0.3), ("intros", 0.2)]}
+        | {state: [("constructor", 1.0)] for state in (named, renamed, inaccessible)}
+    )
+    result = best_first_search(session, generator)
+    # The likelier path's state; the `✝` one is its own: no tactic can name its hypothesis.
+    assert list(dict.fromkeys(s for s, _ in session.ran)) == ["A", named, inaccessible]
+    assert result.expansions == 3
+
+
 def test_a_state_reached_again_by_a_likelier_path_takes_that_path() -> None:
     session = WorldSession(
         "A", {"A": {"a": "B", "b": "C"}, "B": {"rare": "S"}, "C": {"sure": "S"}, "S": {"finish": DONE}}

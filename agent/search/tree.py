@@ -10,9 +10,10 @@ runs after a proof):
 * a :class:`~lean_env.interactive.interface.ProofFinished` ends the search with the path as the proof,
   unless ``accept`` (the final check, when the caller gives one) refuses it: then it is
   counted and dropped, and the search goes on;
-* a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals,
-  so a state that several paths reach is one node, with the most likely of those paths
-  found before it is expanded (a later, likelier path re-queues it), and it is expanded once;
+* a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals
+  up to the names of their hypotheses (``intro h`` and ``intro h₁`` reach one state), so a
+  state that several paths reach is one node, with the most likely of those paths found
+  before it is expanded (a later, likelier path re-queues it), and it is expanded once;
 * a :class:`~lean_env.interactive.interface.LeanError` or :class:`~lean_env.interactive.interface.TacticTimeout`
   is counted and dropped.
 
@@ -29,6 +30,7 @@ import enum
 import heapq
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,8 +42,13 @@ from lean_env.interactive.interface import (
     ProofSession,
     TacticState,
     TacticTimeout,
+    normalize_goals,
     tactic_outcomes,
 )
+from lean_env.trace.source.lexer import IDENT_RE
+
+# A hypothesis line of a goal (at the line's start): the names it binds, before ` : `.
+_HYPOTHESIS_RE = re.compile(r"^((?:[^\s:⊢]+ )*[^\s:⊢]+) :", re.MULTILINE)
 
 # Tactics asked of the generator per expanded goal: LeanDojo's evaluation's (ReProver's
 # prover/proof_search.py), the default of every command; a CPU runs far fewer (docs/search.md).
@@ -113,8 +120,8 @@ def best_first_search(
     order = itertools.count()  # ties broken by insertion: deterministic
     root = _Node(session.initial_state, (), 0.0)
     frontier: list[tuple[float, int, _Node]] = [(0.0, next(order), root)]
-    best = {root.state: 0.0}  # the best path score known for each state
-    expanded: set[TacticState] = set()
+    best = {_shape(root.state): 0.0}  # the best path score known for each state
+    expanded: set[str] = set()
     expansions = tactics_run = errors = timeouts = rejected = 0
     cut = False  # some node was too deep to expand: an empty frontier then proves nothing
 
@@ -127,12 +134,13 @@ def best_first_search(
         if expansions >= config.max_expansions:
             return result(SearchStatus.OUT_OF_EXPANSIONS)
         _, _, node = heapq.heappop(frontier)
-        if node.state in expanded or node.score < best[node.state]:
+        shape = _shape(node.state)
+        if shape in expanded or node.score < best[shape]:
             continue  # a stale entry: the state was re-queued with a likelier path
         if len(node.path) >= config.max_depth:
             cut = True
             continue
-        expanded.add(node.state)
+        expanded.add(shape)
         expansions += 1
         candidates = _distinct(generator.generate(node.state.pp, n=config.num_candidates))
         outcomes = tactic_outcomes(session, node.state, [c.tactic for c in candidates])
@@ -149,12 +157,25 @@ def best_first_search(
                 timeouts += 1
             else:
                 score = node.score + candidate.logprob
-                if outcome not in expanded and score > best.get(outcome, -math.inf):
-                    best[outcome] = score
+                reached = _shape(outcome)
+                if reached not in expanded and score > best.get(reached, -math.inf):
+                    best[reached] = score
                     heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
             if clock() - start >= config.time_limit:
                 return result(SearchStatus.OUT_OF_TIME)
     return result(SearchStatus.TOO_DEEP if cut else SearchStatus.EXHAUSTED)
+
+
+def _shape(state: TacticState) -> str:
+    """``state``'s goals with each hypothesis name a tactic can write replaced by its order
+    of first appearance (``a✝`` stays: a state where a tactic cannot name the hypothesis is
+    not the same to search from)."""
+    names: dict[str, str] = {}
+    for line in _HYPOTHESIS_RE.finditer(state.pp):
+        for name in line.group(1).split():
+            if IDENT_RE.fullmatch(name):
+                names.setdefault(name, f"⟪{len(names)}⟫")
+    return normalize_goals(IDENT_RE.sub(lambda m: names.get(m.group(), m.group()), state.pp))
 
 
 def _distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
