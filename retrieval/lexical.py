@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter, defaultdict
 
+from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import DeclKind, Premise, Theorem
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
@@ -26,8 +27,6 @@ _TYPES = frozenset({DeclKind.STRUCTURE, DeclKind.INDUCTIVE, DeclKind.CLASS})
 # term) or a run of what is neither a name's letters nor a bracket, comma or space (``++``,
 # ``∣``, ``≤``).
 _SYMBOL_RE = re.compile(r"[⁻⁺]?[⁰¹²³⁴-⁹]|[⁻⁺]|[^\w\s()\[\]{}⟨⟩,.'«»⁰¹²³⁴-⁹⁻⁺]+")
-# A hypothesis line of a goal: the names it binds, before its type.
-_BOUND_RE = re.compile(r"^([^:⊢\n]+?) : ", re.MULTILINE)
 # Punctuation of a goal's text or a declaration's signature, not notation of a statement;
 # and `=`, which most statements have but definitions lack, so it would seem rare.
 _PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$", "="})
@@ -72,7 +71,7 @@ class LexicalRetriever:
 
         def premises(goal: str) -> list[PremiseCode]:
             # A goal's own variables (`α`, `a`) shadow the file's names (a field `α`).
-            bound = {name for m in _BOUND_RE.finditer(goal) for name in m.group(1).split()}
+            bound = set(hypothesis_names(goal))
             mentioned = [n for n in dict.fromkeys(m.group() for m in IDENT_RE.finditer(goal)) if n not in bound]
             named = [i for name in mentioned for i in self._by_name.get(name, ()) if allowed[i]]
             # The file's own declarations the goal names: its lemmas about them come next.

@@ -3,7 +3,7 @@
 import pytest
 from builders import theorem
 
-from lean_env.interactive.interface import TacticState, normalize_goals
+from lean_env.interactive.interface import TacticState, hypothesis_names, normalize_goals
 from lean_env.records import LeanFile, Position, RepoSpec, TheoremStatus, TracedTactic
 
 
@@ -78,6 +78,11 @@ def test_states_compare_by_normalised_goals_not_handle():
     assert a == b and hash(a) == hash(b)
     assert normalize_goals(" a \n\n b ") == "a b"
     assert TacticState("⊢ p\n\n⊢ q").num_goals == 2
+
+
+def test_hypothesis_names_are_those_the_goal_lines_bind() -> None:
+    pp = "case left\nx y : Nat\nh : ∀ (a : Nat),\n  a = a\na✝ : x = y\n⊢ x ∈ s\n\ncase right\nx : Nat\n⊢ y = x"
+    assert hypothesis_names(pp) == ["x", "y", "h", "a✝", "x"]
 
 
 def test_project_errors_survive_pickling_whatever_their_constructor_takes() -> None:

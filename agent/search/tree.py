@@ -30,7 +30,6 @@ import enum
 import heapq
 import itertools
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,13 +41,11 @@ from lean_env.interactive.interface import (
     ProofSession,
     TacticState,
     TacticTimeout,
+    hypothesis_names,
     normalize_goals,
     tactic_outcomes,
 )
 from lean_env.trace.source.lexer import IDENT_RE
-
-# A hypothesis line of a goal (at the line's start): the names it binds, before ` : `.
-_HYPOTHESIS_RE = re.compile(r"^((?:[^\s:⊢]+ )*[^\s:⊢]+) :", re.MULTILINE)
 
 # Tactics asked of the generator per expanded goal: LeanDojo's evaluation's (ReProver's
 # prover/proof_search.py), the default of every command; a CPU runs far fewer (docs/search.md).
@@ -171,10 +168,9 @@ def _shape(state: TacticState) -> str:
     of first appearance (``a✝`` stays: a state where a tactic cannot name the hypothesis is
     not the same to search from)."""
     names: dict[str, str] = {}
-    for line in _HYPOTHESIS_RE.finditer(state.pp):
-        for name in line.group(1).split():
-            if IDENT_RE.fullmatch(name):
-                names.setdefault(name, f"⟪{len(names)}⟫")
+    for name in hypothesis_names(state.pp):
+        if IDENT_RE.fullmatch(name):
+            names.setdefault(name, f"⟪{len(names)}⟫")
     return normalize_goals(IDENT_RE.sub(lambda m: names.get(m.group(), m.group()), state.pp))
 
 

@@ -32,6 +32,16 @@ from lean_env.records import Theorem
 _WHITESPACE_RE = re.compile(r"\s+")
 
 
+# A hypothesis line of a goal (at the line's start): the names it binds, before ` : `.
+_HYPOTHESIS_RE = re.compile(r"^((?:[^\s:⊢]+ )*[^\s:⊢]+) :", re.MULTILINE)
+
+
+def hypothesis_names(pp: str) -> list[str]:
+    """The names that the hypotheses of Lean's pretty-printed goals bind, in order
+    (``x y`` of ``x y : Nat``; inaccessible ones such as ``a✝`` too)."""
+    return [name for line in _HYPOTHESIS_RE.finditer(pp) for name in line.group(1).split()]
+
+
 def normalize_goals(pp: str) -> str:
     """Lean's pretty-printed goals with every run of whitespace folded to one space.
 
