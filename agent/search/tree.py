@@ -101,6 +101,7 @@ class _Node:
     state: TacticState
     path: tuple[str, ...]
     score: float  # sum of the log-probabilities along the path
+    shape: str  # what the search merges states by (_shape)
 
 
 def best_first_search(
@@ -115,9 +116,9 @@ def best_first_search(
     judges a finished path (True ends the search with it); its time counts in the budget."""
     start = clock()
     order = itertools.count()  # ties broken by insertion: deterministic
-    root = _Node(session.initial_state, (), 0.0)
+    root = _Node(session.initial_state, (), 0.0, _shape(session.initial_state))
     frontier: list[tuple[float, int, _Node]] = [(0.0, next(order), root)]
-    best = {_shape(root.state): 0.0}  # the best path score known for each state
+    best = {root.shape: 0.0}  # the best path score known for each state
     expanded: set[str] = set()
     expansions = tactics_run = errors = timeouts = rejected = 0
     cut = False  # some node was too deep to expand: an empty frontier then proves nothing
@@ -131,13 +132,12 @@ def best_first_search(
         if expansions >= config.max_expansions:
             return result(SearchStatus.OUT_OF_EXPANSIONS)
         _, _, node = heapq.heappop(frontier)
-        shape = _shape(node.state)
-        if shape in expanded or node.score < best[shape]:
+        if node.shape in expanded or node.score < best[node.shape]:
             continue  # a stale entry: the state was re-queued with a likelier path
         if len(node.path) >= config.max_depth:
             cut = True
             continue
-        expanded.add(shape)
+        expanded.add(node.shape)
         expansions += 1
         candidates = _distinct(generator.generate(node.state.pp, n=config.num_candidates))
         outcomes = tactic_outcomes(session, node.state, [c.tactic for c in candidates])
@@ -157,7 +157,7 @@ def best_first_search(
                 reached = _shape(outcome)
                 if reached not in expanded and score > best.get(reached, -math.inf):
                     best[reached] = score
-                    heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score)))
+                    heapq.heappush(frontier, (-score, next(order), _Node(outcome, path, score, reached)))
             if clock() - start >= config.time_limit:
                 return result(SearchStatus.OUT_OF_TIME)
     return result(SearchStatus.TOO_DEEP if cut else SearchStatus.EXHAUSTED)
