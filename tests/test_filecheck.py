@@ -52,6 +52,8 @@ SCRIPT = {
                 "intro h\nexact x": {"error": "unknown identifier 'x'"},
                 # No error and no theorem: the 2021 Lean drops it without a word.
                 "intro h\nrename List α => xs": {"done": True, "undeclared": True},
+                # The parser reads on into the probe; Lean fills the rest with a silent `sorry`.
+                "intro h\nexact suffices h from p": {"reads_on": "expected term"},
                 "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
                 "intro h\nspin": {"hang": True},
             },
@@ -115,6 +117,9 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
         pytest.param(["intro h", "exact h"], ProofFinished(), id="finished"),
         pytest.param(["intro h", "exact x"], LeanError("unknown identifier 'x'"), id="lean-error"),
         pytest.param(["intro h", "rename List α => xs"], LeanError(DROPPED), id="dropped-theorem-is-an-error"),
+        pytest.param(
+            ["intro h", "exact suffices h from p"], LeanError("expected term"), id="text-that-reads-on-is-an-error"
+        ),
         pytest.param(
             ["intro h", "refine ?_\n· skip"],
             LeanError("unsolved goals\np : Prop\nh : p\n⊢ p"),

@@ -265,6 +265,7 @@ OLD_TACTICS = [
     "rfl",
     "simp [h]",
     "exact fun x =>",  # wants more: reads on into its marker
+    "exact suffices b = a from this",  # wants more, yet declared: only the parse error says so
     "unif_hint (n : Nat) where\n    |- n =?= 1",  # a command: a parse error, then Lean reads on
     "decide",
     "cases h",
@@ -285,6 +286,7 @@ def test_on_the_2021_lean_a_batch_gives_the_verdicts_of_one_run_each(tmp_path: P
     kinds = {type(o) for o in batched}
     assert {TacticState, LeanError, ProofFinished} <= kinds  # the list exercises each verdict
     assert batched[-1] == LeanError(DROPPED)
+    assert batched[OLD_TACTICS.index("exact suffices b = a from this")] == LeanError("expected term")
     for a, b in zip(batched, one_by_one, strict=True):
         if isinstance(a, LeanError):
             assert a.message == b.message  # the copy's name never shows

@@ -51,9 +51,6 @@ _GAP = "\n\n"
 # Tactics that search the environment by statement, and could find an earlier copy: `exact?`,
 # `apply?`, `rw?` and the like, and the older names of library search.
 _SEARCHES_RE = re.compile(r"(?<![\w.'])(?:[\w.']+\?|library_search|hint|suggest)(?![\w'!?])")
-# Lean's parse errors (one line: "expected term", "unexpected token 'at'; expected ..."),
-# not the elaborator's "expected type must not contain free or meta variables\n  a = b".
-_PARSE_ERROR_RE = re.compile(r"(?:unexpected|expected) (?!type )[^\n]*")
 _OPENING, _CLOSING = "([{⟨⦃", ")]}⟩⦄"
 
 
@@ -94,7 +91,7 @@ class BatchFile:
         return {
             index
             for index in range(len(self.copies))
-            if any(_PARSE_ERROR_RE.fullmatch(d.message) for d in self.diagnostics_of(index, diagnostics) if d.is_error)
+            if any(d.is_parse_error for d in self.diagnostics_of(index, diagnostics))
             or not self._marker_clean(index, diagnostics)
             or not _probe_clean(self.probe_of(index, diagnostics))
         }

@@ -23,6 +23,7 @@ How a step is checked:
 * After the theorem comes a probe (:mod:`lean_env.interactive.probe`), which says nothing
   when the theorem is declared and "unknown identifier" when it is not: "no error" is a
   finished proof only when the theorem exists (the 2021 Lean 4 drops some without a word).
+  A parse error at the probe is the tactic's: its text wanted more and the parser read on.
   A session whose probe fails with the empty proof (a name it cannot resolve) goes without.
 * A tactic using ``sorry`` or ``admit`` is rejected without running it (as in every backend:
   :mod:`lean_env.interactive.session`), and so is one carrying a command (``#exit``,
@@ -277,7 +278,12 @@ class FileCheckSession(GuardedSession[Prefix]):
         self, prefix: Prefix, diagnostics: list[Diagnostic], probe: list[Diagnostic], *, by: Position
     ) -> TacticResult:
         """The verdict of the theorem's ``diagnostics``, but an error when the ``probe`` says
-        that Lean dropped it."""
+        that Lean dropped it, or when the parser read on into the probe: the proof's text
+        wants more (``exact suffices h from e``), and Lean fills what is missing with a
+        ``sorry`` that it reports nowhere but in that parse error, at the probe."""
+        ran_on = [d for d in probe if d.is_parse_error]
+        if ran_on:
+            return LeanError("\n\n".join(d.message for d in ran_on))
         verdict = _verdict(prefix, diagnostics, by=by)
         if isinstance(verdict, ProofFinished) and self._probing and says_undeclared(probe):
             return LeanError(DROPPED)

@@ -35,6 +35,9 @@ _HEADER_RE = re.compile(
 )
 _SORRY_RE = re.compile(r"^declaration uses ['`]sorry['`]")
 _UNSOLVED = "unsolved goals"
+# Lean's parse errors (one line: "expected term", "unexpected token 'at'; expected ..."),
+# not the elaborator's "expected type must not contain free or meta variables\n  a = b".
+_PARSE_ERROR_RE = re.compile(r"(?:unexpected|expected) (?!type )[^\n]*")
 
 
 class Severity(enum.StrEnum):
@@ -65,6 +68,11 @@ class Diagnostic:
     def is_sorry_warning(self) -> bool:
         """True for Lean's ``declaration uses 'sorry'`` warning."""
         return self.severity is Severity.WARNING and bool(_SORRY_RE.match(self.message))
+
+    @property
+    def is_parse_error(self) -> bool:
+        """True for an error of Lean's parser rather than its elaborator."""
+        return self.is_error and bool(_PARSE_ERROR_RE.fullmatch(self.message))
 
     @property
     def unsolved_goals(self) -> str | None:

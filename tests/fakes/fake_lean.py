@@ -28,7 +28,9 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
     }
 
 Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
-the message at the last tactic; ``done`` prints nothing; ``hang`` sleeps; ``warning`` (with
+the message at the last tactic; ``done`` prints nothing; ``reads_on`` is a proof whose text
+wants more (``exact suffices h from e``): its parse error, at the next command after the
+theorem, is all Lean says (it fills the rest with a ``sorry`` it does not report); ``hang`` sleeps; ``warning`` (with
 any of them) adds that warning at the theorem's name; ``undeclared`` (with ``done``) leaves the
 theorem out of the environment without a word, as the 2021 Lean does for some proofs, so
 that ``#print axioms`` of it says it is unknown. A tactic whose first word is one of
@@ -310,6 +312,10 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
         elif "error" in result:
             line, col = line_col(text, last)
             out.append((line, col, "error", result["error"]))
+        elif "reads_on" in result:
+            after = thm["proof_offset"] + len(thm["proof"])
+            next_command = after + len(text[after:]) - len(text[after:].lstrip())
+            out.append((*line_col(text, next_command), "error", result["reads_on"]))
     return sorted(out, key=lambda d: (d[0], d[1]))
 
 
