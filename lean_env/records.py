@@ -108,6 +108,8 @@ class RepoSpec:
 PACKAGE_DIRS = (".lake/packages/", "lake-packages/")
 # Lean's own sources inside its package checkout.
 _LEAN4_SOURCE_DIR = "src/lean/"
+# Where a trace puts the toolchain's core library (Init, Std, Lean): LeanDojo's layout.
+CORE_PREFIX = f"{PACKAGE_DIRS[0]}lean4/{_LEAN4_SOURCE_DIR}"
 
 
 def module_of_path(path: str) -> str:

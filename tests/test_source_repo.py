@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lean_env.errors import UserInputError
+from lean_env.lean.toolchain import core_sources
 from lean_env.records import IngestBackend, Position, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.trace.source import SourceExtractionError, extract_repo
 
@@ -230,6 +231,55 @@ def test_lake_dependencies_are_read_lazily(tmp_path: Path) -> None:
     assert [t.full_name for t in trace.theorems] == ["main"]
     assert trace.theorems[0].premises == ("Dep.core_thm",)
     assert {p.full_name for p in trace.premises} == {"main", "Dep.core_thm", "Dep.base"}
+
+
+def test_the_toolchain_core_is_read_from_its_sources_and_init_is_imported_by_every_file(tmp_path: Path) -> None:
+    """Lean imports Init into every file but a `prelude`; the core's files get LeanDojo's
+    paths; a core module that is not imported (Lean) is not read."""
+    core = _write(
+        tmp_path / "toolchain",
+        {
+            "Init.lean": "prelude\nimport Init.Core\n",
+            "Init/Core.lean": "prelude\ntheorem Nat.add_assoc' (n m k : Nat) : n + m + k = n + (m + k) := sorry\n",
+            "Lean/Elab.lean": "def Lean.elab : Nat := 0\n",
+        },
+    )
+    root = _write(
+        tmp_path / "repo",
+        {
+            "Main.lean": "theorem main (a b c : Nat) : a + b + c = a + (b + c) := by rw [Nat.add_assoc']\n",
+            "Pre.lean": "prelude\ntheorem pre : True := trivial\n",
+        },
+    )
+    trace = extract_repo(root, spec=RepoSpec(str(root)), commit="c0ffee", lean_version=None, core=core)
+    prefix = ".lake/packages/lean4/src/lean/"
+    assert {f.path: f.imports for f in trace.files} == {
+        "Main.lean": ("Init",),
+        "Pre.lean": (),
+        f"{prefix}Init.lean": ("Init.Core",),
+        f"{prefix}Init/Core.lean": (),
+    }
+    assert [t.full_name for t in trace.theorems] == ["main", "pre"]
+    assert trace.theorems[0].premises == ("Nat.add_assoc'",)
+    without = _trace(root)
+    assert [f.imports for f in without.files] == [(), ()] and without.theorems[0].premises == ()
+
+
+def test_core_sources_of_a_toolchain_and_of_a_lean_built_in_its_checkout(tmp_path: Path, monkeypatch) -> None:
+    """elan's toolchains: `lean --print-prefix` then `src/lean`; a build tree (and a Lean
+    without that option): the nearest ancestor of the binary with `src/Init.lean`."""
+    released = _write(tmp_path / "release", {"src/lean/Init.lean": "prelude\n"})
+    prefix_lean = _write(tmp_path / "elan", {"bin/lean": f"#!/bin/sh\necho {released}\n"}) / "bin" / "lean"
+    checkout = _write(tmp_path / "lean4", {"src/Init.lean": "prelude\n"})
+    built = _write(checkout, {"build/release/stage1/bin/lean": "#!/bin/sh\nexit 1\n"})
+    built_lean = built / "build/release/stage1/bin/lean"
+    for binary, expected in [(prefix_lean, released / "src" / "lean"), (built_lean, checkout / "src")]:
+        binary.chmod(0o755)
+        monkeypatch.setenv("PATH", str(binary.parent))
+        assert core_sources(tmp_path) == expected
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
+    assert core_sources(tmp_path) is None
 
 
 def test_repo_extraction_is_deterministic(examples_dir: Path) -> None:

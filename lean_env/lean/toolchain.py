@@ -50,6 +50,33 @@ def tool_version(path: Path, *, timeout: float = 30.0) -> str | None:
     return lines[0] if done.returncode == 0 and lines else None
 
 
+def core_sources(project_dir: Path, *, timeout: float = 30.0) -> Path | None:
+    """The directory of the core library's sources (``Init.lean``, ``Init/``, ...) of the
+    ``lean`` that checks ``project_dir``, or None when there is no ``lean`` or it has none.
+
+    A release toolchain (elan's) keeps them in ``<prefix>/src/lean``, the prefix from ``lean
+    --print-prefix`` run in the project (elan's proxy then runs the project's pin). A Lean
+    built in a checkout of its repository (``build/release/stage1/bin/lean``), or one from
+    before ``--print-prefix``, has them in the checkout's ``src``: the nearest ancestor of
+    the binary with ``src/Init.lean`` (or ``src/lean/Init.lean``)."""
+    lean = find_tool("lean")
+    if lean is None:
+        return None
+    candidates = []
+    try:
+        done = subprocess.run(
+            [str(lean), "--print-prefix"], cwd=project_dir, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        prefix = done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        prefix = ""
+    if prefix and "\n" not in prefix:
+        candidates.append(Path(prefix) / "src" / "lean")
+    for ancestor in lean.resolve().parents[:5]:
+        candidates += [ancestor / "src" / "lean", ancestor / "src"]
+    return next((c for c in candidates if (c / "Init.lean").is_file()), None)
+
+
 def read_toolchain(project_dir: Path) -> str | None:
     """The ``lean-toolchain`` pin of a Lake project (``leanprover/lean4:v4.20.0``), if any."""
     pin = project_dir / "lean-toolchain"

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Protocol
 
-from lean_env.lean.toolchain import find_tool, require_tool
+from lean_env.lean.toolchain import core_sources, find_tool, require_tool
 from lean_env.records import IngestBackend, RepoTrace
 from lean_env.repos import Checkout
 
@@ -102,4 +102,5 @@ def _trace_source(checkout: Checkout) -> RepoTrace:
         spec=checkout.spec,
         commit=checkout.commit,
         lean_version=checkout.lean_version,
+        core=core_sources(checkout.path),
     )

@@ -54,7 +54,8 @@ name the file does not declare (or that Lean dropped) is the error ``unknown ide
 prints nothing); so is the file check's probe ``example : True := (fun _ => trivial) @NAME``. Nothing
 after ``#exit`` is read.
 
-With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there.
+With ``FAKE_LEAN_LOG`` set, each run appends one JSON line (argv, cwd, pid) there, but
+``--print-prefix``, which prints a directory without core sources (``src/lean/Init.lean``).
 
 ``lake build MODULE...`` and ``lake exe cache get`` answer as the script's ``"lake"`` entry
 says, by step (``"build"``, ``"cache"``): ``{"exit": 1, "output": "error: ..."}`` prints the
@@ -411,6 +412,9 @@ def serve(script: dict) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--print-prefix"]:  # the source tracer's question; a prefix with no core sources
+        print(Path(__file__).resolve().parent)
+        return 0
     log_run(argv)
     if argv and argv[0] == "--lake":
         if argv[1:] == ["--version"]:

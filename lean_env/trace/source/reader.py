@@ -74,6 +74,8 @@ _HEADER = re.compile("\n" + _HEADER_AT_LINE_START)
 _IDENT_AT = re.compile(rf"\s*({IDENT})")
 # `import` anywhere (a literal prefix is fast to search for); only line starts count.
 _IMPORT = re.compile(rf"import[ \t]+((?:(?>{IDENT})[ \t]+)*(?>{IDENT}))")
+# `prelude`, the first command of a file (comments are masked to blanks).
+_PRELUDE = re.compile(r"\s*prelude(?![\w'!?.])")
 _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 # What a header scan stops at. `|` counts only first on its line (the absolute value `|x|`
 # may appear in a statement) except for inductive types, whose constructors use it inline.
@@ -178,6 +180,8 @@ class ReadFile:
     imports: tuple[str, ...]
     decls: tuple[Decl, ...]
     issues: tuple[Issue, ...]
+    # The file starts with `prelude`: it does not import Init, as every other file does.
+    prelude: bool = False
 
 
 @dataclass(slots=True)
@@ -290,7 +294,8 @@ def read_file(source: MaskedText) -> ReadFile:
         for name in m.group(1).split()
     )
     issues.sort(key=lambda issue: issue.offset)
-    return ReadFile(source, imports, tuple(decls), tuple(issues))
+    prelude = _PRELUDE.match(masked, first) is not None
+    return ReadFile(source, imports, tuple(decls), tuple(issues), prelude)
 
 
 def _headers(masked: str) -> list[re.Match[str]]:
