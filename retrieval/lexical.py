@@ -1,6 +1,8 @@
 """A retriever without a model: the premises a goal names, then the lemmas of its own file
 about the file's declarations the goal names, then its lemmas that share the goal's rarer
-notation, among those accessible from the theorem.
+notation, then the lemmas of other files (the core library's among them) about the types
+the goal names whose statements are shaped most like its target, among those accessible
+from the theorem.
 
 What proving uses when it is given no trained retriever and the built-in suggester
 proposes the tactics: its premise templates (``simp [f, g]``, ``rw [L]``, ``exact L``) then
@@ -15,11 +17,14 @@ import math
 import re
 from collections import Counter, defaultdict
 
+import numpy as np
+
 from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import DeclKind, Premise, Theorem
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
+from retrieval.statements import conclusion, shape
 
 # Declarations that are types, with their constructors and fields.
 _TYPES = frozenset({DeclKind.STRUCTURE, DeclKind.INDUCTIVE, DeclKind.CLASS})
@@ -30,6 +35,7 @@ _SYMBOL_RE = re.compile(r"[⁻⁺]?[⁰¹²³⁴-⁹]|[⁻⁺]|[^\w\s()\[\]{}⟨
 # Punctuation of a goal's text or a declaration's signature, not notation of a statement;
 # and `=`, which most statements have but definitions lack, so it would seem rare.
 _PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$", "="})
+_LEMMAS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
 
 
 class LexicalRetriever:
@@ -40,8 +46,12 @@ class LexicalRetriever:
     goal names (ties: the nearest first; none that use none), then the file's lemmas whose
     code shares the goal's notation, the rarer among the file's declarations the more
     (``(a * b)⁻¹`` finds ``mul_inv_rev``; notation that every declaration has counts for
-    nothing). Instances and types are never premises (nothing to rewrite with or apply);
-    a type's fields and constructors are, among the file's own."""
+    nothing), then the lemmas declared in other files (the repository's, its
+    dependencies', the core library's) in the namespace of a name the goal mentions
+    (``Nat.add_assoc`` for a goal over ``Nat``), whose conclusion is shaped most like the
+    goal's target (``x + y + (z + w) = ...`` finds ``(n + m) + k = n + (m + k)``).
+    Instances and types are never premises (nothing to rewrite with or apply); a type's
+    fields and constructors are, among the file's own."""
 
     def __init__(self, corpus: PremiseCorpus, *, k: int) -> None:
         self.corpus, self.k = corpus, k
@@ -55,6 +65,12 @@ class LexicalRetriever:
             short = premise.full_name.rsplit(".", 1)[-1]
             if short != premise.full_name:
                 self._by_name[short].append(index)
+        self._by_namespace: dict[str, list[int]] = defaultdict(list)
+        for index, premise in enumerate(corpus.premises):
+            namespace = premise.full_name.rpartition(".")[0]
+            if premise.kind in _LEMMAS and namespace:
+                self._by_namespace[namespace].append(index)
+        self._shapes: dict[int, Counter[tuple[str, str]]] = {}
 
     def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
@@ -81,10 +97,37 @@ class LexicalRetriever:
             symbols = _notation(goal)
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
             similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
-            chosen = list(dict.fromkeys([*named, *related, *similar]))[: self.k]
+            library = self._shaped_like(goal, mentioned, allowed, theorem.path)
+            chosen = list(dict.fromkeys([*named, *related, *similar, *library]))[: self.k]
             return [(self.corpus.premises[i].full_name, self.corpus.premises[i].code) for i in chosen]
 
         return premises
+
+    def _shaped_like(self, goal: str, mentioned: list[str], allowed: np.ndarray, path: str) -> list[int]:
+        """The lemmas of other files than ``path`` in the namespaces ``mentioned`` (see the
+        class docstring), most alike first (ties: by the goal's order of the namespaces, then
+        the corpus's); none unlike."""
+        pool = [
+            i
+            for name in mentioned
+            for i in self._by_namespace.get(name, ())
+            if allowed[i] and self.corpus.premises[i].path != path
+        ]
+        target = shape(goal.partition("\n\n")[0].rpartition("⊢")[2])
+        alike = {i: _cosine(target, self._shape_of(i)) for i in pool}
+        return sorted((i for i in alike if alike[i] > 0), key=lambda i: -alike[i])
+
+    def _shape_of(self, index: int) -> Counter[tuple[str, str]]:
+        if index not in self._shapes:
+            self._shapes[index] = shape(conclusion(self.corpus.premises[index].code))
+        return self._shapes[index]
+
+
+def _cosine(a: Counter[tuple[str, str]], b: Counter[tuple[str, str]]) -> float:
+    if not a or not b:
+        return 0.0
+    shared = sum((a & b).values())
+    return shared / math.sqrt(sum(a.values()) * sum(b.values()))
 
 
 def _usable(premises: tuple[Premise, ...]) -> list[bool]:

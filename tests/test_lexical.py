@@ -9,7 +9,7 @@ from builders import premise, repo_trace, theorem
 
 from agent.generators.goals import goal_view
 from agent.generators.suggester import structural
-from lean_env.records import DeclKind, Premise
+from lean_env.records import DeclKind, LeanFile, Premise
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremisesFor
 from retrieval.lexical import LexicalRetriever
@@ -89,6 +89,34 @@ def test_a_goal_s_variables_name_no_declaration_of_the_file() -> None:
     assert premises_for("α : Type\na : α\n⊢ a = a") == []
     names = [name for name, _ in premises_for("M : Magma\na : M.α\n⊢ M.mul a a = M.mul a a")]
     assert names == ["mul_self", "Magma.mul", "Magma.α"]
+
+
+def test_last_the_library_s_lemmas_about_the_goal_s_types_shaped_like_its_target() -> None:
+    """The core library's lemmas on `Nat`, most alike in shape first (names do not count:
+    `x + y + (z + w)` is `(n + m) + k = n + (m + k)` more than `n + m = m + n`); a lemma
+    that looks nothing like the target, in another namespace, or unimported, is not one."""
+    init = ".lake/packages/lean4/src/lean/Init/Nat.lean"
+    library = [
+        premise("Nat.add_comm", path=init, line=1, code="protected theorem add_comm : ∀ (n m : Nat), n + m = m + n"),
+        premise(
+            "Nat.add_assoc",
+            path=init,
+            line=3,
+            code="protected theorem add_assoc (n m k : Nat) : n + m + k = n + (m + k) := by",
+        ),
+        premise("Nat.lt_irrefl", path=init, line=5, code="theorem lt_irrefl (n : Nat) : ¬n < n"),
+        premise("Nat.add_def", path=init, line=7, code="def add_def : Nat := 0", kind=DeclKind.DEF),
+        premise(
+            "List.append_assoc", path=init, line=9, code="theorem append_assoc : (as ++ bs) ++ cs = as ++ (bs ++ cs)"
+        ),
+        premise("Nat.unimported", path="Other.lean", line=1, code="theorem unimported : n + (m + k) = 0"),
+    ]
+    target = theorem("after", line=20)
+    files = [LeanFile("A.lean", ("Init.Nat",)), LeanFile(init), LeanFile("Other.lean")]
+    corpus = PremiseCorpus([repo_trace(REPO, premises=library, theorems=[target], files=files)])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    names = [name for name, _ in premises_for("x y z w : Nat\n⊢ x + y + (z + w) = x + y + z + w")]
+    assert names == ["Nat.add_assoc", "Nat.add_comm"]
 
 
 @pytest.mark.parametrize(

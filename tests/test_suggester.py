@@ -327,3 +327,19 @@ def test_a_neighbours_name_that_the_theorems_namespace_would_not_resolve_is_also
     assert names.qualified("exact c", "A", frozenset()) == "exact A.B.c"
     assert names.qualified("exact B.c", "A", frozenset()) is None
     assert names.qualified("exact (c x)", "", frozenset({"c"})) is None  # a local, not the premise
+
+
+def test_a_simp_set_never_holds_a_lemma_and_its_converse() -> None:
+    """The core library states `succ n = n + 1` both ways round; `simp` with both rewrites
+    until its tactic runs out of time, so a `simp` list keeps the first of the two."""
+    premises = [
+        ("f", "def f (x : Nat) : Nat := x + 1"),
+        ("Nat.succ_eq_add_one", "theorem succ_eq_add_one (n : Nat) : succ n = n + 1 := rfl"),
+        ("Nat.add_one", "theorem add_one (n : Nat) : n + 1 = succ n := rfl"),
+        ("Nat.add_comm", "protected theorem add_comm : ∀ (n m : Nat), n + m = m + n"),
+    ]
+    found = [c.tactic for c in _suggester().suggest("x y : Nat\n⊢ f x = y + 1", previous=None, premises=premises, n=64)]
+    assert "simp [f, Nat.succ_eq_add_one, Nat.add_comm]" in found
+    lists = [t for t in found if "[" in t and "," in t]
+    assert lists and not any("Nat.succ_eq_add_one" in t and "Nat.add_one" in t for t in lists)
+    assert "simp [Nat.add_one]" in found  # alone it is no loop

@@ -55,6 +55,7 @@ from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.formats import PremiseCode
+from retrieval.statements import converse
 
 log = logging.getLogger(__name__)
 
@@ -457,9 +458,9 @@ class TacticSuggester:
             for template, share in TEMPLATES:
                 pool[template.format(name)] += weight * share
         # The retriever's premises first (those the goal is about), else the neighbours'.
-        unfolded = [name for name, _ in premises] or [name for name, _ in best]
-        lemmas = [name for name, code in premises if _LEMMA_RE.match(code)]
-        for tactic, weight in structural(view, unfolded[:SIMP_PREMISES], lemmas[:SIMP_PREMISES]):
+        unfolded = _simp_set(premises, SIMP_PREMISES) or [name for name, _ in best][:SIMP_PREMISES]
+        lemmas = _simp_set([p for p in premises if _LEMMA_RE.match(p[1])], SIMP_PREMISES)
+        for tactic, weight in structural(view, unfolded, lemmas):
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
@@ -475,6 +476,19 @@ class TacticSuggester:
         total = sum(offered.values())
         ranked = sorted(offered.items(), key=lambda item: -item[1])[:n]
         return [Candidate(tactic, math.log(weight / total)) for tactic, weight in ranked]
+
+
+def _simp_set(premises: Sequence[PremiseCode], size: int) -> list[str]:
+    """The first ``size`` of ``premises`` but a lemma whose converse is among those before
+    it: ``simp`` with ``succ n = n + 1`` and ``n + 1 = succ n`` rewrites until its tactic
+    runs out of time (the core library has both)."""
+    kept: list[PremiseCode] = []
+    for name, code in premises:
+        if len(kept) == size:
+            break
+        if not any(converse(code, earlier) for _, earlier in kept):
+            kept.append((name, code))
+    return [name for name, _ in kept]
 
 
 def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = ()) -> list[tuple[str, float]]:
