@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from curriculum.results import AddedTrace
 from curriculum.store import Store
-from lean_env.records import IngestBackend, RepoSpec, RepoTrace
+from lean_env.records import PACKAGE_DIRS, IngestBackend, RepoSpec, RepoTrace
 from lean_env.repos import remote_commit, resolve
 from lean_env.trace.choice import Tracer
 
@@ -127,15 +127,25 @@ def _bar(total: int, progress: bool) -> tqdm[Any]:
 
 
 def _store(store: Store, trace: RepoTrace) -> AddedTrace:
-    if trace.problems:
+    # The repository's own problems are the user's to see; its packages' and the core
+    # library's (read for their premises) are not theirs to mend.
+    own = [p for p in trace.problems if not p.path.startswith(PACKAGE_DIRS)]
+    if own:
         log.warning(
             "%s@%s: %d parse problem(s), first: %s:%d: %s",
             trace.spec.location,
             trace.commit,
-            len(trace.problems),
-            trace.problems[0].path,
-            trace.problems[0].line,
-            trace.problems[0].reason,
+            len(own),
+            own[0].path,
+            own[0].line,
+            own[0].reason,
+        )
+    if len(own) < len(trace.problems):
+        log.info(
+            "%s@%s: %d parse problem(s) in dependencies and the core library",
+            trace.spec.location,
+            trace.commit,
+            len(trace.problems) - len(own),
         )
     return store.add_trace(trace)
 

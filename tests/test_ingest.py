@@ -15,7 +15,7 @@ from projects import git, git_project, lean_project
 from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces
 from curriculum.store import Store
 from lean_env.errors import LeanNotFoundError
-from lean_env.records import IngestBackend, RepoSpec, RepoTrace, TheoremStatus
+from lean_env.records import IngestBackend, ParseProblem, RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import Checkout
 from lean_env.trace import choice as choice_module
 from lean_env.trace.choice import TracerChoice, choose_backend, make_tracer
@@ -120,6 +120,18 @@ def test_ingest_traces_stores_ready_made_traces_once(store: Store) -> None:
     assert [o.status for o in ingest_traces(store, traces)] == [IngestStatus.ADDED] * 2
     assert [o.status for o in ingest_traces(store, traces)] == [IngestStatus.UNCHANGED] * 2
     assert store.latest_traces() == traces
+
+
+def test_only_the_repository_s_own_parse_problems_are_a_warning(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """The core library and packages are read for their premises: what the reader could not
+    parse there is not the user's to mend, so it is said at info level, apart."""
+    core = ".lake/packages/lean4/src/lean/Lean/Elab.lean"
+    problems = [ParseProblem(core, 3, "def without a name"), ParseProblem("A.lean", 7, "no ':=' found")]
+    with caplog.at_level(logging.INFO, logger="curriculum.ingest"):
+        ingest_traces(store, [repo_trace("https://x/a", commit="c1", problems=problems)])
+    said = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert (logging.WARNING, "https://x/a@c1: 1 parse problem(s), first: A.lean:7: no ':=' found") in said
+    assert (logging.INFO, "https://x/a@c1: 1 parse problem(s) in dependencies and the core library") in said
 
 
 @pytest.mark.parametrize(
