@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 _OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
 # A name, a numeral, Lean's multi-character punctuation, or one other character.
@@ -24,11 +25,10 @@ def conclusion(code: str) -> str:
     """The statement of ``code`` after its name and binders: the text between the first
     top-level ``:`` of its signature and ``:=``, without a leading ``∀ ... ,``."""
     statement = code.partition(":=")[0]
-    colon = _top_level(statement, ":")
-    statement = statement[colon + 1 :].strip() if colon is not None else statement
-    if statement.startswith("∀"):
-        comma = _top_level(statement, ",")
-        statement = statement[comma + 1 :].strip() if comma is not None else statement
+    if colons := top_level_at(statement, (":",)):
+        statement = statement[colons[0] + 1 :].strip()
+    if statement.startswith("∀") and (commas := top_level_at(statement, (",",))):
+        statement = statement[commas[0] + 1 :].strip()
     return statement
 
 
@@ -64,14 +64,17 @@ def converse(a: str, b: str) -> bool:
     return sides_a is not None and sides_b is not None and sides_a[0] != sides_a[1] and sides_a == sides_b[::-1]
 
 
-def _top_level(text: str, char: str) -> int | None:
-    """The offset of the first ``char`` of ``text`` outside brackets, or None."""
-    depth = 0
-    for offset, c in enumerate(text):
-        depth += (c in _OPENERS) - (c in _CLOSERS)
-        if c == char and depth == 0:
-            return offset
-    return None
+def top_level_at(text: str, symbols: Sequence[str]) -> list[int]:
+    """Where the characters ``symbols`` occur in ``text`` outside every bracket."""
+    depth, found = 0, []
+    for at, char in enumerate(text):
+        if char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth -= 1
+        elif depth == 0 and char in symbols:
+            found.append(at)
+    return found
 
 
 def _is_name(token: str) -> bool:

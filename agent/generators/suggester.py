@@ -55,7 +55,7 @@ from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.formats import PremiseCode
-from retrieval.statements import converse
+from retrieval.statements import converse, top_level_at
 
 log = logging.getLogger(__name__)
 
@@ -589,7 +589,7 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
 def _equation_sides(text: str) -> tuple[str, ...]:
     """The two sides of ``text`` when it is an equation (an ``=`` outside every bracket,
     spaced as Lean prints it), each without the brackets around it; () otherwise."""
-    spaced = [at for at in _top_level_at(text, ("=",)) if text[at - 1 : at + 2] == " = "]
+    spaced = [at for at in top_level_at(text, ("=",)) if text[at - 1 : at + 2] == " = "]
     if len(spaced) != 1:
         return ()
     return tuple(_unbracketed(side) for side in (text[: spaced[0]], text[spaced[0] + 1 :]))
@@ -601,10 +601,10 @@ def _arity_and_conclusion(proposition: str) -> tuple[int, str] | None:
     None when it takes none."""
     text, explicit = proposition.strip().replace("->", "→"), 0
     while True:
-        if text.startswith("∀") and (commas := _top_level_at(text, (",",))):
+        if text.startswith("∀") and (commas := top_level_at(text, (",",))):
             explicit += _explicit_binders(text[1 : commas[0]])
             text = text[commas[0] + 1 :].strip()
-        elif arrows := _top_level_at(text, ("→",)):
+        elif arrows := top_level_at(text, ("→",)):
             explicit += len(arrows)
             text = text[arrows[-1] + 1 :].strip()
         else:
@@ -642,7 +642,7 @@ def _common_function(*sides: str) -> str:
 
 def _top_level_split(term: str) -> list[str]:
     """The parts of ``term`` between the spaces outside every bracket."""
-    cuts = [-1, *_top_level_at(term, (" ",)), len(term)]
+    cuts = [-1, *top_level_at(term, (" ",)), len(term)]
     return [term[start + 1 : end] for start, end in zip(cuts, cuts[1:], strict=False) if end > start + 1]
 
 
@@ -700,26 +700,13 @@ def _closes_at_end(term: str) -> bool:
 def _concludes(implication: str, target: str) -> bool:
     """Whether ``implication`` is ``A → ... → target`` (an arrow outside every bracket,
     the text after the last such arrow the target, whitespace aside)."""
-    arrows = _top_level_at(implication, ("→",))
+    arrows = top_level_at(implication, ("→",))
     return bool(arrows) and " ".join(implication[arrows[-1] + 1 :].split()) == " ".join(target.split())
 
 
 def _top_level(text: str, symbols: Sequence[str]) -> bool:
     """Whether one of ``symbols`` occurs in ``text`` outside every bracket."""
-    return bool(_top_level_at(text, symbols))
-
-
-def _top_level_at(text: str, symbols: Sequence[str]) -> list[int]:
-    """Where ``symbols`` occur in ``text`` outside every bracket."""
-    depth, found = 0, []
-    for at, char in enumerate(text):
-        if char in "([{⟨":
-            depth += 1
-        elif char in ")]}⟩":
-            depth -= 1
-        elif depth == 0 and char in symbols:
-            found.append(at)
-    return found
+    return bool(top_level_at(text, symbols))
 
 
 class SuggesterEpisode:
