@@ -3,7 +3,7 @@ own tests, ``tests/lean/run/*.lean`` (standalone files written by Lean's develop
 
     python bench/evaluate_real.py --lean-src GIT_DIR --lean-bin DIR [--work DIR] [--sample N]
         [--time-limit S] [--max-expansions N] [--candidates N] [--half dev|test|both] [--proof-backend file|server]
-        [--json OUT]
+        [--lean-servers N] [--json OUT]
 
 ``--lean-src`` is the Lean 4 source snapshot (a git directory, as ``fetch`` brings
 github:Vtec234/lean4, or a work tree) and ``--lean-bin`` the bin directory of that Lean built by
@@ -14,7 +14,8 @@ half, reported untuned; each half is one project (``WORK/lean4-run-dev``, ``-tes
 ``lean-toolchain``, ingested by source extraction into ``WORK/data``. Then the library's
 :func:`agent.evaluation.job.evaluate` runs on every theorem with a proof (or a seeded ``--sample``
 of each half), one theorem at a time with the built-in suggester and the file check (through
-Lean's language server by default, ``--proof-backend file`` for one ``lean`` run per check), and
+Lean's language server by default, ``--lean-servers`` of them checking candidates at once;
+``--proof-backend file`` for one ``lean`` run per check), and
 the table gives Pass@1 per half at the budgets of ``--budgets`` (read from the curve of one
 run at ``--time-limit``: the search is deterministic, so a theorem proved within t seconds
 of a longer run is proved by a run limited to t, up to timing noise).
@@ -115,6 +116,9 @@ def main() -> int:
         default=ProofBackendChoice.SERVER.value,
         help="the proof environment: `lean` once per check, or through its language server (default)",
     )
+    parser.add_argument(
+        "--lean-servers", type=int, default=1, help="language servers per theorem, checking candidates at once"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -130,6 +134,7 @@ def main() -> int:
         ),
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
+        servers=args.lean_servers,
     )
     budgets = [float(b) for b in args.budgets.split(",")]
     rows, results = [], {}
@@ -145,7 +150,8 @@ def main() -> int:
     at = [f"Pass@1 at {b:g} s" for b in budgets]
     headers = ["half", "theorems", *at, "95% interval (limit)", "outcomes", "wall s"]
     print(
-        f"{version}; {args.proof_backend} backend, {args.candidates} candidates, {args.max_expansions} expansions, "
+        f"{version}; {args.proof_backend} backend ({args.lean_servers} server(s)), "
+        f"{args.candidates} candidates, {args.max_expansions} expansions, "
         f"{args.time_limit:g} s limit"
     )
     print(table(headers, rows))

@@ -2,7 +2,7 @@
 candidate, on a real Lean and a real corpus (the 2021 Lean 4's ``tests/lean/run``).
 
     python bench/filecheck_batch.py --lean-src GIT_DIR --lean-bin DIR [--theorems N] [--candidates 8 64]
-        [--proof-backends file server] [--work DIR] [--json OUT]
+        [--proof-backends file server] [--servers 1 2] [--work DIR] [--json OUT]
 
 For each of ``--theorems`` theorems of the corpus (a seeded choice among those with proofs),
 the built-in suggester proposes ``--candidates`` tactics for the theorem's first goal (its
@@ -12,19 +12,25 @@ and once batched by each backend of ``--proof-backends`` (:mod:`lean_env.interac
 Lean check per batch, then one of its own for a candidate the batch says finishes the proof,
 when it is read): ``file`` runs ``lean`` once per check, ``server`` sends each check to a
 language server that elaborated the file before the theorem when the session opened
-(:mod:`lean_env.lean.server`). Opening the session (the theorem's first goals) is not
+(:mod:`lean_env.lean.server`), once per count of ``--servers``: with more than one, each
+checks a candidate at once, on its own core (the same Lean work, in less wall time; the
+machine's cores bound it). Opening the session (the theorem's first goals) is not
 counted: a search pays it once, and each expansion after it. An expansion's cost is what
 the search pays: the outcomes read up to the first proof (one by one, the tactics after it
 never run). An expansion that finds no proof reads every outcome: the table gives both, as
 mean wall seconds of Lean per expansion one by one and batched, their ratio, and whether
 every verdict agreed with one by one (it must, up to the numbers of metavariables in
 messages, which count up through a file, and to the function named in a heartbeat timeout:
-the server's file worker runs out of heartbeats elsewhere in the same tactic).
+the server's file worker runs out of heartbeats elsewhere in the same tactic). With every
+outcome read it also gives the CPU seconds the batched backend's Lean processes spent (the
+machine's, less this process's: run it alone), which several servers spend on several
+cores at once; the JSON has each theorem's seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -44,6 +50,7 @@ from curriculum.results import theorem_key  # noqa: E402
 from lean_env.errors import LeanAgentError  # noqa: E402
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend  # noqa: E402
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState  # noqa: E402
+from lean_env.lean.server import ServerRunner  # noqa: E402
 from lean_env.records import RepoSpec, TheoremStatus  # noqa: E402
 from lean_env.trace.source import extract_repo  # noqa: E402
 
@@ -70,6 +77,16 @@ def same_verdict(a: object, b: object) -> bool:
     return a == b
 
 
+def _others_cpu() -> float:
+    """CPU seconds the machine spent outside this process since boot (Linux): Lean's, when
+    nothing else runs. One by one a single `lean` runs at a time, so its wall seconds are its
+    CPU seconds; several servers spend CPU seconds on several cores at once."""
+    fields = Path("/proc/stat").read_text(encoding="utf-8").split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return busy - time.process_time()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lean-src", type=Path, required=True)
@@ -78,6 +95,7 @@ def main() -> int:
     parser.add_argument("--theorems", type=int, default=20)
     parser.add_argument("--candidates", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--proof-backends", nargs="+", choices=["file", "server"], default=["file", "server"])
+    parser.add_argument("--servers", type=int, nargs="+", default=[1, 2], help="language servers per session")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Lean run")
     parser.add_argument("--json", type=Path, default=None)
@@ -91,12 +109,21 @@ def main() -> int:
     proved = [t for t in trace.theorems if t.status is TheoremStatus.PROVEN and t.proof_start is not None]
     chosen = random.Random(args.seed).sample(proved, min(args.theorems, len(proved)))
     backend = FileCheckBackend(timeout=args.timeout)
-    batching = {"file": backend, "server": ServerCheckBackend(timeout=args.timeout)}
+    batching: dict[str, FileCheckBackend] = {}
+    for name in args.proof_backends:
+        if name == "file":
+            batching[name] = backend
+        for n in args.servers if name == "server" else ():
+            factory = functools.partial(ServerRunner.for_project, workers=n)
+            batching[name if n == 1 else f"{name} x{n}"] = ServerCheckBackend(
+                timeout=args.timeout, runner_factory=factory
+            )
     rows, measured = [], []
     for n in args.candidates:
         single, single_all, counted = 0.0, 0.0, 0
-        batched, batched_all = dict.fromkeys(args.proof_backends, 0.0), dict.fromkeys(args.proof_backends, 0.0)
-        agreed = dict.fromkeys(args.proof_backends, True)
+        batched, batched_all = dict.fromkeys(batching, 0.0), dict.fromkeys(batching, 0.0)
+        batched_cpu = dict.fromkeys(batching, 0.0)
+        agreed = dict.fromkeys(batching, True)
         for theorem in chosen:
             key = theorem_key(trace.spec.location, theorem)
             suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
@@ -111,8 +138,8 @@ def main() -> int:
                         times.append(time.monotonic() - started)
                 # The search reads an expansion's outcomes up to the first proof, either way.
                 stop = next((i + 1 for i, o in enumerate(one) if isinstance(o, ProofFinished)), len(one))
-                verdicts, to_proof, every = {}, {}, {}
-                for name in args.proof_backends:
+                verdicts, to_proof, every, every_cpu = {}, {}, {}, {}
+                for name in batching:
                     with batching[name].open(root, theorem) as session:
                         started = time.monotonic()
                         outcomes = session.run_tactics(session.initial_state, tactics)
@@ -121,20 +148,29 @@ def main() -> int:
                         verdicts[name] = many + list(outcomes)  # the rest too, untimed: every verdict is compared
                     # An expansion that finds no proof reads every outcome.
                     with batching[name].open(root, theorem) as session:
-                        started = time.monotonic()
+                        started, cpu = time.monotonic(), _others_cpu()
                         list(session.run_tactics(session.initial_state, tactics))
                         every[name] = time.monotonic() - started
+                        every_cpu[name] = _others_cpu() - cpu
             except LeanAgentError as error:  # a file that does not elaborate around the theorem
                 print(f"skipped {theorem.path}:{theorem.full_name}: {str(error).splitlines()[0]}", file=sys.stderr)
                 continue
             counted += 1
             single, single_all = single + sum(times[:stop]), single_all + sum(times)
-            for name in args.proof_backends:
+            for name in batching:
                 batched[name] += to_proof[name]
                 batched_all[name] += every[name]
+                batched_cpu[name] += every_cpu[name]
                 agreed[name] = agreed[name] and all(map(same_verdict, one, verdicts[name]))
-            measured.append({"theorem": f"{theorem.path}:{theorem.full_name}", "candidates": len(tactics)})
-        for name in args.proof_backends:
+            measured.append(
+                {
+                    "theorem": f"{theorem.path}:{theorem.full_name}",
+                    "candidates": len(tactics),
+                    "all read, one by one s": round(sum(times), 3),
+                    "all read, batched s": {name: round(every[name], 3) for name in batching},
+                }
+            )
+        for name in batching:
             rows.append(
                 [
                     n,
@@ -146,12 +182,13 @@ def main() -> int:
                     round(single_all / counted, 3),
                     round(batched_all[name] / counted, 3),
                     f"{single_all / batched_all[name]:.1f}x",
+                    round(batched_cpu[name] / counted, 3),
                     agreed[name],
                 ]
             )
     print(f"{version}; one expansion of each theorem's first goal; one by one: a `lean` run per candidate")
     headers = ["candidates", "batched by", "theorems", "to a proof: one by one s", "batched s", "gain"]
-    headers += ["all read: one by one s", "batched s", "gain", "same verdicts"]
+    headers += ["all read: one by one s", "batched s", "gain", "batched CPU s", "same verdicts"]
     print(table(headers, rows))
     if args.json:
         payload = {"lean": version, "rows": rows, "theorems": measured}

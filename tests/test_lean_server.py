@@ -1,11 +1,13 @@
 """The file check through Lean's language server (lean_env/lean/server.py): the verdicts of
 the one-shot file check, one server per session whose edits start at the theorem, timeouts
-and crashes, and the LSP's positions; against the fake ``lean --server``
+and crashes, the LSP's positions, and several servers checking candidates at once; against
+the fake ``lean --server``
 (tests/fakes/fake_lean.py), and against the 2021 Lean 4 where LEANAGENT_TEST_OLD_LEAN
 names its bin directory."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -16,11 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, SOURCE, _live_members
 
+from agent.cli.main import build_parser
+from agent.cli.options import proving_config
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
 from lean_env.interactive.interface import LeanError, ProofFinished, TacticState, TacticTimeout
 from lean_env.interactive.probe import DROPPED
 from lean_env.lean.runner import LeanRunError
-from lean_env.lean.server import _common_prefix, _common_suffix, _lsp_position, _position
+from lean_env.lean.server import ServerRunner, _common_prefix, _common_suffix, _lsp_position, _position
 from lean_env.records import Position
 from lean_env.trace.source import extract_file
 
@@ -145,6 +149,91 @@ def test_a_lake_project_serves_through_lake_env(monkeypatch, tmp_path, repo) -> 
     assert Path(started["cwd"]) == repo.resolve()
 
 
+def _servers(n: int, *, timeout: float = 20) -> ServerCheckBackend:
+    return ServerCheckBackend(timeout=timeout, runner_factory=functools.partial(ServerRunner.for_project, workers=n))
+
+
+CANDIDATES = ["intro h", "nonsense", "intro hp", "simp", "intro h"]
+
+
+def test_two_servers_give_the_verdicts_of_one(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    with _servers(1).open(repo, IMP_SELF) as session:
+        expected = [_walk(session, tactics) for tactics in SEQUENCES]
+        batched = list(session.run_tactics(session.initial_state, CANDIDATES))
+    log.unlink()
+    with _servers(2).open(repo, IMP_SELF) as session:
+        assert [_walk(session, tactics) for tactics in SEQUENCES] == expected
+        assert list(session.run_tactics(session.initial_state, CANDIDATES)) == batched
+        state = batched[0]
+        assert isinstance(state, TacticState)
+        assert list(session.run_tactics(state, ["exact x", "exact h"])) == [
+            LeanError("unknown identifier 'x'"),
+            ProofFinished(),
+        ]
+    events = _events(log)
+    servers = {e["pid"] for e in events if "initialize" in e}
+    assert len(servers) == 2
+    assert all(sum("open" in e and e["pid"] == pid for e in events) == 1 for pid in servers), "each opens the file once"
+    # Version 1 is each server's first text, the empty proof; the candidates come after.
+    assert {e["pid"] for e in events if e.get("elaborate", 0) >= 2} == servers, "both check candidates"
+
+
+def test_the_next_candidate_is_checked_while_the_first_is(monkeypatch, tmp_path, repo) -> None:
+    script = json.loads(json.dumps(SCRIPT))
+    script["theorems"]["Demo.imp_self'"]["steps"]["intro h"]["sleep"] = 1.0
+    log = _activate(monkeypatch, tmp_path, script)
+    with _servers(2).open(repo, IMP_SELF) as session:
+        outcomes = list(session.run_tactics(session.initial_state, ["intro h", "intro hp"]))
+    assert [type(o) for o in outcomes] == [TacticState, TacticState]
+    # Version 1 is each server's first text, the empty proof; the candidates come after.
+    events = [e for e in _events(log) if e.get("elaborate", e.get("answered", 0)) >= 2]
+    slow, fast = events[0]["pid"], events[1]["pid"]
+    assert slow != fast and "elaborate" in events[1], "the second server started before the first answered"
+    assert [("answered" in e, e["pid"]) for e in events[2:]] == [(True, fast), (True, slow)]
+
+
+def test_a_check_in_flight_is_kept_for_its_reading_and_stopped_at_close(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    session = _servers(2, timeout=30).open(repo, IMP_SELF)
+    state = session.run_tactic(session.initial_state, "intro h")
+    outcomes = session.run_tactics(state, ["exact h", "spin"])
+    assert next(outcomes) == ProofFinished()  # read first, while the other server runs `spin`
+    servers = {e["pid"] for e in _events(log) if "initialize" in e}
+    assert len(servers) == 2 and all(_live_members(pid) != [] for pid in servers)
+    session.close()
+    assert all(_live_members(pid) == [] for pid in servers), "closing stops the server still checking"
+
+
+def test_a_timeout_on_one_server_leaves_the_others_verdicts(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    with _servers(2, timeout=1.5).open(repo, IMP_SELF) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        outcomes = list(session.run_tactics(state, ["spin", "exact x", "exact h"]))
+        assert outcomes == [TacticTimeout(1.5), LeanError("unknown identifier 'x'"), ProofFinished()]
+        assert isinstance(session.run_tactic(state, "simp"), LeanError)
+    assert len([e for e in _events(log) if "initialize" in e]) == 3, "the server that timed out was replaced"
+
+
+def test_servers_that_die_leave_their_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
+    _activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
+    with _servers(2).open(repo, IMP_SELF) as session:
+        assert session.initial_state.pp == "p : Prop\n⊢ p → p"
+        outcomes = list(session.run_tactics(session.initial_state, CANDIDATES))
+    assert [type(o) for o in outcomes] == [TacticState, LeanError, TacticState, LeanError, TacticState]
+    assert caplog.text.count("Lean's server failed") == 1
+
+
+def test_the_lean_servers_option_reaches_the_server_backend(monkeypatch, tmp_path, repo) -> None:
+    _activate(monkeypatch, tmp_path)
+    args = build_parser().parse_args(["prove", "--proof-backend", "server", "--lean-servers", "3"])
+    config = proving_config(args)
+    backend = config.backend_opener(tmp_path / "data")(repo)
+    assert isinstance(backend, ServerCheckBackend)
+    with backend.runner_factory(repo) as runner:
+        assert isinstance(runner, ServerRunner) and runner.workers == 3
+
+
 @pytest.mark.parametrize(
     "line, offset, lsp",
     [
@@ -190,7 +279,8 @@ OLD_TACTICS = [
 
 
 @pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
-def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("servers", [1, 2])
+def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: Path, monkeypatch, servers) -> None:
     monkeypatch.setenv("PATH", f"{OLD_LEAN}{os.pathsep}{os.environ.get('PATH', '')}")
     (tmp_path / "Old.lean").write_text(OLD_SOURCE, encoding="utf-8")
     theorem = next(t for t in extract_file(OLD_SOURCE, path="Old.lean").theorems if t.full_name == "target")
@@ -198,10 +288,10 @@ def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: P
         goals = session.initial_state.pp
         expected = [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS]
         after = session.run_tactic(expected[1], "rfl") if isinstance(expected[1], TacticState) else None
-    with ServerCheckBackend(timeout=60).open(tmp_path, theorem) as session:
+    with _servers(servers, timeout=60).open(tmp_path, theorem) as session:
         assert session.initial_state.pp == goals
-        assert [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS] == expected
         assert list(session.run_tactics(session.initial_state, list(reversed(OLD_TACTICS)))) == expected[::-1]
+        assert [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS] == expected
         if after is not None:
             assert session.run_tactic(expected[1], "rfl") == after
     assert {type(o) for o in expected} >= {TacticState, LeanError, ProofFinished}

@@ -467,6 +467,14 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         f"requests (default: {Recycling().max_memory_mb})",
     )
     parser.add_argument(
+        "--lean-servers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="with the server backend: N language servers per theorem, checking N candidates at once on N cores "
+        "(default: 1)",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=1,
@@ -498,6 +506,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         tactic_len=args.tactic_len,
         tactic_timeout=args.tactic_timeout,
         repl=Recycling(max_uses=args.repl_max_uses, max_memory_mb=args.repl_max_memory),
+        servers=args.lean_servers,
         check_timeout=args.check_timeout,
         build_timeout=None if args.no_build else args.build_timeout,
         workers=args.workers,

@@ -91,6 +91,9 @@ class ProvingConfig:
     # When a Lean REPL process is replaced by a fresh one (after its uses, past its memory);
     # not part of the identity: the states are replayed, the answers the same.
     repl: Recycling = Recycling()
+    # Language servers per theorem with the server backend, each checking a candidate at
+    # once on its own core; not part of the identity, as for workers: the verdicts are the same.
+    servers: int = 1
     # The premise index's options (its recall target); not part of the identity, as for the
     # device: the index is held to the target whatever it chose, and near ties may differ.
     index: IndexOptions = IndexOptions()
@@ -126,7 +129,12 @@ class ProvingConfig:
         """Opens this config's proof environment for a repository directory; picklable, so
         that Ray workers open their own."""
         return functools.partial(
-            open_backend, self.backend, timeout=self.tactic_timeout, data_dir=data_dir, recycling=self.repl
+            open_backend,
+            self.backend,
+            timeout=self.tactic_timeout,
+            data_dir=data_dir,
+            recycling=self.repl,
+            servers=self.servers,
         )
 
 

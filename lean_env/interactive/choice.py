@@ -4,6 +4,7 @@ one function that opens it."""
 from __future__ import annotations
 
 import enum
+import functools
 from pathlib import Path
 
 from lean_env.interactive.interface import ProofBackend
@@ -31,15 +32,18 @@ def open_backend(
     timeout: float,
     data_dir: Path,
     recycling: Recycling = Recycling(),
+    servers: int = 1,
 ) -> ProofBackend:
     """The proof environment ``choice`` names, for the Lake project at ``repo``, with
     ``timeout`` seconds per tactic; caches (REPL builds, LeanDojo traces) live in
-    ``data_dir``; ``recycling``: when a REPL process is replaced. A module-level function: a
-    ``functools.partial`` of it pickles, so Ray workers open their own."""
+    ``data_dir``; ``recycling``: when a REPL process is replaced; ``servers``: language
+    servers per theorem of the server backend, checking that many candidates at once. A
+    module-level function: a ``functools.partial`` of it pickles, so Ray workers open their own."""
     from lean_env.interactive.dojo import DojoBackend
     from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
     from lean_env.interactive.repl.backend import ReplBackend
     from lean_env.interactive.repl.locate import describe_repl
+    from lean_env.lean.server import ServerRunner
 
     repl_cache = data_dir / "repl"
     if choice is ProofBackendChoice.AUTO:
@@ -50,5 +54,7 @@ def open_backend(
     if choice is ProofBackendChoice.DOJO:
         return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
     if choice is ProofBackendChoice.SERVER:
-        return ServerCheckBackend(timeout=timeout)
+        return ServerCheckBackend(
+            timeout=timeout, runner_factory=functools.partial(ServerRunner.for_project, workers=servers)
+        )
     return FileCheckBackend(timeout=timeout)

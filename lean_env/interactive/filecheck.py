@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -52,7 +52,7 @@ from lean_env.interactive.interface import (
 from lean_env.interactive.probe import DROPPED, declaration_probe, says_undeclared
 from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
 from lean_env.lean.diagnostics import Diagnostic
-from lean_env.lean.runner import FileRunner, LeanRun, LeanRunner
+from lean_env.lean.runner import FileRunner, LeanRun, LeanRunner, PendingRun
 from lean_env.lean.server import ServerRunner
 from lean_env.proofs.locate import read_theorem_file
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof, tactic_proof
@@ -103,7 +103,9 @@ class ServerCheckBackend(FileCheckBackend):
     One candidate per check: the server publishes the whole list of a file's diagnostics
     after every command, rendering each message again, so a batch of n copies costs n^2
     renderings (64 copies of a theorem of alg.lean: 9.0 s through the server, 2.2 s as one
-    `lean` run, 64 x 0.035 s one at a time)."""
+    `lean` run, 64 x 0.035 s one at a time). A ``runner_factory`` giving a runner of
+    several servers (``partial(ServerRunner.for_project, workers=n)``) checks the next
+    candidates on the idle ones while the search reads the first."""
 
     name: ClassVar[str] = "server"
 
@@ -138,6 +140,7 @@ class FileCheckSession(GuardedSession[Prefix]):
         # Where the proof's `by` sits in every temporary file (the text before it never changes).
         self._by = by
         self._results: dict[Prefix, TacticResult] = {}
+        self._pending: dict[Prefix, _PendingProbedRun] = {}  # submitted ahead of their reading
         self._probe = declaration_probe(theorem.full_name)
         self._probing = True  # until the empty proof's run shows the probe cannot find the name
 
@@ -212,15 +215,21 @@ class FileCheckSession(GuardedSession[Prefix]):
                     tried.update(batch)
                     size *= 2
             if prefix not in self._results:  # alone, or what the batch left to a run of its own
-                self._results[prefix] = self._classify(prefix, self._elaborate(prefix))
+                # Without batches the next ones run alone too: the runner's other workers start them.
+                upcoming = [p for p in prefixes[index + 1 :] if p is not None] if size <= 1 else []
+                self._results[prefix] = self._classify(prefix, self._elaborate(prefix, upcoming))
             yield self._results[prefix]
 
     def _close(self) -> None:
         self._runner.close()
+        self._pending.clear()
         shutil.rmtree(self._workdir, ignore_errors=True)
 
     def _start(self) -> TacticState:
-        run = self._elaborate(())
+        first = self._submit(())
+        for _ in range(self._runner.workers - 1):
+            self._submit(())  # the other workers elaborate the file up to the theorem meanwhile
+        run = first.result()
         if run.timed_out:
             raise FileCheckError(
                 f"Lean took more than {self._timeout:g}s to elaborate {self.theorem.path} up to "
@@ -238,11 +247,23 @@ class FileCheckSession(GuardedSession[Prefix]):
             )
         return result
 
-    def _elaborate(self, prefix: Prefix) -> _ProbedRun:
+    def _elaborate(self, prefix: Prefix, upcoming: Iterable[Prefix] = ()) -> _ProbedRun:
+        """The run of ``prefix``; meanwhile each worker of the runner that is idle starts the
+        next of ``upcoming`` without a verdict (their runs are kept for when they are read)."""
+        target = self._pending.pop(prefix, None) or self._submit(prefix)
+        later_ones = iter(upcoming)
+        while not target.pending.done:
+            while self._runner.idle_workers and (later := next(later_ones, None)) is not None:
+                if later != prefix and later not in self._results and later not in self._pending:
+                    self._pending[later] = self._submit(later)
+            self._runner.wait_any()
+        return target.result()
+
+    def _submit(self, prefix: Prefix) -> _PendingProbedRun:
         text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
         text += "\n\n"
         self._file.write_text(f"{text}{self._probe}\n", encoding="utf-8")
-        return _ProbedRun(self._runner.run(self._file, timeout=self._timeout), position_of(text, len(text)))
+        return _PendingProbedRun(self._runner.submit(self._file, timeout=self._timeout), position_of(text, len(text)))
 
     def _run_batch(self, prefixes: list[Prefix]) -> None:
         """Elaborate ``prefixes`` in one run and keep each verdict, but a "finished" that a
@@ -295,6 +316,17 @@ class FileCheckSession(GuardedSession[Prefix]):
                 f"{self.theorem.path} has errors outside theorem {self.theorem.full_name}, so "
                 f"its tactics cannot be checked: {_render(errors)}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingProbedRun:
+    """A submitted run of the theorem alone, and where its probe starts."""
+
+    pending: PendingRun
+    probe: Position
+
+    def result(self) -> _ProbedRun:
+        return _ProbedRun(self.pending.result(), self.probe)
 
 
 @dataclass(frozen=True, slots=True)

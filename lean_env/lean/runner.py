@@ -73,14 +73,59 @@ class LeanRun:
         return self.output.errors
 
 
+class PendingRun(Protocol):
+    """A run started by :meth:`FileRunner.submit`."""
+
+    @property
+    def done(self) -> bool:
+        """Whether :meth:`result` would answer without waiting."""
+        ...
+
+    def result(self) -> LeanRun:
+        """The run's answer, waiting for it if need be (the same answer each time)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRun:
+    """A submitted run that was done before ``submit`` returned."""
+
+    run: LeanRun
+
+    @property
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> LeanRun:
+        return self.run
+
+
 class FileRunner(Protocol):
     """What a proof environment needs of Lean: the diagnostics of a file of one project as
     it is now. :class:`LeanRunner` starts ``lean`` for each run;
-    :class:`~lean_env.lean.server.ServerRunner` keeps a language server that elaborates each
-    version of a file from its first changed command."""
+    :class:`~lean_env.lean.server.ServerRunner` keeps language servers that elaborate each
+    version of a file from its first changed command, ``workers`` of them at once."""
+
+    @property
+    def workers(self) -> int:
+        """How many runs :meth:`submit` can keep going at once (1: each is done before it returns)."""
+        ...
 
     def run(self, file: Path, *, timeout: float) -> LeanRun:
         """Elaborate ``file`` and return its diagnostics, or a timed-out run after ``timeout`` s."""
+        ...
+
+    def submit(self, file: Path, *, timeout: float) -> PendingRun:
+        """Start :meth:`run` on ``file`` as it is now; the file may change once this returns."""
+        ...
+
+    @property
+    def idle_workers(self) -> int:
+        """How many runs :meth:`submit` would start without waiting for one to end."""
+        ...
+
+    def wait_any(self) -> None:
+        """Wait until some submitted run is done (at once when there is none)."""
         ...
 
     def close(self) -> None:
@@ -106,6 +151,21 @@ class LeanRunner:
         if is_lake_project(project_dir):
             return cls(project_dir, (str(require_tool("lake")), "env", "lean"))
         return cls(project_dir, (str(require_tool("lean")),))
+
+    @property
+    def workers(self) -> int:
+        return 1
+
+    def submit(self, file: Path, *, timeout: float) -> PendingRun:
+        """:meth:`run`, done before this returns: one ``lean`` at a time."""
+        return FinishedRun(self.run(file, timeout=timeout))
+
+    @property
+    def idle_workers(self) -> int:
+        return 0  # nothing runs in the background: submit waits for each run
+
+    def wait_any(self) -> None:
+        """Nothing to wait for: every submitted run is done."""
 
     def run(self, file: Path, *, timeout: float) -> LeanRun:
         """Elaborate ``file`` and return its diagnostics, or a timed-out run after ``timeout`` s."""

@@ -21,6 +21,10 @@ Protocol notes (Lean 4's ``src/Lean/Server``, June 2021 and since):
   does not end is not interrupted: on a timeout the server's process tree is killed (it runs
   in a session of its own), and the next check starts a new server.
 
+Several servers of one project check several versions at once, one each: a check is sent
+(:meth:`LeanServer.send`) and its answer read later (:meth:`LeanServer.receive`), so that
+the caller waits on whichever answers first while the others elaborate on their own cores.
+
 JSON-RPC over stdio with ``Content-Length`` frames is a few lines here; the Python LSP
 clients (pygls, leanclient) are asynchronous or start ``lake serve`` themselves.
 """
@@ -42,7 +46,7 @@ from typing import IO, Any
 
 from lean_env.closing import ClosesOnExit
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, Severity
-from lean_env.lean.runner import LeanRun, LeanRunError, LeanRunner, tail
+from lean_env.lean.runner import FinishedRun, LeanRun, LeanRunError, LeanRunner, PendingRun, tail
 from lean_env.records import Position
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,17 @@ _READ_CHUNK = 1 << 16
 _SEVERITY = {1: Severity.ERROR, 2: Severity.WARNING, 3: Severity.INFO, 4: Severity.INFO}
 # JSON-RPC's "method not found": the answer to a request from the server we do not serve.
 _METHOD_NOT_FOUND = -32601
+
+
+@dataclass(frozen=True, slots=True)
+class SentCheck:
+    """A check sent to a server and not answered yet: what :meth:`LeanServer.receive` needs."""
+
+    path: Path
+    text: str
+    version: int
+    request: int  # the id of its waitForDiagnostics request
+    deadline: float  # time.monotonic() at which it counts as timed out
 
 
 @dataclass(slots=True)
@@ -77,6 +92,7 @@ class LeanServer(ClosesOnExit):
         self._next_id = 0
         self._documents: dict[str, _Document] = {}  # uri -> what the server holds, oldest first
         self._published: dict[str, tuple[int, list[dict[str, Any]]]] = {}  # uri -> (version, diagnostics)
+        self._answers: dict[Any, dict[str, Any]] = {}  # request id -> the server's answer, until taken
 
     @classmethod
     def start(cls, command: tuple[str, ...], cwd: Path, *, timeout: float = START_TIMEOUT) -> LeanServer:
@@ -98,6 +114,12 @@ class LeanServer(ClosesOnExit):
     def check(self, path: Path, text: str, *, timeout: float) -> tuple[list[Diagnostic], bool]:
         """The diagnostics of ``text`` as the file ``path`` (absolute), and whether the server
         answered in time (False: it was killed, and is dead now)."""
+        return self.receive(self.send(path, text, timeout=timeout))
+
+    def send(self, path: Path, text: str, *, timeout: float) -> SentCheck:
+        """Send ``text`` as the file ``path`` and ask for its diagnostics, without waiting:
+        the server elaborates it while the caller does something else (reads another server);
+        :meth:`receive` waits for the answer. One check at a time per server."""
         uri = path.as_uri()
         deadline = time.monotonic() + timeout
         document = self._documents.get(uri)
@@ -105,19 +127,25 @@ class LeanServer(ClosesOnExit):
             document = self._open(uri, text)
         elif document.text != text:
             self._change(uri, document, text)
+        request = self._send_request("textDocument/waitForDiagnostics", {"uri": uri, "version": document.version})
+        return SentCheck(path, text, document.version, request, deadline)
+
+    def receive(self, sent: SentCheck) -> tuple[list[Diagnostic], bool]:
+        """The answer to ``sent``, as :meth:`check` gives it."""
+        uri = sent.path.as_uri()
         try:
-            self._request("textDocument/waitForDiagnostics", {"uri": uri, "version": document.version}, deadline)
+            self._await_answer(sent.request, "textDocument/waitForDiagnostics", sent.deadline)
         except TimeoutError:
             self.close()
             return [], False
         version, published = self._published.get(uri, (0, []))
-        if version != document.version and document.version > 1:
+        if version != sent.version and sent.version > 1:
             # No command of this version was elaborated again, so none published: open it
             # anew (rare: an edit after the last command).
             self._close_document(uri)
-            return self.check(path, text, timeout=max(1e-3, deadline - time.monotonic()))
-        lines = text.split("\n")
-        return [_diagnostic(str(path), entry, lines) for entry in published if version == document.version], True
+            return self.check(sent.path, sent.text, timeout=max(1e-3, sent.deadline - time.monotonic()))
+        lines = sent.text.split("\n")
+        return [_diagnostic(str(sent.path), entry, lines) for entry in published if version == sent.version], True
 
     def _open(self, uri: str, text: str) -> _Document:
         while len(self._documents) >= OPEN_FILES:
@@ -173,17 +201,35 @@ class LeanServer(ClosesOnExit):
 
     def _request(self, method: str, params: dict[str, Any], deadline: float) -> Any:
         """Send a request and read messages until its answer; TimeoutError at ``deadline``."""
+        return self._await_answer(self._send_request(method, params), method, deadline)
+
+    def _send_request(self, method: str, params: dict[str, Any]) -> int:
         self._next_id += 1
-        number = self._next_id
-        self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
-        while True:
-            message = self._receive(deadline)
-            if "method" in message:
-                self._handle(message)
-            elif message.get("id") == number:
-                if "error" in message:
-                    raise LeanRunError(f"the Lean server refused {method}: {message['error']}")
-                return message.get("result")
+        self._send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    def _await_answer(self, number: int, method: str, deadline: float) -> Any:
+        """Read messages until the answer to request ``number``; TimeoutError at ``deadline``."""
+        while number not in self._answers:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self._read(remaining)
+        message = self._answers.pop(number)
+        if "error" in message:
+            raise LeanRunError(f"the Lean server refused {method}: {message['error']}")
+        return message.get("result")
+
+    def has_answer(self, sent: SentCheck) -> bool:
+        """Whether the answer to ``sent`` has come (takes in what the server sent, without waiting)."""
+        self._read(0.0)
+        return sent.request in self._answers
+
+    def fileno(self) -> int:
+        """The server's output, for ``select``."""
+        if self._proc is None or self._proc.stdout is None:
+            raise self._crash("the Lean server is not running")
+        return self._proc.stdout.fileno()
 
     def _handle(self, message: dict[str, Any]) -> None:
         """Keep published diagnostics; refuse the server's own requests (none is needed)."""
@@ -206,27 +252,24 @@ class LeanServer(ClosesOnExit):
         except BrokenPipeError as e:
             raise self._crash("the Lean server closed its input") from e
 
-    def _receive(self, deadline: float) -> dict[str, Any]:
-        """The next message, reading until ``deadline`` (TimeoutError after it)."""
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        while True:
-            message = self._frame()
-            if message is not None:
-                return message
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            readable, _, _ = select.select([fd], [], [], remaining)
-            if not readable:
-                continue
+    def _read(self, timeout: float) -> None:
+        """Take in what the server sends within ``timeout`` seconds: answers are kept by their
+        request's id, the rest handled."""
+        fd = self.fileno()
+        readable, _, _ = select.select([fd], [], [], max(0.0, timeout))
+        if readable:
             try:
                 chunk = os.read(fd, _READ_CHUNK)
             except BlockingIOError:
-                continue
-            if not chunk:
+                chunk = None
+            if chunk == b"":
                 raise self._crash("the Lean server exited")
-            self._buffer += chunk
+            self._buffer += chunk or b""
+        while (message := self._frame()) is not None:
+            if "method" in message:
+                self._handle(message)
+            elif "id" in message:
+                self._answers[message["id"]] = message
 
     def _frame(self) -> dict[str, Any] | None:
         """The first whole message in the buffer, taken out of it, or None."""
@@ -283,55 +326,171 @@ class LeanServer(ClosesOnExit):
             self._stderr.close()
         self._documents.clear()
         self._published.clear()
+        self._answers.clear()
 
 
 class ServerRunner(ClosesOnExit):
-    """Answers :meth:`LeanRunner.run <lean_env.lean.runner.LeanRunner.run>` through one
-    language server for the project, started at the first run and again after one that
-    timed out. A server that cannot start, exits or speaks garbage is logged once, and
-    ``runner`` answers from then on, one ``lean`` run each: the same answers, slower."""
+    """Answers :meth:`LeanRunner.run <lean_env.lean.runner.LeanRunner.run>` through
+    language servers for the project, each started at its first check and again after one
+    that timed out. A server that cannot start, exits or speaks garbage is logged once, and
+    ``runner`` answers from then on, one ``lean`` run each: the same answers, slower.
 
-    def __init__(self, runner: LeanRunner) -> None:
+    With ``workers`` servers, :meth:`submit` sends a check to a free one and returns at once:
+    the servers elaborate on as many cores while the caller waits for the first answer. A
+    submit that finds every server busy first waits for the oldest check (its answer is
+    kept for whoever asks)."""
+
+    def __init__(self, runner: LeanRunner, *, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"a server runner needs at least one worker, got {workers}")
         self.runner = runner
         self.command = (*runner.command, "--server")
-        self._server: LeanServer | None = None
-        self._failed = False  # the server failed: every run is the one-shot runner's
+        self.workers = workers
+        self._servers: list[LeanServer | None] = [None] * workers
+        self._sent: list[ServerCheck] = []  # checks not answered yet, oldest first
+        self._failed = False  # a server failed: every run is the one-shot runner's
+        self._closed = False
 
     @classmethod
-    def for_project(cls, project_dir: Path) -> ServerRunner:
-        """The server of ``project_dir``'s Lean (LeanNotFoundError when there is none)."""
-        return cls(LeanRunner.for_project(project_dir))
+    def for_project(cls, project_dir: Path, *, workers: int = 1) -> ServerRunner:
+        """The servers of ``project_dir``'s Lean (LeanNotFoundError when there is none)."""
+        return cls(LeanRunner.for_project(project_dir), workers=workers)
 
     def run(self, file: Path, *, timeout: float) -> LeanRun:
         """What ``lean FILE`` says of ``file`` as it is now, or a timed-out run."""
+        return self.submit(file, timeout=timeout).result()
+
+    def submit(self, file: Path, *, timeout: float) -> PendingRun:
+        """Start checking ``file`` as it is now (its text is read before this returns); the
+        answer, :meth:`run`'s, comes from ``result()``."""
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"a Lean run needs a finite positive timeout, got {timeout!r}")
+        if self._closed:
+            raise LeanRunError("the Lean server runner is closed")
+        slot = self._free_slot()  # waiting for a check may find its server failed
         if self._failed:
-            return self.runner.run(file, timeout=timeout)
+            return FinishedRun(self.runner.run(file, timeout=timeout))
         path = file.resolve()
         text = path.read_text(encoding="utf-8")
         started = time.monotonic()
         try:
-            if self._server is None or not self._server.alive:
-                self._server = LeanServer.start(self.command, self.runner.project_dir)
-            diagnostics, answered = self._server.check(path, text, timeout=timeout)
+            server = self._servers[slot]
+            if server is None or not server.alive:
+                server = self._servers[slot] = LeanServer.start(self.command, self.runner.project_dir)
+            sent = server.send(path, text, timeout=timeout)
         except LeanRunError as error:
-            log.warning("Lean's server failed (%s); checking with one `lean` run each from now on", error)
-            self.close()
-            self._failed = True
-            return self.runner.run(file, timeout=timeout)
-        seconds = time.monotonic() - started
+            self._fail(error)
+            return FinishedRun(self.runner.run(file, timeout=timeout))
+        check = ServerCheck(self, slot, sent, started, timeout)
+        self._sent.append(check)
+        return check
+
+    @property
+    def idle_workers(self) -> int:
+        """How many checks :meth:`submit` would start without waiting for one."""
+        if self._failed or self._closed:
+            return 0
+        return self.workers - sum(1 for check in self._sent if not check.done)
+
+    def wait_any(self) -> None:
+        """Wait until some sent check not answered yet is answered or past its deadline (at
+        once when there is none)."""
+        waiting = [check for check in self._sent if not check.done]
+        if not waiting:
+            return
+        deadline = min(check.sent.deadline for check in waiting)
+        servers = [self._servers[check.slot] for check in waiting]  # running: `done` was False
+        descriptors = [server.fileno() for server in servers if server is not None]
+        select.select(descriptors, [], [], max(0.0, deadline - time.monotonic()))
+
+    def _answered(self, check: ServerCheck) -> bool:
+        """Whether ``check.result()`` would answer without waiting."""
+        server = self._servers[check.slot]
+        if self._failed or self._closed or server is None:
+            return True
+        try:
+            return server.has_answer(check.sent) or time.monotonic() >= check.sent.deadline
+        except LeanRunError as error:
+            self._fail(error)
+            return True
+
+    def _free_slot(self) -> int:
+        """A server without a check in flight, once the oldest check is answered if need be
+        (0 when the servers failed meanwhile: none is used any more)."""
+        for check in [check for check in self._sent if check.done]:
+            if self._failed:
+                break  # the checks left are read, if ever, by one `lean` run each
+            check.result()  # answered: its answer is kept, its server free
+        while not self._failed:
+            busy = {check.slot for check in self._sent}
+            free = [slot for slot in range(self.workers) if slot not in busy]
+            if free:
+                return free[0]
+            self._sent[0].result()  # every server is busy: wait for the oldest check
+        return 0
+
+    def _answer(self, check: ServerCheck) -> LeanRun:
+        """Wait for ``check``'s answer (called once, by ``check.result()``)."""
+        if self._closed:
+            raise LeanRunError("the Lean server runner was closed before its server answered")
+        self._sent.remove(check)
+        server = self._servers[check.slot]
+        if self._failed or server is None:
+            return self._one_shot(check)
+        try:
+            diagnostics, answered = server.receive(check.sent)
+        except LeanRunError as error:
+            self._fail(error)
+            return self._one_shot(check)
+        seconds = time.monotonic() - check.started
         if not answered:
-            self._server = None
-            log.debug("%s timed out after %.1fs; the server was stopped", file, seconds)
+            self._servers[check.slot] = None
+            log.debug("%s timed out after %.1fs; the server was stopped", check.sent.path, seconds)
         output = ParsedOutput(tuple(diagnostics))
         returncode = None if not answered else (1 if output.errors else 0)
         return LeanRun(self.command, returncode, output, "", "", seconds, timed_out=not answered)
 
+    def _one_shot(self, check: ServerCheck) -> LeanRun:
+        """``check`` by the one-shot runner: its file may hold a later text by now."""
+        check.sent.path.write_text(check.sent.text, encoding="utf-8")
+        return self.runner.run(check.sent.path, timeout=check.timeout)
+
+    def _fail(self, error: LeanRunError) -> None:
+        log.warning("Lean's server failed (%s); checking with one `lean` run each from now on", error)
+        self._stop_servers()
+        self._failed = True
+
+    def _stop_servers(self) -> None:
+        for index, server in enumerate(self._servers):
+            if server is not None:
+                server.close()
+            self._servers[index] = None
+
     def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        self._closed = True
+        self._stop_servers()
+        self._sent.clear()
+
+
+@dataclass(slots=True, eq=False)
+class ServerCheck:
+    """A check a :class:`ServerRunner` sent to one of its servers; ``result()`` waits for it."""
+
+    runner: ServerRunner
+    slot: int
+    sent: SentCheck
+    started: float
+    timeout: float
+    _run: LeanRun | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._run is not None or self.runner._answered(self)
+
+    def result(self) -> LeanRun:
+        if self._run is None:
+            self._run = self.runner._answer(self)
+        return self._run
 
 
 def _initialize_params(cwd: Path) -> dict[str, Any]:

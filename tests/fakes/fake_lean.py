@@ -30,7 +30,8 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
 Outcomes: ``goals`` prints ``unsolved goals`` at the ``by`` with those goals; ``error`` prints
 the message at the last tactic; ``done`` prints nothing; ``reads_on`` is a proof whose text
 wants more (``exact suffices h from e``): its parse error, at the next command after the
-theorem, is all Lean says (it fills the rest with a ``sorry`` it does not report); ``hang`` sleeps; ``warning`` (with
+theorem, is all Lean says (it fills the rest with a ``sorry`` it does not report); ``hang`` sleeps
+forever, ``sleep`` (seconds, with any of them) before answering; ``warning`` (with
 any of them) adds that warning at the theorem's name; ``undeclared`` (with ``done``) leaves the
 theorem out of the environment without a word, as the 2021 Lean does for some proofs, so
 that ``#print axioms`` of it says it is unknown. A tactic whose first word is one of
@@ -67,7 +68,7 @@ stdio, as much of it as :mod:`lean_env.lean.server` uses: ``initialize``, open, 
 edits in UTF-16 columns), close, and ``textDocument/waitForDiagnostics``, answered by
 publishing the diagnostics above for the document's text (0-based lines, UTF-16 columns,
 the version) and then the answer. The log gets a line per message: the initialization
-options, each open, each edit's range and each elaboration's version. ``mode`` ``crash``, or
+options, each open, each edit's range, each elaboration's version and each answer's. ``mode`` ``crash``, or
 ``"server": "crash"`` (the server alone), dies at the first elaboration; ``hang`` outcomes
 hang it as they hang ``lean FILE``.
 """
@@ -304,6 +305,7 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
         result, by_offset, last = outcome_for(entry, thm["proof"], thm["proof_offset"], unknown)
         if result.get("hang"):
             hang()
+        time.sleep(result.get("sleep", 0))
         if "warning" in result:
             line, col = line_col(text, thm["name_offset"])
             out.append((line, col, "warning", result["warning"]))
@@ -407,6 +409,7 @@ def serve(script: dict) -> int:
                 }
             )
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            log_event({"answered": version})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
 
