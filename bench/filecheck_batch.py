@@ -39,6 +39,8 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -124,7 +126,7 @@ def main() -> int:
         batched, batched_all = dict.fromkeys(batching, 0.0), dict.fromkeys(batching, 0.0)
         batched_cpu = dict.fromkeys(batching, 0.0)
         agreed = dict.fromkeys(batching, True)
-        for theorem in chosen:
+        for theorem in tqdm(chosen, desc=f"{n} candidates", unit="theorem", disable=None):
             key = theorem_key(trace.spec.location, theorem)
             suggester = TacticSuggester(StepMemory.from_traces([trace], leave_out={key}))
             try:
@@ -153,7 +155,7 @@ def main() -> int:
                         every[name] = time.monotonic() - started
                         every_cpu[name] = _others_cpu() - cpu
             except LeanAgentError as error:  # a file that does not elaborate around the theorem
-                print(f"skipped {theorem.path}:{theorem.full_name}: {str(error).splitlines()[0]}", file=sys.stderr)
+                tqdm.write(f"skipped {theorem.path}:{theorem.full_name}: {str(error).splitlines()[0]}", file=sys.stderr)
                 continue
             counted += 1
             single, single_all = single + sum(times[:stop]), single_all + sum(times)
