@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
 
-_OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
+from lean_env.trace.source.lexer import CLOSING_BRACKETS, OPENING_BRACKETS, top_level_at
+
 # A name, a numeral, Lean's multi-character punctuation, or one other character.
 _TOKEN_RE = re.compile(r"[^\W\d][\w.'!?]*|\d+|:=|=>|==|!=|<->|->|[^\s\w]")
 # A binder group's names, up to its `:` (`(n m : Nat)`, `{α : Type}`, `∀ (x : α)`).
@@ -47,7 +47,7 @@ def sides(code: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     tokens = ["_" if t in bound else t for t in _TOKEN_RE.findall(conclusion(code))]
     depth, arrow, equation = 0, -1, None
     for index, token in enumerate(tokens):
-        depth += (token in _OPENERS) - (token in _CLOSERS)
+        depth += (token in OPENING_BRACKETS) - (token in CLOSING_BRACKETS)
         if depth == 0 and token in ("→", "->"):
             arrow, equation = index, None
         elif depth == 0 and token in _EQUATIONS and equation is None:
@@ -62,19 +62,6 @@ def converse(a: str, b: str) -> bool:
     (``succ n = n + 1`` and ``n + 1 = succ n``): ``simp`` with both rewrites forever."""
     sides_a, sides_b = sides(a), sides(b)
     return sides_a is not None and sides_b is not None and sides_a[0] != sides_a[1] and sides_a == sides_b[::-1]
-
-
-def top_level_at(text: str, symbols: Sequence[str]) -> list[int]:
-    """Where the characters ``symbols`` occur in ``text`` outside every bracket."""
-    depth, found = 0, []
-    for at, char in enumerate(text):
-        if char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth -= 1
-        elif depth == 0 and char in symbols:
-            found.append(at)
-    return found
 
 
 def _is_name(token: str) -> bool:

@@ -256,7 +256,8 @@ class FileCheckSession(GuardedSession[Prefix]):
             while self._runner.idle_workers and (later := next(later_ones, None)) is not None:
                 if later != prefix and later not in self._results and later not in self._pending:
                     self._pending[later] = self._submit(later)
-            self._runner.wait_any()
+            if not target.pending.done:  # a submit may have read its answer: then wait for none
+                self._runner.wait_any()
         return target.result()
 
     def _submit(self, prefix: Prefix) -> _PendingProbedRun:

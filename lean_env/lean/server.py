@@ -393,10 +393,15 @@ class ServerRunner(ClosesOnExit):
         return self.workers - sum(1 for check in self._sent if not check.done)
 
     def wait_any(self) -> None:
-        """Wait until some sent check not answered yet is answered or past its deadline (at
-        once when there is none)."""
-        waiting = [check for check in self._sent if not check.done]
-        if not waiting:
+        """Wait until some sent check is answered or past its deadline, at once when one is
+        already (or none is sent). Answered checks are read first, their answers kept for
+        whoever asks: one whose answer came in while another was asked about must not leave
+        this waiting on the others."""
+        answered = [check for check in self._sent if check.done]
+        for check in answered:
+            check.result()
+        waiting = list(self._sent)
+        if answered or not waiting:
             return
         deadline = min(check.sent.deadline for check in waiting)
         servers = [self._servers[check.slot] for check in waiting]  # running: `done` was False

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -284,3 +285,20 @@ def skip_space(text: str, pos: int, end: int) -> int:
     """``pos`` moved right past whitespace (blanked comments count as whitespace), at most to ``end``."""
     # `\s*` matches the empty string, so there is always a match; the cast says so to mypy.
     return cast("re.Match[str]", _SPACE.match(text, pos, end)).end()
+
+
+# Lean's brackets, which the text-level readers (statements, batches, lifts) keep apart.
+OPENING_BRACKETS, CLOSING_BRACKETS = "([{⟨⦃", ")]}⟩⦄"
+
+
+def top_level_at(text: str, symbols: Sequence[str]) -> list[int]:
+    """Where the characters ``symbols`` occur in ``text`` outside every bracket."""
+    depth, found = 0, []
+    for at, char in enumerate(text):
+        if char in OPENING_BRACKETS:
+            depth += 1
+        elif char in CLOSING_BRACKETS:
+            depth -= 1
+        elif depth == 0 and char in symbols:
+            found.append(at)
+    return found
