@@ -287,7 +287,7 @@ def skip_space(text: str, pos: int, end: int) -> int:
     return cast("re.Match[str]", _SPACE.match(text, pos, end)).end()
 
 
-# Lean's brackets, which the text-level readers (statements, batches, lifts) keep apart.
+# Lean's brackets, which the text-level readers (statements, batches) keep apart.
 OPENING_BRACKETS, CLOSING_BRACKETS = "([{⟨⦃", ")]}⟩⦄"
 
 
