@@ -136,13 +136,6 @@ def batch_file(source: str, theorem: Theorem, proofs: Sequence[str]) -> BatchFil
     return BatchFile(text, copies)
 
 
-def names_theorem(tactic: str, theorem: Theorem) -> bool:
-    """Whether ``tactic`` names ``theorem`` (outside comments and strings): inside its own
-    proof that is a recursive call, which a copy under another name does not make."""
-    short = theorem.full_name.rsplit(".", 1)[-1]
-    return any(m.group() == short or m.group().endswith(f".{short}") for m in IDENT_RE.finditer(mask(tactic).masked))
-
-
 def needs_confirming(tactic: str, index: int) -> bool:
     """Whether the batch's word that ``tactic``, copy ``index``, finished the proof must be
     confirmed by a run of its own: it follows other copies and may search the environment,
@@ -155,9 +148,10 @@ def batchable(tactic: str, theorem: Theorem) -> bool:
     own proof that is a recursive call, in a renamed copy an unknown name), and its brackets
     balance (outside comments and strings), so that its copy cannot swallow the next (``{``
     alone would)."""
-    if names_theorem(tactic, theorem):
-        return False
     masked = mask(tactic)
+    short = theorem.full_name.rsplit(".", 1)[-1]
+    if any(m.group() == short or m.group().endswith(f".{short}") for m in IDENT_RE.finditer(masked.masked)):
+        return False
     depth = 0
     for char in masked.masked:
         if char in OPENING_BRACKETS:
@@ -172,24 +166,14 @@ def batchable(tactic: str, theorem: Theorem) -> bool:
 def _renamed(header: str, index: int) -> str | None:
     """The declaration's text before its proof, under the copy's name and without its
     attributes; None when it has no name we can extend."""
-    parts = declaration_parts(header)
-    if parts is None:
-        return None
-    before, declared, rest = parts
-    return f"{before}{declared}{BATCH_MARK}{index}{rest}"
-
-
-def declaration_parts(header: str) -> tuple[str, str, str] | None:
-    """A theorem's text before its proof in three: what comes before its keyword, without
-    attribute lists (a doc comment, ``private``); the keyword and the declared name
-    (``theorem foo``); the rest (binders, type). None without a ``theorem``/``lemma``
-    keyword, or for a ``«»`` name, which nothing can be appended to."""
     masked = mask(header).masked
     found = _DECLARATION_RE.search(masked)
     if found is None or "«" in found[1]:
         return None
     before = "".join(header[a:b] for a, b in _outside_attributes(masked, found.start()))
-    return before, header[found.start() : found.end(1)], header[found.end(1) :]
+    declaration = header[found.start() :]
+    name_end = found.end(1) - found.start()
+    return f"{before}{declaration[:name_end]}{BATCH_MARK}{index}{declaration[name_end:]}"
 
 
 def _outside_attributes(masked: str, end: int) -> list[tuple[int, int]]:
