@@ -401,6 +401,8 @@ def serve(script: dict) -> int:
             version, text = documents[params["uri"]]
             log_event({"elaborate": version})
             found = [_lsp_diagnostic(text, *d) for d in diagnostics(text, script)]
+            # Logged first: once answered, the client may stop this server before a later line.
+            log_event({"answered": version})
             send(
                 {
                     "jsonrpc": "2.0",
@@ -409,7 +411,6 @@ def serve(script: dict) -> int:
                 }
             )
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-            log_event({"answered": version})
         elif "id" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
 
