@@ -71,12 +71,17 @@ IMP_SELF = fake_lean.theorem_record(SOURCE, "Demo.imp_self'", "Demo/Basic.lean")
 AND_SWAP = fake_lean.theorem_record(SOURCE, "Demo.and_swap", "Demo/Basic.lean")
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def demo_repo(tmp_path: Path) -> Path:
+    """A repository holding SOURCE as Demo/Basic.lean."""
     root = tmp_path / "repo"
     (root / "Demo").mkdir(parents=True)
     (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
     return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return demo_repo(tmp_path)
 
 
 def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:

@@ -16,7 +16,7 @@ import pytest
 from fakes import fake_lean
 from hypothesis import given
 from hypothesis import strategies as st
-from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, SOURCE, _live_members
+from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, _live_members, demo_repo
 
 from agent.cli.main import build_parser
 from agent.cli.options import proving_config
@@ -31,10 +31,7 @@ from lean_env.trace.source import extract_file
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "Demo").mkdir(parents=True)
-    (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
-    return root
+    return demo_repo(tmp_path)
 
 
 def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
