@@ -329,6 +329,22 @@ def test_a_neighbours_name_that_the_theorems_namespace_would_not_resolve_is_also
     assert names.qualified("exact (c x)", "", frozenset({"c"})) is None  # a local, not the premise
 
 
+def test_a_tactics_own_name_is_never_qualified_as_a_premise() -> None:
+    """The corpus has `Quotient.exact` and `Lean.IR.FnBody.case`, the only premises whose
+    names end in `exact` and `case`: a neighbour's `exact rfl` stays `exact rfl`."""
+    names = PremiseNames(["Quotient.exact", "Lean.IR.FnBody.case", "Nat.parityElim"])
+    assert names.qualified("exact rfl", "", frozenset()) is None
+    assert names.qualified("case zero => rfl", "", frozenset()) is None
+    assert names.qualified("exact parityElim", "", frozenset()) == "exact Nat.parityElim"
+    assert (
+        names.qualified("induction n <;> exact parityElim", "", frozenset()) == "induction n <;> exact Nat.parityElim"
+    )
+    assert (
+        names.qualified("have h := by\n  exact parityElim", "", frozenset()) == "have h := by\n  exact Nat.parityElim"
+    )
+    assert names.qualified("· exact (fun h => exact h)", "", frozenset()) == "· exact (fun h => Quotient.exact h)"
+
+
 def test_a_simp_set_never_holds_a_lemma_and_its_converse() -> None:
     """The core library states `succ n = n + 1` both ways round; `simp` with both rewrites
     until its tactic runs out of time, so a `simp` list keeps the first of the two."""

@@ -341,6 +341,11 @@ class StepIndex:
 # ---- premise names ---------------------------------------------------------------------
 
 
+# Where a word is a tactic's name, not a term's: the start of the text or of a line, or after
+# `;`, `<;>`, `by` or a `·` bullet (after `=>` it may be either: `case zero => rfl`, `fun h => f h`).
+_TACTIC_HEAD_RE = re.compile(r"(?:\A|\n|;|<;>|\bby|·)\s*\Z")
+
+
 class PremiseNames:
     """Premise names as tactics and retrieved texts show them, resolved to full names."""
 
@@ -367,8 +372,8 @@ class PremiseNames:
         def qualify(match: re.Match[str]) -> str:
             name = match.group()
             full = self._unique.get(name)
-            if full is None or name.partition(".")[0] in locals_:
-                return name
+            if full is None or name.partition(".")[0] in locals_ or _TACTIC_HEAD_RE.search(tactic, 0, match.start()):
+                return name  # a tactic's own name is no premise: `exact`, not `Quotient.exact`
             return name if any(full == prefix + name for prefix in prefixes) else full
 
         written = IDENT_RE.sub(qualify, tactic)
