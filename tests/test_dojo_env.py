@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lean_env.interactive.dojo import (
@@ -20,6 +22,7 @@ from lean_env.interactive.interface import (
     TacticTimeout,
 )
 from lean_env.interactive.session import SORRY_REJECTED
+from lean_env.lean import budget
 from lean_env.records import Position, Theorem, TheoremStatus
 
 lean_dojo = pytest.importorskip("lean_dojo")
@@ -93,6 +96,27 @@ def test_open_builds_a_lean_dojo_theorem_and_maps_the_initial_state(tmp_path):
 def test_each_result_kind(tmp_path, tactics, expected):
     with _backend([]).open(tmp_path, THEOREM) as session:
         assert _run(session, tactics) == expected
+
+
+def test_the_attempts_time_budget_cuts_each_interaction(tmp_path):
+    """LeanDojo fixes its read timeout when the Dojo starts: under a time budget each
+    interaction gets what is left of it, and none runs once it is spent."""
+    made: list = []
+    backend = DojoBackend(
+        timeout=30.0,
+        repo_factory=lambda repo_dir: f"repo:{repo_dir.name}",
+        dojo_class=fake_dojo.dojo_class(start=START, table=TABLE, made=made),
+    )
+    with backend.open(tmp_path, THEOREM) as session:
+        assert isinstance(session.run_tactic(session.initial_state, "intro h"), TacticState)
+        with budget.time_budget(5.0):
+            assert isinstance(session.run_tactic(session.initial_state, "intro h"), TacticState)
+        with budget.time_budget(1e-9):
+            time.sleep(1e-3)
+            assert session.run_tactic(session.initial_state, "intro h") == TacticTimeout(30.0)
+    [dojo] = made
+    assert dojo.read_timeouts[0] == 30.0 and 4.0 < dojo.read_timeouts[1] <= 5.0
+    assert len(dojo.read_timeouts) == 2  # the spent budget ran nothing
 
 
 def test_after_a_timeout_the_dojo_restarts_and_replays_the_path(tmp_path):

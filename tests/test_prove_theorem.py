@@ -3,7 +3,9 @@ end the search; against the fake ``lean`` (file check and final check)."""
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,9 @@ from fakes import fake_lean
 
 from agent.proving.theorem import REJECTIONS, ProvingConfig, prove_theorem
 from agent.search.tree import Candidate, SearchConfig
-from lean_env.interactive.filecheck import FileCheckBackend
+from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
 from lean_env.interactive.interface import TacticResult, TacticState
+from lean_env.lean import budget
 from lean_env.lean.mock import MockLean
 from lean_env.lean.runner import LeanRunner
 from lean_env.records import AttemptOutcome
@@ -112,3 +115,76 @@ def test_the_final_checks_lean_is_injected(tmp_path: Path, monkeypatch) -> None:
     assert attempt.check is not None and attempt.check.axioms == ()
     assert [(BREAK_LATER[0] in t, "exact h\n" in t) for t in mock.texts] == [(True, False), (False, True)]
     assert all(t.rstrip().endswith("#print axioms Demo.imp_self'") for t in mock.texts)
+
+
+# --- the time limit bounds the whole attempt -------------------------------------------------
+
+LIMIT = 1.5
+# What an attempt may run past its limit: killing the cut Lean's process group and reaping it,
+# and starting the fake's Python on a loaded 2-core machine (docs/evaluate.md, "Time budget").
+MARGIN = 2.5
+# A theorem after the one proved: the search's checks never see it, the final check does.
+LATER_SOURCE = fake_lean.DEMO_SOURCE.replace("theorem two : 1 + 1 = 2 := sorry", "theorem later : True := trivial")
+HANGS = {"hang": True}
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of the group ``pgid`` is alive (zombies awaiting a reaper are not)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("backend", "at_intro", "hanging"),
+    [
+        pytest.param(FileCheckBackend(timeout=60), ["spin"], {"intro h\nspin": HANGS}, id="tactic-lean-run"),
+        pytest.param(ServerCheckBackend(timeout=60), ["spin"], {"intro h\nspin": HANGS}, id="tactic-server"),
+        pytest.param(ServerCheckBackend(timeout=60), [], {"opening": HANGS}, id="opening-server"),
+        pytest.param(FileCheckBackend(timeout=60), ["exact h"], {"later": HANGS}, id="final-check"),
+    ],
+)
+def test_an_attempt_ends_within_its_time_limit_when_lean_hangs(
+    tmp_path: Path, monkeypatch, backend: FileCheckBackend, at_intro: list[str], hanging: dict
+) -> None:
+    """Lean hanging anywhere in an attempt (opening the theorem, a tactic whose own timeout is
+    60 s, the final check whose own is 120 s) ends it at the time limit as a timeout, the
+    hanging Lean's whole process group killed."""
+    entry = {**SCRIPT["theorems"]["Demo.imp_self'"]}
+    entry["steps"] = {**entry["steps"], **{k: v for k, v in hanging.items() if "\n" in k}}
+    if "opening" in hanging:
+        entry["opening"] = hanging["opening"]
+    script = {"theorems": {"Demo.imp_self'": entry, "Demo.later": {"terms": {"trivial": hanging.get("later", {})}}}}
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, script)
+    (repo / "Demo.lean").write_text(LATER_SOURCE, encoding="utf-8")
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "lean.log"))
+    theorem = fake_lean.theorem_record(LATER_SOURCE, "Demo.imp_self'", "Demo.lean")
+    started = time.monotonic()
+    attempt = prove_theorem(
+        theorem,
+        repo_dir=repo,
+        backend=backend,
+        generator=Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: at_intro}),
+        runner=LeanRunner.for_project(repo),
+        config=ProvingConfig(search=SearchConfig(num_candidates=8, time_limit=LIMIT), check_timeout=120),
+    )
+    wall = time.monotonic() - started
+    assert attempt.outcome is AttemptOutcome.TIMEOUT, attempt.detail
+    assert wall < LIMIT + MARGIN
+    pids = {json.loads(line)["pid"] for line in (tmp_path / "lean.log").read_text().splitlines()}
+    assert pids and not any(_group_running(pid) for pid in pids)
+
+
+def test_a_lean_run_does_not_start_once_the_budget_is_spent(tmp_path: Path, monkeypatch) -> None:
+    repo = fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "lean.log"))
+    with budget.time_budget(1e-9):
+        time.sleep(1e-3)
+        run = LeanRunner.for_project(repo).run(repo / "Demo.lean", timeout=60)
+    assert run.timed_out and run.returncode is None
+    assert not (tmp_path / "lean.log").exists()

@@ -30,6 +30,7 @@ from lean_env.interactive.repl.protocol import (
     TacticRequest,
 )
 from lean_env.interactive.repl.theorem_text import split_header, theorem_command
+from lean_env.lean import budget
 from lean_env.proofs.locate import TheoremSourceError
 from lean_env.records import Position
 
@@ -193,6 +194,36 @@ def test_timeout_restarts_and_old_states_are_replayed(backend: ReplBackend, proj
     assert len(pids) == 2 and pids[0] != pids[1]
     replayed = [e["request"].get("tactic") for e in read_log(log) if e["pid"] == pids[1]]
     assert replayed[-3:] == ["constructor", "exact hp", "exact hq"]
+
+
+def test_the_attempts_time_budget_cuts_a_tactic_and_spares_the_process(
+    tmp_path: Path, project: Path, log: Path
+) -> None:
+    """A tactic that hangs past what is left of the attempt's budget is cut there (its
+    process killed, as for its own timeout); once the budget is spent no request of the
+    theorem's is sent. The import header, loaded once for every theorem that shares it, is
+    not the attempt's: the next process loads it whatever the budget."""
+    script = write_script(tmp_path, SCRIPT)
+    backend = ReplBackend.create(
+        launcher=lambda project_dir: fake_command(project_dir, script, log=log),
+        memory_limit_mb=None,
+        tactic_timeout=60.0,
+        command_timeout=5.0,
+        header_timeout=5.0,
+    )
+    with backend, backend.open(project, ADD) as session:
+        assert session.initial_state == TacticState(G_ADD)
+        with budget.time_budget(1.0):
+            started = time.monotonic()
+            cut = session.run_tactic(session.initial_state, "loop")
+            assert isinstance(cut, TacticTimeout) and cut.seconds <= 1.0
+            assert time.monotonic() - started < 1.0 + 2.0  # the kill, on a loaded machine
+        with budget.time_budget(1e-9):
+            time.sleep(1e-3)
+            assert session.run_tactic(session.initial_state, "simp") == TacticTimeout(0.0)
+        assert len(read_log(log)) - len(header_loads(log)) == 2  # opening, `loop`
+        assert session.run_tactic(session.initial_state, "simp") == ProofFinished()
+    assert backend.pool.stats.timeouts == 1 and backend.pool.stats.started == 2
 
 
 @pytest.mark.parametrize(

@@ -429,7 +429,8 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         type=positive_seconds,
         default=_SEARCH.time_limit,
         metavar="S",
-        help=f"wall seconds of search per theorem (default: {_SEARCH.time_limit:g})",
+        help="wall seconds per theorem: opening it, the search and the final check, every Lean run cut to what "
+        f"is left (default: {_SEARCH.time_limit:g})",
     )
     parser.add_argument(
         "--tactic-timeout",

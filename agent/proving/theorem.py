@@ -35,6 +35,7 @@ from lean_env.errors import BackendError, LeanAgentError
 from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice, open_backend
 from lean_env.interactive.interface import ProofBackend
 from lean_env.interactive.repl.pool import Recycling
+from lean_env.lean import budget
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
@@ -175,6 +176,9 @@ def prove_theorem(
     ``generator`` (which retrieves its own premises) within ``config``'s search budgets, and
     have ``runner``'s Lean check the file with it. The generator sees every tactic's outcome.
 
+    The search's time limit bounds the whole attempt: opening the theorem, the search and
+    the final check, each Lean call cut to what is left of it (:mod:`lean_env.lean.budget`).
+
     The final check runs inside the search, on each path the proof environment says
     finishes: a proof the check rejects (Lean reports an error, or the theorem is not
     declared after it: the 2021 Lean drops some theorems without a word) does not end the
@@ -195,12 +199,18 @@ def prove_theorem(
         return not rejected or len(checks) >= REJECTIONS
 
     try:
-        with backend.open(repo_dir, theorem) as session:
+        with budget.time_budget(config.search.time_limit), backend.open(repo_dir, theorem) as session:
             opening = time.monotonic() - started
             recorded = RecordingSession(session, generator)
-            result = best_first_search(recorded, generator, config.search, accept=accept)
+            # The search has what opening left of the attempt's time.
+            searching = dataclasses.replace(config.search, time_limit=max(0.0, budget.remaining()))
+            result = best_first_search(recorded, generator, searching, accept=accept)
     except BackendError as error:
-        failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
+        if time.monotonic() - started >= config.search.time_limit:
+            # A Lean call the budget cut short, reported by the backend as its fault.
+            failed = ProofAttempt(AttemptOutcome.TIMEOUT, None, None, None, f"out of time ({backend.name}: {error})")
+        else:
+            failed = ProofAttempt(AttemptOutcome.ERROR, None, None, None, f"{backend.name}: {error}")
         if recorded is None:  # it could not be opened
             spent = time.monotonic() - started
             return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)

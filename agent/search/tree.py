@@ -80,7 +80,7 @@ class SearchStatus(enum.StrEnum):
 class SearchConfig:
     num_candidates: int = CANDIDATES_PER_EXPANSION  # tactics asked of the generator per expansion
     max_expansions: int = 100
-    time_limit: float = 600.0  # seconds of wall time for the whole search
+    time_limit: float = 600.0  # seconds of wall time for the search (for the whole attempt, when proving)
     max_depth: int = 50  # the longest proof searched, in tactics
 
 

@@ -45,6 +45,7 @@ from lean_env.interactive.interface import (
     TacticTimeout,
 )
 from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
+from lean_env.lean import budget
 from lean_env.records import Theorem
 from lean_env.trace.dojo import configure_dojo_env
 
@@ -170,6 +171,12 @@ class DojoSession(GuardedSession[DojoHandle]):
 
     def _run(self, dojo_state: Any, path: tuple[str, ...], tactic: str) -> TacticResult:
         errors = self._lean_dojo
+        seconds = budget.clamp(self._timeout)
+        if seconds <= 0:
+            return TacticTimeout(self._timeout)
+        # pexpect reads each answer within its spawn's `timeout`, which LeanDojo sets once for
+        # the Dojo: what is left of the attempt's budget cuts it for this interaction.
+        self._dojo.proc.timeout = seconds
         try:
             result = self._dojo.run_tac(dojo_state, tactic)
         except errors.DojoTacticTimeoutError:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from lean_env.errors import BackendError
+from lean_env.lean import budget
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
 from lean_env.lean.toolchain import require_tool
 
@@ -172,6 +173,9 @@ class LeanRunner:
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"a Lean run needs a finite positive timeout, got {timeout!r}")
         command = (*self.command, str(file))
+        timeout = budget.clamp(timeout)
+        if timeout <= 0:
+            return spent_run(command)
         log.debug("running %s in %s (timeout %.1fs)", " ".join(command), self.project_dir, timeout)
         started = time.monotonic()
         try:
@@ -215,6 +219,12 @@ class LeanRunner:
 
     def close(self) -> None:
         """Nothing to release: every run's process has ended with it."""
+
+
+def spent_run(command: tuple[str, ...]) -> LeanRun:
+    """The timed-out answer to a run that did not start: the attempt's budget was spent."""
+    log.debug("not running %s: the attempt's time is spent", " ".join(command))
+    return LeanRun(command, None, ParsedOutput(()), "", "", 0.0, timed_out=True)
 
 
 def kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:

@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from lean_env.closing import ClosesOnExit
+from lean_env.lean import budget
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, Severity
-from lean_env.lean.runner import FinishedRun, LeanRun, LeanRunError, LeanRunner, PendingRun, tail
+from lean_env.lean.runner import FinishedRun, LeanRun, LeanRunError, LeanRunner, PendingRun, spent_run, tail
 from lean_env.records import Position
 
 log = logging.getLogger(__name__)
@@ -370,14 +371,25 @@ class ServerRunner(ClosesOnExit):
         slot = self._free_slot()  # waiting for a check may find its server failed
         if self._failed:
             return FinishedRun(self.runner.run(file, timeout=timeout))
+        timeout = budget.clamp(timeout)
+        if timeout <= 0:
+            return FinishedRun(spent_run(self.command))
         path = file.resolve()
         text = path.read_text(encoding="utf-8")
         started = time.monotonic()
         try:
             server = self._servers[slot]
             if server is None or not server.alive:
-                server = self._servers[slot] = LeanServer.start(self.command, self.runner.project_dir)
+                server = LeanServer.start(self.command, self.runner.project_dir, timeout=budget.clamp(START_TIMEOUT))
+                self._servers[slot] = server
             sent = server.send(path, text, timeout=timeout)
+        except TimeoutError:
+            # Only a start can time out here, and only by the attempt's budget (a server that
+            # does not start within its own START_TIMEOUT is a fault, below): no failed server.
+            if not budget.spent():
+                self._fail(LeanRunError(f"{' '.join(self.command)} did not start within {START_TIMEOUT:g} s"))
+                return FinishedRun(self.runner.run(file, timeout=timeout))
+            return FinishedRun(spent_run(self.command))
         except LeanRunError as error:
             self._fail(error)
             return FinishedRun(self.runner.run(file, timeout=timeout))

@@ -16,6 +16,7 @@ The script (a JSON file named by ``FAKE_LEAN_SCRIPT``)::
       "theorems": {
         "Ns.name": {
           "goals": "⊢ p",         # what an empty tactic block (or `skip`) leaves open
+          "opening": {"hang": true},  # or an empty block's own outcome (default: the goals)
           "steps": {              # tactic prefix (one tactic per line) -> outcome
             "intro h": {"goals": "h : p\\n⊢ p"},
             "intro h\\nexact h": {"done": true},
@@ -223,7 +224,7 @@ def outcome_for(entry: dict, proof: str, proof_offset: int, unknown: frozenset[s
     key = prefix_key([t for _, t in tactics])
     last = tactics[-1][0] if tactics else by_offset
     if key == "":
-        return {"goals": entry["goals"]}, by_offset, last
+        return entry.get("opening", {"goals": entry["goals"]}), by_offset, last
     steps = {prefix_key(k.split("\n")): v for k, v in entry.get("steps", {}).items()}
     return steps.get(key, {"error": UNSCRIPTED}), by_offset, last
 

@@ -245,14 +245,18 @@ class ReplSession(GuardedSession[ReplStateHandle]):
     def _resolve(self, state: TacticState, path: tuple[str, ...]) -> int | ReplTimedOut | ReplCrashed:
         """The proofState id of ``path`` on the current process, replaying what is missing.
 
-        A replayed tactic that times out or crashes the process is returned as that outcome
-        (the step did not run: we do not know its result); Lean answering differently from
-        before raises :class:`ReplStateLostError`.
+        A replayed tactic (or re-opening the theorem) that times out, or a replayed tactic
+        that crashes the process, is returned as that outcome (the step did not run: we do not
+        know its result); Lean answering differently from before raises
+        :class:`ReplStateLostError`.
         """
         slot = self._backend.pool.get(self._key)
         if slot.incarnation != self._incarnation:
             logger.info("REPL for %s was restarted; re-opening the theorem", self.theorem.full_name)
-            goal = self._start()
+            try:
+                goal = self._start()
+            except ReplTimeoutError as error:  # re-opening is the replay's first step
+                return ReplTimedOut(seconds=error.seconds, incarnation=slot.incarnation)
             if goal != self.initial_state:
                 raise ReplStateLostError(
                     f"re-opening {self.theorem.full_name} on a new REPL gave a different goal:\n"

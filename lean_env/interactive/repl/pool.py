@@ -20,7 +20,7 @@ fresh one when a caller next asks which process it is talking to
 Requests return outcomes, not exceptions, for what a tactic can cause::
 
     ReplReply      the REPL answered (its answer may itself be an error response)
-    ReplTimedOut   no answer in time; the process tree was killed
+    ReplTimedOut   no answer in time; the process tree was killed (or not asked: time spent)
     ReplCrashed    the process died; exit code, stderr tail and the request are kept
 
 Crashes are also appended to :attr:`ReplPool.incidents`, so the attempt that hit one is
@@ -42,6 +42,7 @@ from lean_env.closing import ClosesOnExit
 from lean_env.interactive.repl.errors import ReplCrashError, ReplOpenError, ReplTimeoutError
 from lean_env.interactive.repl.process import DEFAULT_MEMORY_LIMIT_MB, ReplCommand, ReplProcess
 from lean_env.interactive.repl.protocol import CommandRequest, CommandResponse, Request, Response
+from lean_env.lean import budget
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,8 @@ class ReplReply:
 
 @dataclass(frozen=True, slots=True)
 class ReplTimedOut:
-    """The REPL did not answer in ``seconds``; its process tree was killed."""
+    """The REPL did not answer in ``seconds``; its process tree was killed (or, with 0
+    seconds, it was not asked: the attempt's time budget was spent, lean_env.lean.budget)."""
 
     seconds: float
     incarnation: int
@@ -223,6 +225,9 @@ class PooledRepl:
             self._ensure_running()
             assert self._process is not None
             incarnation = self._incarnation
+            timeout = budget.clamp(timeout)
+            if timeout <= 0:
+                return ReplTimedOut(seconds=0.0, incarnation=incarnation)
             self._pool.stats.requests += 1
             self._uses += 1
             try:
