@@ -9,6 +9,7 @@ The models hold data only; every session and commit lives in :mod:`curriculum.st
      or path)      │                  ├─ theorems ── tactic_steps ── tactic_premises ─► premises
                    │                  └─ parse_problems
     runs ── proof_attempts ─► theorems
+              └─ attempt_goals ── tried_tactics (every tactic a search ran, and what it did)
     leanagent_schema (one row: the schema version and the database's identity)
 
 A repository is keyed by its location (URL, or absolute path of a local project); a version
@@ -22,7 +23,8 @@ Timestamps are timezone-aware UTC on every backend (SQLite stores them naive; th
 
 The database records the version of this schema it was made with (:class:`SchemaRow`);
 :meth:`curriculum.store.Store.open` opens only a database of :data:`SCHEMA_VERSION`, or an
-empty one, which it makes, or one of version 1, which it gives its identity.
+empty one, which it makes, or an older one, which it upgrades in place: version 1 gets its
+identity, versions 1 and 2 the tables of tried tactics.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lean_env.records import AttemptOutcome, DeclKind, IngestBackend, RunStatus, TheoremStatus
+from lean_env.records import AttemptOutcome, DeclKind, IngestBackend, RunStatus, TacticOutcome, TheoremStatus
 
 
 def utcnow() -> datetime:
@@ -94,6 +96,7 @@ class Base(DeclarativeBase):
         TheoremStatus: _str_enum(TheoremStatus),
         DeclKind: _str_enum(DeclKind),
         AttemptOutcome: _str_enum(AttemptOutcome),
+        TacticOutcome: _str_enum(TacticOutcome),
         RunStatus: _str_enum(RunStatus),
     }
 
@@ -101,9 +104,13 @@ class Base(DeclarativeBase):
 # The version of the tables below: bump it with any change to them. A database made at
 # another version (or by an older leanagent, before versions were recorded) is refused,
 # not read with columns it lacks or written with rows it cannot hold.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Version 1 had no identity; curriculum.store upgrades such a database in place.
 IDENTITY_SINCE = 2
+# Versions before 3 kept no tried tactics; curriculum.store adds their tables in place.
+TRIED_SINCE = 3
+# The tables a version before TRIED_SINCE lacks.
+TRIED_TABLES = ("attempt_goals", "tried_tactics")
 
 
 def new_identity() -> str:
@@ -307,3 +314,32 @@ class AttemptRow(Base):
     # The proof environment used (``dojo``, ``repl``, ...).
     backend: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AttemptGoalRow(Base):
+    """A goal an attempt's search ran tactics on: each goal once per attempt (an expansion
+    runs many tactics on one goal)."""
+
+    __tablename__ = "attempt_goals"
+    __table_args__ = (UniqueConstraint("attempt_id", "idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("proof_attempts.id", ondelete="CASCADE"))
+    idx: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+
+
+class TriedTacticRow(Base):
+    """One tactic an attempt's search ran, and what it did (lean_env.records.TriedTactic)."""
+
+    __tablename__ = "tried_tactics"
+    __table_args__ = (UniqueConstraint("attempt_id", "idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("proof_attempts.id", ondelete="CASCADE"))
+    idx: Mapped[int]  # the order the search ran them in
+    goal_id: Mapped[int] = mapped_column(ForeignKey("attempt_goals.id", ondelete="CASCADE"))
+    tactic: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[TacticOutcome]
+    goals_after: Mapped[int | None]
+    on_proof: Mapped[bool]

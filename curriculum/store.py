@@ -66,6 +66,9 @@ from curriculum import bulk, found_proofs
 from curriculum.db import (
     IDENTITY_SINCE,
     SCHEMA_VERSION,
+    TRIED_SINCE,
+    TRIED_TABLES,
+    AttemptGoalRow,
     AttemptOutcome,
     AttemptRow,
     Base,
@@ -77,6 +80,7 @@ from curriculum.db import (
     SchemaRow,
     TacticRow,
     TheoremRow,
+    TriedTacticRow,
     VersionRow,
     new_identity,
     utcnow,
@@ -94,7 +98,7 @@ from curriculum.results import (
 )
 from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, LeanAgentError, UserInputError, first_line
-from lean_env.records import RepoTrace, TheoremStatus, TracedTactic
+from lean_env.records import RepoTrace, TheoremStatus, TracedTactic, TriedTactic
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +143,11 @@ class Store(ClosesOnExit):
     def open(cls, url: str) -> Store:
         """Connect to ``url`` (any SQLAlchemy URL). An empty database gets the tables, the
         schema version (:data:`~curriculum.db.SCHEMA_VERSION`) and its identity, in one
-        transaction; one of this schema version opens as it is; one of version 1 (the same
-        tables, no identity) is given its identity, in one transaction; any other (tables
-        but no version: an older leanagent's or another program's; another version) is
-        refused with a :class:`DatabaseUnavailableError` before anything is written to it."""
+        transaction; one of this schema version opens as it is; an older one is upgraded in
+        one transaction (:func:`_upgrade`: version 1 gets its identity, versions 1 and 2 the
+        tables of tried tactics); any other (tables but no version: an older leanagent's or
+        another program's; a newer version) is refused with a
+        :class:`DatabaseUnavailableError` before anything is written to it."""
         try:
             engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
@@ -161,8 +166,8 @@ class Store(ClosesOnExit):
                 event.listen(engine, "connect", _sqlite_pragmas)
             if version is None:
                 _make_schema(engine, shown)
-            elif version < IDENTITY_SINCE:
-                _give_identity(engine, shown)
+            elif version < SCHEMA_VERSION:
+                _upgrade(engine, shown)
             with engine.connect() as conn:
                 # The schema row exists by now (found, made or upgraded above) and has its identity.
                 identity = cast(str, conn.scalar(select(SchemaRow.identity)))
@@ -184,7 +189,8 @@ class Store(ClosesOnExit):
         open it read-only in place, it reads it as immutable (a snapshot: nobody can be
         writing where nobody may write). Anything else (a server, a file yet to be made)
         opens as :meth:`open` does. Nothing is upgraded: a database of schema version 1
-        opened so has no identity yet (``""``)."""
+        opened so has no identity yet (``""``), and one before version 3 no tried tactics
+        (:meth:`tried_tactics` reads none there)."""
         database = sqlite_file(url)
         if database is None or not database.is_file():
             return cls.open(url)
@@ -487,8 +493,10 @@ class Store(ClosesOnExit):
         backend: str,
         proof: str | None = None,
         steps: Sequence[TracedTactic] = (),
+        tried: Sequence[TriedTactic] = (),
     ) -> AttemptRecord:
         """Record one proof search; idempotent per (run, theorem): a repeat returns the first.
+        ``tried``: every tactic the search ran, with what it did (:meth:`tried_tactics`).
 
         A PROVED outcome also marks a `sorry` theorem PROVED_BY_US, in the same
         transaction, and ``steps`` (the proof's tactics, with their goals and premises)
@@ -526,6 +534,7 @@ class Store(ClosesOnExit):
             if outcome is AttemptOutcome.PROVED and theorem.status is TheoremStatus.SORRY:
                 found_proofs.store_found_proof(session.connection(), theorem_id, theorem.version_id, steps)
             session.flush()
+            _add_tried(session, row.id, tried)
             return _attempt_record(row)
 
     def found_proofs(self, location: str, *, unconfirmed: bool = False) -> list[FoundProof]:
@@ -575,6 +584,26 @@ class Store(ClosesOnExit):
                 query = query.where(AttemptRow.run_id == run_id)
             return [_attempt_record(r) for r in session.scalars(query)]
 
+    def tried_tactics(self, *, leave_out: Collection[int] = ()) -> list[tuple[int, TriedTactic]]:
+        """Every recorded tactic of every attempt, with the id of the theorem the attempt was
+        at, in the order recorded; none of the theorems ``leave_out`` (ids). A database of a
+        schema before tried tactics were kept, opened to read only, has none."""
+        with self._guard("reading the tried tactics"), Session(self._engine) as session:
+            if TriedTacticRow.__tablename__ not in inspect(session.connection()).get_table_names():
+                return []
+            query = (
+                select(AttemptRow.theorem_id, AttemptGoalRow.text, TriedTacticRow)
+                .join(AttemptRow, AttemptRow.id == TriedTacticRow.attempt_id)
+                .join(AttemptGoalRow, AttemptGoalRow.id == TriedTacticRow.goal_id)
+                .order_by(TriedTacticRow.attempt_id, TriedTacticRow.idx)
+            )
+            if leave_out:
+                query = query.where(AttemptRow.theorem_id.not_in(list(leave_out)))
+            return [
+                (theorem_id, TriedTactic(goal, row.tactic, row.outcome, row.goals_after, row.on_proof))
+                for theorem_id, goal, row in session.execute(query)
+            ]
+
     # ---- helpers ---------------------------------------------------------------------
 
     @contextmanager
@@ -609,9 +638,35 @@ class Store(ClosesOnExit):
         )
 
 
+def _add_tried(session: Session, attempt_id: int, tried: Sequence[TriedTactic]) -> None:
+    """Store an attempt's tried tactics, each goal once."""
+    if not tried:
+        return
+    goals = list(dict.fromkeys(t.goal for t in tried))
+    rows = [AttemptGoalRow(attempt_id=attempt_id, idx=i, text=goal) for i, goal in enumerate(goals)]
+    session.add_all(rows)
+    session.flush()
+    goal_ids = {row.text: row.id for row in rows}
+    session.execute(
+        insert(TriedTacticRow),
+        [
+            {
+                "attempt_id": attempt_id,
+                "idx": i,
+                "goal_id": goal_ids[t.goal],
+                "tactic": t.tactic,
+                "outcome": t.outcome,
+                "goals_after": t.goals_after,
+                "on_proof": t.on_proof,
+            }
+            for i, t in enumerate(tried)
+        ],
+    )
+
+
 def _schema_version(conn: Connection, url: str) -> int | None:
-    """None for an empty database (no tables), else its schema version: this one, or 1
-    (upgraded by :func:`_give_identity`); any other is refused (DatabaseUnavailableError).
+    """None for an empty database (no tables), else its schema version: this one, or an
+    older one (upgraded by :func:`_upgrade`); any other is refused (DatabaseUnavailableError).
     Reads only."""
     tables = set(inspect(conn).get_table_names())
     if not tables:
@@ -622,7 +677,7 @@ def _schema_version(conn: Connection, url: str) -> int | None:
             "version: an older leanagent's or another program's); use another database or data directory"
         )
     versions = list(conn.scalars(select(SchemaRow.version)))
-    if versions not in ([SCHEMA_VERSION], [1]):
+    if versions not in ([SCHEMA_VERSION], *([v] for v in range(1, SCHEMA_VERSION))):
         by = "a newer" if versions and max(versions) > SCHEMA_VERSION else "another"
         found = ", ".join(map(str, versions)) or "none"
         raise DatabaseUnavailableError(
@@ -639,6 +694,8 @@ def _check_columns(inspector: Inspector, tables: set[str], url: str, version: in
     changed by hand (a table dropped, a column renamed) is refused before it is used, not
     half-way through a run."""
     for table in Base.metadata.sorted_tables:
+        if version < TRIED_SINCE and table.name in TRIED_TABLES:
+            continue  # what the upgrade adds
         if table.name not in tables:
             raise DatabaseUnavailableError(
                 f"the database {url} has schema version {version} but no table {table.name!r}; "
@@ -679,13 +736,14 @@ def _make_schema(engine: Engine, url: str) -> None:
                 raise
 
 
-def _give_identity(engine: Engine, url: str) -> None:
-    """Upgrade a database of schema version 1 to this one, in one transaction: the schema
-    row gets its identity column, a new identity, and this version. Another process may be
-    upgrading it at once: the transaction first takes the write lock (SQLite) or the schema
-    table's exclusive lock (PostgreSQL: else each reader's share lock would deadlock the
-    others' ALTER TABLE), so the second one waits and then finds it upgraded; elsewhere it
-    fails on the column the first added and looks again."""
+def _upgrade(engine: Engine, url: str) -> None:
+    """Upgrade a database of an older schema version to this one, in one transaction: one of
+    version 1 gets the schema row's identity column and a new identity, one before
+    :data:`~curriculum.db.TRIED_SINCE` the tables of tried tactics, and the version is
+    this one's. Another process may be upgrading it at once: the transaction first takes the
+    write lock (SQLite) or the schema table's exclusive lock (PostgreSQL: else each reader's
+    share lock would deadlock the others' ALTER TABLE), so the second one waits and then
+    finds it upgraded; elsewhere it fails on what the first added and looks again."""
     for attempt in (1, 2):
         try:
             with engine.connect() as conn:
@@ -693,13 +751,19 @@ def _give_identity(engine: Engine, url: str) -> None:
                     conn.exec_driver_sql("BEGIN IMMEDIATE")
                 elif engine.dialect.name == "postgresql":
                     conn.exec_driver_sql(f"LOCK TABLE {SchemaRow.__tablename__} IN ACCESS EXCLUSIVE MODE")
-                if _schema_version(conn, url) == 1:
-                    conn.exec_driver_sql(
-                        f"ALTER TABLE {SchemaRow.__tablename__} ADD COLUMN {SchemaRow.identity.key} VARCHAR(32)"
-                    )
-                    conn.execute(update(SchemaRow).values(version=SCHEMA_VERSION, identity=new_identity()))
+                version = _schema_version(conn, url)
+                if version is not None and version < SCHEMA_VERSION:
+                    values: dict[str, object] = {"version": SCHEMA_VERSION}
+                    if version < IDENTITY_SINCE:
+                        conn.exec_driver_sql(
+                            f"ALTER TABLE {SchemaRow.__tablename__} ADD COLUMN {SchemaRow.identity.key} VARCHAR(32)"
+                        )
+                        values["identity"] = new_identity()
+                    if version < TRIED_SINCE:
+                        Base.metadata.create_all(conn, tables=[Base.metadata.tables[name] for name in TRIED_TABLES])
+                    conn.execute(update(SchemaRow).values(**values))
+                    log.info("upgraded the database %s from schema version %d to %d", url, version, SCHEMA_VERSION)
                 conn.commit()
-            log.info("gave the database %s its identity (schema version 1 -> %d)", url, SCHEMA_VERSION)
             return
         except ProgrammingError:
             if attempt == 2:

@@ -208,6 +208,26 @@ class RunStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"
 
 
+class TacticOutcome(enum.StrEnum):
+    """What one tactic did where the search ran it (the proof environment's answer)."""
+
+    PROOF = "proof"  # it closed the last goal
+    STATE = "state"  # it left goals: a new state
+    ERROR = "error"  # Lean refused it
+    TIMEOUT = "timeout"  # it ran past its time: unknown
+
+
+@dataclass(frozen=True, slots=True)
+class TriedTactic:
+    """One tactic a proof search ran, and what it did: what a ranking of tactics learns from."""
+
+    goal: str  # the goals it ran on, as the proof environment printed them
+    tactic: str
+    outcome: TacticOutcome
+    goals_after: int | None  # goals open after it: 0 for a proof, None after an error or a timeout
+    on_proof: bool = False  # a step of the proof the attempt found and Lean's final check accepted
+
+
 @dataclass(frozen=True, slots=True)
 class TracedTactic:
     """One tactic step of a proof: top-level steps for source extraction, every traced

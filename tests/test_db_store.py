@@ -25,7 +25,7 @@ from curriculum import bulk
 from curriculum import store as store_module
 from curriculum.db import SCHEMA_VERSION, Base, PremiseRow, SchemaRow, TacticPremiseRow
 from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
-from lean_env.records import AttemptOutcome, RunStatus, TheoremStatus, TracedTactic
+from lean_env.records import AttemptOutcome, RunStatus, TacticOutcome, TheoremStatus, TracedTactic, TriedTactic
 
 
 @pytest.fixture
@@ -275,6 +275,27 @@ def test_runs_and_attempts(store: Store) -> None:
     assert store.runs()[0].config == {"seed": 1, "repos": ["a"]}
 
 
+def test_the_tactics_an_attempt_tried_are_kept_and_read_back_but_those_left_out(store: Store) -> None:
+    store.add_trace(rich_trace())
+    [hole] = store.theorems(status=TheoremStatus.SORRY)
+    [proven, *_] = store.theorems(status=TheoremStatus.PROVEN)
+    run = store.start_run({"seed": 1})
+    tried = (
+        TriedTactic("⊢ p → p", "intro h", TacticOutcome.STATE, 1, on_proof=True),
+        TriedTactic("⊢ p → p", "simp", TacticOutcome.ERROR, None),
+        TriedTactic("h : p\n⊢ p", "decide", TacticOutcome.TIMEOUT, None),
+        TriedTactic("h : p\n⊢ p", "exact h", TacticOutcome.PROOF, 0, on_proof=True),
+    )
+    other = (TriedTactic("⊢ q", "rfl", TacticOutcome.ERROR, None),)
+    for target, tactics, outcome in ((hole, tried, AttemptOutcome.PROVED), (proven, other, AttemptOutcome.FAILED)):
+        store.record_attempt(
+            run_id=run.id, theorem_id=target.id, outcome=outcome, seconds=1.0, nodes=2, backend="server",
+            proof="by\n  intro h\n  exact h" if outcome is AttemptOutcome.PROVED else None, tried=tactics,
+        )  # fmt: skip
+    assert store.tried_tactics() == [*((hole.id, t) for t in tried), (proven.id, other[0])]
+    assert store.tried_tactics(leave_out={hole.id}) == [(proven.id, other[0])]
+
+
 def test_a_proof_found_becomes_the_theorems_steps(store: Store) -> None:
     """The found proof's steps (goals, premises) replace the sorry's, for the suggester and
     the retriever; its proof text stays the source's, what write-back replaces."""
@@ -471,6 +492,23 @@ def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: s
         assert store.identity == upgraded
 
 
+def test_a_database_of_schema_version_2_gets_the_tables_of_tried_tactics_and_keeps_the_rest(
+    db_url: str,  # noqa: F811
+) -> None:
+    with Store.open(db_url) as store:
+        store.add_trace(rich_trace())
+        identity = store.identity
+    _execute(db_url, "DROP TABLE tried_tactics", "DROP TABLE attempt_goals", "UPDATE leanagent_schema SET version = 2")
+    with Store.open(db_url) as store:
+        assert store.identity == identity and store.stats().repositories == 1
+        assert store.tried_tactics() == []
+    assert _tables(db_url) == sorted(Base.metadata.tables)
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        assert conn.execute(select(SchemaRow.version)).all() == [(SCHEMA_VERSION,)]
+    engine.dispose()
+
+
 @pytest.mark.parametrize(
     ("statements", "message"),
     [
@@ -486,7 +524,7 @@ def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: s
         ),
         pytest.param(
             ["CREATE TABLE leanagent_schema (id INTEGER PRIMARY KEY, version INTEGER)"],
-            "(schema version none; this one uses version 2)",
+            f"(schema version none; this one uses version {SCHEMA_VERSION})",
             id="version-table-without-its-row",
         ),
     ],
@@ -509,7 +547,7 @@ def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  
     _execute(db_url, "UPDATE leanagent_schema SET version = 999")
     with pytest.raises(
         DatabaseUnavailableError,
-        match=re.escape("made by a newer leanagent (schema version 999; this one uses version 2)"),
+        match=re.escape(f"made by a newer leanagent (schema version 999; this one uses version {SCHEMA_VERSION})"),
     ):
         Store.open(db_url)
 

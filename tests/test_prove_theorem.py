@@ -18,7 +18,7 @@ from lean_env.interactive.interface import TacticResult, TacticState
 from lean_env.lean import budget
 from lean_env.lean.mock import MockLean
 from lean_env.lean.runner import LeanRunner
-from lean_env.records import AttemptOutcome
+from lean_env.records import AttemptOutcome, TacticOutcome
 
 GOALS = {"start": "p : Prop\n⊢ p → p", "intro": "p : Prop\nh : p\n⊢ p"}
 # Proofs the file check takes, which sees the file only up to the theorem, and the final check
@@ -115,6 +115,17 @@ def test_the_final_checks_lean_is_injected(tmp_path: Path, monkeypatch) -> None:
     assert attempt.check is not None and attempt.check.axioms == ()
     assert [(BREAK_LATER[0] in t, "exact h\n" in t) for t in mock.texts] == [(True, False), (False, True)]
     assert all(t.rstrip().endswith("#print axioms Demo.imp_self'") for t in mock.texts)
+
+
+def test_every_tactic_tried_is_kept_with_what_it_did_and_the_accepted_proof_marked(tmp_path: Path, monkeypatch) -> None:
+    attempt = _prove(tmp_path, monkeypatch, ["exact x", BREAK_LATER[0], "exact h"], MockLean(_later_breaks))
+    assert attempt.outcome is AttemptOutcome.PROVED
+    assert [(t.goal, t.tactic, t.outcome, t.goals_after, t.on_proof) for t in attempt.tried] == [
+        (GOALS["start"], "intro h", TacticOutcome.STATE, 1, True),
+        (GOALS["intro"], "exact x", TacticOutcome.ERROR, None, False),
+        (GOALS["intro"], BREAK_LATER[0], TacticOutcome.PROOF, 0, False),  # the final check rejected it
+        (GOALS["intro"], "exact h", TacticOutcome.PROOF, 0, True),
+    ]
 
 
 # --- the time limit bounds the whole attempt -------------------------------------------------

@@ -118,6 +118,7 @@ def prove_targets(
             backend=finished.backend,
             proof=attempt.proof if attempt.outcome in _CHECKED else None,
             steps=attempt.steps if attempt.outcome is AttemptOutcome.PROVED else (),
+            tried=attempt.tried,
         )
         reports[finished.job.key] = AttemptReport.of(stored[finished.job.key], attempt)
     return [reports[job.key] for job in jobs if job.key in reports]

@@ -41,7 +41,7 @@ from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
-from lean_env.records import AttemptOutcome, Theorem, TracedTactic
+from lean_env.records import AttemptOutcome, Theorem, TracedTactic, TriedTactic
 from retrieval.formats import (
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
@@ -155,6 +155,8 @@ class ProofAttempt:
     lean_seconds: float = 0.0
     # Wall seconds to open the theorem in the proof environment (or to fail to).
     opening_seconds: float = 0.0
+    # Every tactic the search ran, with what it did (the accepted proof's steps marked).
+    tried: tuple[TriedTactic, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -214,7 +216,9 @@ def prove_theorem(
         if recorded is None:  # it could not be opened
             spent = time.monotonic() - started
             return dataclasses.replace(failed, opening_seconds=spent, lean_seconds=spent)
-        return dataclasses.replace(failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds)
+        return dataclasses.replace(
+            failed, opening_seconds=opening, lean_seconds=opening + recorded.lean_seconds, tried=recorded.tried()
+        )
     except _CheckFailed as failure:
         assert recorded is not None
         detail = f"the final check could not run: {failure.error}"
@@ -227,6 +231,7 @@ def prove_theorem(
             recorded.steps(failure.path),
             lean_seconds=opening + recorded.lean_seconds + sum(c.seconds for _, c in checks),
             opening_seconds=opening,
+            tried=recorded.tried(),
         )
     lean_seconds = opening + recorded.lean_seconds + sum(check.seconds for _, check in checks)
     if result.status is not SearchStatus.PROVED:
@@ -236,7 +241,16 @@ def prove_theorem(
             reasons = "; ".join(checks[-1][1].reasons) or checks[-1][1].verdict
             detail += f"; the final check rejected {len(checks)} proof(s) it found, the last: {reasons}"
         proof = checks[-1][0] if checks else None
-        return ProofAttempt(outcome, proof, result, None, detail, lean_seconds=lean_seconds, opening_seconds=opening)
+        return ProofAttempt(
+            outcome,
+            proof,
+            result,
+            None,
+            detail,
+            lean_seconds=lean_seconds,
+            opening_seconds=opening,
+            tried=recorded.tried(),
+        )
     assert result.proof is not None
     proof, check = checks[-1]
     outcome, detail = _judge_check(theorem, result.proof, check)
@@ -251,6 +265,7 @@ def prove_theorem(
         recorded.steps(result.proof),
         lean_seconds=lean_seconds,
         opening_seconds=opening,
+        tried=recorded.tried(result.proof if outcome is AttemptOutcome.PROVED else ()),
     )
 
 

@@ -17,8 +17,15 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from agent.search.tree import TacticGenerator
-from lean_env.interactive.interface import ProofSession, TacticResult, TacticState, tactic_outcomes
-from lean_env.records import Theorem, TracedTactic
+from lean_env.interactive.interface import (
+    ProofFinished,
+    ProofSession,
+    TacticResult,
+    TacticState,
+    TacticTimeout,
+    tactic_outcomes,
+)
+from lean_env.records import TacticOutcome, Theorem, TracedTactic, TriedTactic
 
 
 class Episode(TacticGenerator, Protocol):
@@ -81,6 +88,20 @@ class RecordingSession:
             state = next_state
         return tuple(out)
 
+    def tried(self, proof: Sequence[str] = ()) -> tuple[TriedTactic, ...]:
+        """Every tactic this session ran, once per state, in the order run, with what it did;
+        the steps of ``proof`` (a path from the initial state) marked as on it."""
+        on_proof = set()
+        state: TacticResult = self.initial_state
+        for tactic in proof:
+            assert isinstance(state, TacticState), f"{tactic!r} follows the step that closed the proof"
+            on_proof.add((state, tactic))
+            state = self._outcomes[(state, tactic)]
+        return tuple(
+            TriedTactic(state.pp, tactic, *_outcome_of(outcome), on_proof=(state, tactic) in on_proof)
+            for (state, tactic), outcome in self._outcomes.items()
+        )
+
     def close(self) -> None:
         self._session.close()
 
@@ -91,3 +112,14 @@ class RecordingSession:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _outcome_of(result: TacticResult) -> tuple[TacticOutcome, int | None]:
+    """A tactic's answer as recorded: its kind, and the goals it left (None: not known)."""
+    if isinstance(result, TacticState):
+        return TacticOutcome.STATE, result.num_goals
+    if isinstance(result, ProofFinished):
+        return TacticOutcome.PROOF, 0
+    if isinstance(result, TacticTimeout):
+        return TacticOutcome.TIMEOUT, None
+    return TacticOutcome.ERROR, None
