@@ -261,3 +261,25 @@ def test_without_lean_it_says_what_it_needs(data: Path, capsys, monkeypatch: pyt
     monkeypatch.setenv("PATH", str(only_git))
     code, payload = _evaluate(capsys, data)
     assert code == 2 and "No Lean toolchain found" in payload["error"]
+
+
+def test_the_ranking_learns_from_earlier_attempts_never_from_the_evaluated_theorems(
+    data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the searches tried is recorded; an evaluation's ranking learns from the attempts
+    at every other theorem, none at those it evaluates (their own earlier attempts included)."""
+    from agent.generators.ranking import TacticRanking
+
+    learned: list[list] = []
+    monkeypatch.setattr(TacticRanking, "train", staticmethod(lambda tried, seed=0: learned.append(list(tried))))
+    assert _evaluate(capsys, data)[0] == 0
+    assert learned == [[]]  # nothing tried before the first evaluation
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        goals = {tried.goal for _, tried in store.tried_tactics()}
+    assert {"n : Nat\n⊢ n = n", "⊢ 2 = 1 + 1"} <= goals
+    code, _ = _evaluate(capsys, data, "--theorems", _theorems_file(data.parent, "Ev/Basic.lean:secret"))
+    assert code == 0
+    seen = {tried.goal for tried in learned[1]}
+    assert "⊢ 2 = 1 + 1" in seen and "n : Nat\n⊢ n = n" not in seen
+    assert _evaluate(capsys, data, "--no-ranking", "--theorems", _theorems_file(data.parent, "Ev.two"))[0] == 0
+    assert len(learned) == 2

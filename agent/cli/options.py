@@ -476,6 +476,12 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         "(default: 1)",
     )
     parser.add_argument(
+        "--no-ranking",
+        action="store_true",
+        help="do not reweight the candidates by the ranking learned from the tactics earlier attempts tried "
+        "(default: learned from every recorded attempt, once there are enough)",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=1,
@@ -512,4 +518,5 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         build_timeout=None if args.no_build else args.build_timeout,
         workers=args.workers,
         index=index_options(args),
+        ranking=not args.no_ranking,
     )

@@ -305,7 +305,7 @@ def evaluate(
     with premises from ``retriever`` when given; resumes an unfinished evaluation of the same
     options. ``runner_for`` finds Lean for a checkout (the original proofs' audit)."""
     from agent.generators.suggester import StepMemory
-    from agent.proving.scale import ProofRunner, ProverRecipe
+    from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
     from curriculum.ordering import curriculum_of
     from curriculum.runs import tracked_run
     from retrieval.model_files import model_key
@@ -331,8 +331,10 @@ def evaluate(
         retriever=retriever,
         retriever_len=retriever_len,
         corpus=traces,
-        # The suggester never sees an evaluated proof, the one being proved or any other.
+        # The suggester never sees an evaluated proof, the one being proved or any other, nor
+        # the ranking what earlier attempts at an evaluated theorem tried.
         memory=StepMemory.from_traces(traces, leave_out={t.key for t in targets}),
+        ranking=learned_ranking(store, config, leave_out={t.id for t in targets}),
         runner_for=runner_for,
     )
     runner = ProofRunner.start(recipe)

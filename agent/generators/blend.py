@@ -4,7 +4,9 @@ both merged, conditioned on premises it retrieves itself for each goal, as RePro
 
 Mixed, ``share`` of the probability goes to the suggester:
 p(t) = share * p_suggester(t) + (1 - share) * p_model(t), in log space; a tactic both propose
-adds up. The suggester learns every checked proof whichever proposed it.
+adds up. The suggester learns every checked proof whichever proposed it. With a ranking
+learned from recorded attempts (:mod:`agent.generators.ranking`), the candidates are then
+reweighted by how likely Lean is to accept each on the goal.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.generators.premises import PremisedGenerator, PremiseSource
+from agent.generators.ranking import OVERSAMPLE, TacticRanking
 from agent.generators.suggester import SuggesterEpisode, TacticSuggester
 from agent.search.online import Episode
 from agent.search.tree import Candidate
@@ -33,6 +36,7 @@ class Blend:
     model: PremisedGenerator | None = None
     share: float = 1.0  # the suggester's share of the probability (1 without a model)
     premises: PremiseSource | None = None  # where each goal's premises come from; None: none
+    ranking: TacticRanking | None = None  # reweights the candidates; None: as generated
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.share <= 1.0 or (self.model is None and self.share != 1.0):
@@ -44,7 +48,8 @@ class Blend:
 
     def episode(self, location: str, theorem: Theorem) -> Episode:
         premises_for = self.premises.premises_for(location, theorem) if self.premises is not None else None
-        return _BlendEpisode(self.suggester.episode(location, theorem), self.model, self.share, premises_for)
+        suggester = self.suggester.episode(location, theorem)
+        return _BlendEpisode(suggester, self.model, self.share, premises_for, self.ranking)
 
     def learn(self, location: str, theorem: Theorem, steps: Sequence[TracedTactic]) -> tuple[TracedTactic, ...]:
         return self.suggester.learn(location, theorem, steps)
@@ -57,11 +62,18 @@ class _BlendEpisode:
         model: PremisedGenerator | None,
         share: float,
         premises_for: PremisesFor | None,
+        ranking: TacticRanking | None,
     ) -> None:
         self._suggester, self._model, self._share = suggester, model, share
         self._premises_for = premises_for
+        self._ranking = ranking
 
     def generate(self, state: str, *, n: int) -> list[Candidate]:
+        if self._ranking is None:
+            return self._generate(state, n=n)
+        return self._ranking.rerank(state, self._generate(state, n=n * OVERSAMPLE), n=n)
+
+    def _generate(self, state: str, *, n: int) -> list[Candidate]:
         premises = self._premises_for(state) if self._premises_for is not None else ()
         if self._model is None:
             return self._suggester.generate(state, premises=premises, n=n)

@@ -20,7 +20,7 @@ from agent.generators.suggester import StepMemory
 from agent.proving.attempts import AttemptReport, earlier_attempts, flag_restatements, prove_targets
 from agent.proving.carried import CarriedProofs
 from agent.proving.recheck import RecheckResult
-from agent.proving.scale import ProofRunner, ProverRecipe
+from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
 from agent.proving.targets import JobTargets, build_checkout, job_targets
 from agent.proving.theorem import ProvingConfig
 from agent.proving.write_back import WrittenBack, write_patches
@@ -96,7 +96,12 @@ class RepositoryProver:
         for directory in job.checkouts.values():
             runner_for(directory)  # raises LeanNotFoundError, with how to install
         recipe = ProverRecipe(
-            config, data_dir, corpus=tuple(traces), memory=StepMemory.from_traces(traces), runner_for=runner_for
+            config,
+            data_dir,
+            corpus=tuple(traces),
+            memory=StepMemory.from_traces(traces),
+            ranking=learned_ranking(store, config),
+            runner_for=runner_for,
         )
         carried = CarriedProofs(store, list(job.targets), skip)
         return cls(store, run_id, ProofRunner.start(recipe), job, carried, traces, data_dir=data_dir)

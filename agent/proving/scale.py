@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,8 @@ from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.model_files import save_model
 
 if TYPE_CHECKING:
+    from agent.generators.ranking import TacticRanking
+    from curriculum.store import Store
     from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
 
@@ -69,6 +71,8 @@ class ProverRecipe:
     # suggester's templates are offered by name: retrieval.lexical).
     corpus: tuple[RepoTrace, ...] = ()
     memory: StepMemory = StepMemory()  # the suggester's stored steps and premise names
+    # The ranking learned from recorded attempts (agent.generators.ranking); None: none.
+    ranking: TacticRanking | None = None
     # The final check's Lean for a checkout (tests give an in-memory one: lean_env.lean.mock).
     runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project
 
@@ -104,13 +108,29 @@ class ProverRecipe:
 
             premises = LexicalRetriever(PremiseCorpus(self.corpus), k=self.config.premises)
         return TheoremProver.load(
-            self.config, data_dir=self.data_dir, memory=self.memory, premises=premises, runner_for=self.runner_for
+            self.config,
+            data_dir=self.data_dir,
+            memory=self.memory,
+            premises=premises,
+            ranking=self.ranking,
+            runner_for=self.runner_for,
         )
 
     def _encoder(self) -> TextEncoder:
         from retrieval.encoder import TextEncoder
 
         return TextEncoder.load(self.retriever, max_length=self.retriever_len, device=self.config.device)
+
+
+def learned_ranking(store: Store, config: ProvingConfig, *, leave_out: Collection[int] = ()) -> TacticRanking | None:
+    """The tactic ranking the attempts recorded in ``store`` teach (agent.generators.ranking),
+    none of those at the theorems ``leave_out`` (ids: an evaluation's targets); None when the
+    config asks for none or too few are recorded."""
+    if not config.ranking:
+        return None
+    from agent.generators.ranking import TacticRanking
+
+    return TacticRanking.train([tried for _, tried in store.tried_tactics(leave_out=leave_out)])
 
 
 def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver) -> Iterator[ProofDone]:

@@ -50,6 +50,7 @@ from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
+    from agent.generators.ranking import TacticRanking
     from agent.generators.suggester import StepMemory
 
 # The suggester's share of the probability when its candidates are merged with a model's.
@@ -102,6 +103,9 @@ class ProvingConfig:
     # learning). Evaluation turns it off: each theorem is then proved as if it were the only
     # one, so Pass@1 does not depend on the order, and no evaluated proof informs another.
     learn: bool = True
+    # Whether the candidates are reweighted by a ranking learned from the tactics earlier
+    # attempts tried (agent.generators.ranking), where enough are recorded.
+    ranking: bool = True
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must match: every option that changes the attempts (not the
@@ -119,6 +123,7 @@ class ProvingConfig:
             "tactic_timeout": self.tactic_timeout,
             "check_timeout": self.check_timeout,
             "learn": self.learn,
+            "ranking": self.ranking,
         }
 
     @property
@@ -331,12 +336,13 @@ class TheoremProver:
         data_dir: Path,
         memory: StepMemory | None = None,
         premises: PremiseSource | None = None,
+        ranking: TacticRanking | None = None,
         runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
     ) -> TheoremProver:
         """The prover ``config`` describes: the suggester started from ``memory`` (the
         stored proofs' steps), the generator model loaded if there is one (a bad name or
-        directory is the user's error), both conditioned on ``premises``; proof environments
-        open on first use."""
+        directory is the user's error), both conditioned on ``premises``, their candidates
+        reweighted by ``ranking``; proof environments open on first use."""
         from agent.generators.suggester import StepMemory, TacticSuggester
 
         suggester = TacticSuggester(memory or StepMemory())
@@ -352,7 +358,7 @@ class TheoremProver:
             )
         share = 1.0 if model is None else SUGGESTER_SHARE if config.with_suggester else 0.0
         return cls(
-            Blend(suggester, model, share=share, premises=premises),
+            Blend(suggester, model, share=share, premises=premises, ranking=ranking),
             config,
             open_backend=config.backend_opener(data_dir),
             runner_for=runner_for,
