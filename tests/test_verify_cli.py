@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from verify_synth import SynthConfig, random_spec
 
 import verify.model.interpreter as ref
 from agent.cli import main as cli
-from verify.model.spec import Attention, load_spec, save_spec
+from verify.model.spec import Accept, Attention, Mask, load_spec, save_spec
 
 
 @pytest.fixture
@@ -114,6 +115,7 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
         ),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--presearch", "-1"], "--presearch", id="bad-presearch"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--canonical", "-3"], "--canonical", id="bad-canonical"),
+        pytest.param(["trsat", "{model}", "--max-len", "2", "--enumerate", "-1"], "--enumerate", id="bad-enumerate"),
         pytest.param(
             ["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"],
             "unknown solver",
@@ -203,6 +205,25 @@ def test_human_tables_say_how_each_length_was_answered(capsys, model: Path) -> N
     assert code == 0 and "by" in out and ("enumerate" in out or "smt" in out)
     code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "2", "--class", "0", "--presearch", "0", "--json")
     assert code == 0 and {c["method"] for c in json.loads(out)["checks"]} == {"smt"}
+
+
+def test_a_length_is_enumerated_when_its_words_are_cheap(capsys, tmp_path: Path) -> None:
+    """3^5 words, 8 in the pre-pass: every word is run (no solver), unless --enumerate 0."""
+    spec = random_spec(
+        np.random.default_rng(2), SynthConfig(mask=Mask.CAUSAL, accept=Accept.ARGMAX, classes=4, weight_range=2)
+    )
+    path = save_spec(spec, tmp_path / "causal.json")
+    ids = np.array(list(itertools.product(range(3), repeat=5)))
+    label = min(set(range(4)) - set(ref.run_batch(spec, ids).labels.tolist()))
+    argv = ["trsat", str(path), "--max-len", "5", "--exact-len", "--class", str(label), "--presearch", "8", "--json"]
+    code, out, err = _run(capsys, *argv)
+    (check,) = json.loads(out)["checks"]
+    assert code == 0 and json.loads(out)["verdict"] == "unsat"
+    assert (check["method"], check["solver"], check["words"]) == ("enumerate", None, 8 - 2 + 3**5)
+    assert "(enumerate, 249 words" in err
+    code, out, _ = _run(capsys, *argv, "--enumerate", "0")
+    (check,) = json.loads(out)["checks"]
+    assert code == 0 and json.loads(out)["verdict"] == "unsat" and check["method"] == "smt"
 
 
 def test_eval_runs_one_word_through_the_interpreter(capsys, model: Path) -> None:

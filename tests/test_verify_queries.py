@@ -467,10 +467,11 @@ def test_presearch_decides_short_lengths_and_samples_long_ones(attention: Attent
         )
         if result.witness is not None:
             assert ref.run(spec, result.witness.word).label == label
-    # 3^9 words: too many to run, so a sample; a label most words have is found in it
+    # 3^9 words, more than the pre-pass runs and (with no enumeration budget) than it may
+    # enumerate, so a sample; a label most words have is found in it
     ids = np.random.default_rng(0).integers(0, 3, size=(2000, 9))
     common = int(np.bincount(ref.run_batch(spec, ids).labels).argmax())
-    result = trsat(spec, max_len=9, exact_len=True, label=common, options=QueryOptions(presearch=256))
+    result = trsat(spec, max_len=9, exact_len=True, label=common, options=QueryOptions(presearch=256, enumeration=0))
     assert result.verdict is Verdict.SAT and result.checks[0].method is CheckMethod.SAMPLE
     assert ref.run(spec, result.witness.word).label == common and len(result.witness.word) == 9
 

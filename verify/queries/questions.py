@@ -29,7 +29,15 @@ from verify.model import interpreter as ref
 from verify.model.interpreter import EncoderOutput
 from verify.model.spec import Accept, EncoderSpec
 from verify.queries.completeness import LengthBound, joint_bound, length_bound, padding_position
-from verify.queries.presearch import Hit, PresearchResult, run_all, search_ball, search_product
+from verify.queries.presearch import (
+    Hit,
+    PresearchResult,
+    enumerate_words,
+    run_all,
+    search_ball,
+    search_product,
+    word_count,
+)
 from verify.queries.results import (
     CheckMethod,
     EquivResult,
@@ -111,12 +119,13 @@ def _build_and_solve(
     """The encoding and the solver stage of one length, both within ``deadline``: past it,
     the length is UNKNOWN. The solver stage: the formula as text, raced in child processes."""
     start = time.perf_counter()
-    presearch = pre.seconds if pre else 0.0
+    presearch, ran = (pre.seconds, pre.words) if pre else (0.0, 0)
     try:
         query = build(deadline)
     except OutOfTime:
         log.info("length %d: out of time while encoding", n)
-        return LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch), None
+        check = LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch, words=ran)
+        return check, None
     start = time.perf_counter()
     problem = Problem.of(query.assertions, query.variables)
     remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
@@ -130,6 +139,7 @@ def _build_and_solve(
         CheckMethod.SMT,
         presearch,
         outcome.solver,
+        ran,
     )
     word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
     return check, word
@@ -139,10 +149,53 @@ def _presearched(words: WordSpace, n: int, pre: PresearchResult) -> tuple[Length
     """The pre-pass's answer for length ``n`` when it decided it, else None (the solver must)."""
     method = CheckMethod.ENUMERATE if pre.exhaustive else CheckMethod.SAMPLE
     if pre.found is not None:
-        return LengthCheck(n, Verdict.SAT, 0.0, 0.0, method, pre.seconds), words.symbols(pre.found)
+        check = LengthCheck(n, Verdict.SAT, 0.0, 0.0, method, pre.seconds, words=pre.words)
+        return check, words.symbols(pre.found)
     if pre.exhaustive:
-        return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0, method, pre.seconds), None
+        return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0, method, pre.seconds, words=pre.words), None
     return None
+
+
+def _interpreter_pass(
+    specs: Sequence[EncoderSpec],
+    words: WordSpace,
+    domains: Sequence[tuple[str, ...]],
+    hit: Hit,
+    options: QueryOptions,
+    *,
+    seed: int,
+    deadline: float | None,
+) -> PresearchResult:
+    """What the interpreter finds at one length before any solver (:mod:`verify.queries.presearch`).
+
+    A sample of the words of ``domains`` (milliseconds; finds common witnesses, and decides
+    short lengths by running every word); then, when a reduction leaves few words that stand
+    for all the others, every one of those; then, when running every remaining word costs (at
+    the sample's measured cost per word) less than the enumeration budget, every word."""
+    start = time.perf_counter()
+    codes = words.code_domains(domains)
+    sample = search_product(codes, hit, budget=options.presearch, seed=seed, deadline=deadline)
+    pre, ran = sample, sample.words
+    if pre.found is None and not pre.exhaustive:
+        canonical = _canonical(specs, words, domains, codes, limit=options.canonical)
+        if canonical is not None:
+            pre = run_all(canonical, hit, deadline=deadline)
+            ran += pre.words
+    budget = options.enumeration_budget() - (time.perf_counter() - start)
+    if deadline is not None:
+        budget = min(budget, deadline - time.perf_counter())
+    if pre.found is None and not pre.exhaustive and _affordable(codes, sample, budget):
+        log.info("enumerating all %d words of length %d", word_count(codes), len(codes))
+        pre = enumerate_words(codes, hit, start=sample.ordered, deadline=deadline)
+        ran += pre.words
+    return replace(pre, seconds=time.perf_counter() - start, words=ran)
+
+
+def _affordable(codes: Sequence[Sequence[int]], sample: PresearchResult, seconds: float) -> bool:
+    """Whether running the words the sample did not (in order) takes at most ``seconds`` at the
+    sample's cost per word."""
+    cost = sample.word_seconds
+    return cost is not None and (word_count(codes) - sample.ordered) * cost <= seconds
 
 
 def _answer_length(
@@ -155,22 +208,11 @@ def _answer_length(
     solvers: Portfolio,
     options: QueryOptions,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
-    """One length: the interpreter pre-pass, then, if it did not decide, the solver.
-
-    The pre-pass first runs a sample of the words of ``domains`` (milliseconds; finds common
-    witnesses, and decides short lengths by running every word), then, when a reduction
-    leaves few words that stand for all the others, every one of those."""
+    """One length: the interpreter (:func:`_interpreter_pass`), then, if it did not decide, the solver."""
     deadline = _deadline(options)
     pre = None
     if options.presearch > 0:
-        start = time.perf_counter()
-        codes = words.code_domains(domains)
-        pre = search_product(codes, hit, budget=options.presearch, seed=n)
-        if pre.found is None and not pre.exhaustive:
-            canonical = _canonical(specs, words, domains, codes, limit=options.canonical)
-            if canonical is not None:
-                pre = run_all(canonical, hit)
-        pre = replace(pre, seconds=time.perf_counter() - start)
+        pre = _interpreter_pass(specs, words, domains, hit, options, seed=n, deadline=deadline)
         decided = _presearched(words, n, pre)
         if decided is not None:
             return decided
@@ -463,7 +505,15 @@ def robust(
     try:
         if options.presearch > 0:
             centre = [words.code(s) for s in word]
-            pre = search_ball(centre, words.code_domains(domains), distance, hit, budget=options.presearch, seed=n)
+            pre = search_ball(
+                centre,
+                words.code_domains(domains),
+                distance,
+                hit,
+                budget=options.presearch,
+                seed=n,
+                deadline=deadline,
+            )
             decided = _presearched(words, n, pre)
         if decided is not None:
             check, found = decided

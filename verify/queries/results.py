@@ -16,6 +16,13 @@ from verify.queries.completeness import LengthBound
 from verify.smt.encoding import EncodingOptions
 from verify.smt.solvers import Verdict
 
+# The enumeration budget of a length without a timeout. Enumeration beat the solver below about
+# 3e4 words (vocabulary 2) to 3e5 (vocabulary 4) on one-layer encoders, where the solver takes a
+# second or so, and at every size from 256 words with two layers of two heads, where it takes
+# minutes; 10 s of interpreter runs (1e5 to 1e7 words at 1-40 us each) lose little to the first
+# and win the second.
+ENUMERATION_SECONDS = 10.0
+
 
 @dataclass(frozen=True, slots=True)
 class QueryOptions:
@@ -36,6 +43,17 @@ class QueryOptions:
     # most this many words that stand for all words of a length, all of them are run and
     # decide it. An interpreter run costs microseconds, a solver call rarely under 0.1 s.
     canonical: int = 1 << 15
+    # With presearch on: seconds a length may spend running *every* candidate word through the
+    # interpreter, which decides it, when the words times the cost of one word (measured on the
+    # sample) fit; else the solver answers. None: half of `timeout`, or ENUMERATION_SECONDS
+    # without one. 0: never beyond `presearch` words.
+    enumeration: float | None = None
+
+    def enumeration_budget(self) -> float:
+        """The seconds of :attr:`enumeration`, its default resolved."""
+        if self.enumeration is not None:
+            return self.enumeration
+        return ENUMERATION_SECONDS if self.timeout is None else self.timeout / 2
 
 
 class CheckMethod(enum.Enum):
@@ -43,7 +61,7 @@ class CheckMethod(enum.Enum):
 
     SMT = "smt"  # the solver, on the exact encoding
     SAMPLE = "sample"  # a random candidate word run through the interpreter was a witness
-    ENUMERATE = "enumerate"  # every candidate word was run through the interpreter
+    ENUMERATE = "enumerate"  # every candidate word (or every word of a sound reduction) ran through the interpreter
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +75,7 @@ class LengthCheck:
     method: CheckMethod = CheckMethod.SMT
     presearch_seconds: float = 0.0
     solver: str | None = None  # the solver that answered (a portfolio's winner); None: the pre-pass
+    words: int = 0  # words run through the interpreter (sample, reduced words, enumeration)
 
     @property
     def seconds(self) -> float:

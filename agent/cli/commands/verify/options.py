@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from agent.cli.options import at_least, positive_seconds
+from agent.cli.options import at_least, non_negative_number, positive_seconds
 
 SOLVER_HELP = (
     "z3 (default) | cvc5 | bitwuzla | portfolio (z3, cvc5 and bitwuzla race on each length) | "
@@ -49,7 +49,8 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         metavar="W",
         help="candidate words per length run through the interpreter before the solver: all of them "
         "when there are at most W, which decides the length, else W ordered and random ones that "
-        "can find a witness (default: 1024; 0 = no pre-pass at all: solver only)",
+        "can find a witness and measure the cost of a word for --enumerate (default: 1024; 0 = no "
+        "pre-pass at all: solver only)",
     )
     p.add_argument(
         "--canonical",
@@ -58,6 +59,17 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         metavar="C",
         help="with the pre-pass on: when a sound reduction (see docs/verify.md) leaves at most C words "
         "that stand for all words of a length, run them all, which decides it (default: 32768)",
+    )
+    p.add_argument(
+        "--enumerate",
+        dest="enumeration",
+        type=non_negative_number,
+        default=None,
+        metavar="S",
+        help="with the pre-pass on: run every word of a length through the interpreter, which decides it, "
+        "when that takes at most S seconds at the cost per word the pre-pass measured; else the solver "
+        "answers (default: half of --timeout, or 10 without one: verify.queries.results.ENUMERATION_SECONDS; "
+        "0 = never beyond --presearch)",
     )
     encoding_options(p)
 
@@ -80,6 +92,7 @@ def query_options(args: argparse.Namespace) -> Any:
         encoding=encoding(args),
         presearch=args.presearch,
         canonical=args.canonical,
+        enumeration=args.enumeration,
     )
 
 
@@ -88,6 +101,8 @@ def progress_lines(prefix: str = "verify") -> Any:
 
     def step(check: Any) -> None:
         by = check.method.value if check.solver is None else f"{check.method.value}, {check.solver}"
+        if check.solver is None and check.words:
+            by += f", {check.words} words"
         print(f"{prefix}: length {check.length}: {check.verdict.value} ({by}, {check.seconds:.2f} s)", file=sys.stderr)
         sys.stderr.flush()
 
