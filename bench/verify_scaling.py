@@ -24,8 +24,8 @@ pre-pass over candidate words, encoding and solving, over every length the query
   1..40, which the bound of 37 turns into "no word of any length");
 * ``shape``    layers, heads and activation width at a fixed length (unique hardmax with
   periodic positions);
-* ``solver``   z3, cvc5, bitwuzla (those installed) and the portfolio on the length-64 UNSAT
-  questions outside the complete class, solver only;
+* ``solver``   z3, cvc5, bitwuzla (those installed), the three-way portfolio and the default
+  race of z3 and bitwuzla on the length-64 UNSAT questions outside the complete class, solver only;
 * ``ablation`` tabulation and interval pruning switched off, solver only;
 * ``vocab``    vocabularies of 2k, 20k and 200k symbols, lengths 1..2, no word accepted,
   5 s per length: the whole question's seconds, every stage bounded by the timeout;
@@ -250,7 +250,8 @@ def _outside_complete_class() -> list[tuple[str, dict[str, object]]]:
 
 def solver_rows(n: int, timeout: float) -> list[Row]:
     rows = []
-    names = ["z3"] + [s for s in ("cvc5", "bitwuzla") if importlib.util.find_spec(s)] + ["portfolio"]
+    installed = [s for s in ("cvc5", "bitwuzla") if importlib.util.find_spec(s)]
+    names = ["z3", *installed, "portfolio"] + (["z3,bitwuzla"] if "bitwuzla" in installed else [])
     for kind, config in _outside_complete_class():
         spec = _spec(0, **config)  # the encoders of the length section
         for name in names:

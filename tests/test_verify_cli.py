@@ -16,6 +16,7 @@ from verify_synth import SynthConfig, random_spec
 import verify.model.interpreter as ref
 from agent.cli import main as cli
 from verify.model.spec import Accept, Attention, Mask, load_spec, save_spec
+from verify.smt.portfolio import make_portfolio
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_trsat_json_reports_a_replayed_witness(capsys, model: Path) -> None:
     code, out, _ = _run(capsys, "trsat", str(model), "--max-len", "3", "--json")
     assert code == 0
     data = json.loads(out)
-    assert data["verdict"] == "sat" and data["solver"] == "z3"
+    assert data["verdict"] == "sat" and data["solver"] == make_portfolio("auto").name
     word = data["witness"]["word"]
     assert ref.run(load_spec(model), word).accepted
     assert [c["length"] for c in data["checks"]] == list(range(1, len(word) + 1))

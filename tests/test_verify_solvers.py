@@ -269,9 +269,31 @@ def test_missing_binary_and_unknown_names(tmp_path: Path) -> None:
     gone.unlink()  # found at validation, missing when run
     with pytest.raises(SolverError, match="cannot run solver"):
         solve(Portfolio("gone", (backend,)), _formula("sat-shift"), timeout=10)
-    for name in ("yices", "smtlib:", "Z3", "smtlib:/no/such/solver"):
+    for name in ("yices", "smtlib:", "Z3", "smtlib:/no/such/solver", "z3,z3", "z3,", "z3,yices"):
         with pytest.raises(VerifyInputError, match="solver"):
             make_portfolio(name)
+
+
+@pytest.mark.parametrize(
+    "name, installed_solvers, expected_name, members",
+    [
+        pytest.param("auto", {"z3", "cvc5", "bitwuzla"}, "z3,bitwuzla", ("z3", "bitwuzla"), id="auto-races-two"),
+        pytest.param("auto", {"z3", "cvc5"}, "z3", ("z3",), id="auto-without-bitwuzla"),
+        pytest.param("portfolio", {"z3", "cvc5", "bitwuzla"}, "portfolio", ("z3", "cvc5", "bitwuzla"), id="three"),
+        pytest.param("portfolio", {"z3"}, "portfolio", ("z3",), id="portfolio-of-one"),
+        pytest.param("z3,cvc5", {"z3", "cvc5"}, "z3,cvc5", ("z3", "cvc5"), id="a-list"),
+        pytest.param("bitwuzla", {"z3", "bitwuzla"}, "bitwuzla", ("bitwuzla",), id="one"),
+    ],
+)
+def test_which_solvers_race(
+    monkeypatch: pytest.MonkeyPatch, name: str, installed_solvers: set[str], expected_name: str, members: tuple
+) -> None:
+    """The default races z3 and bitwuzla where both are installed; cvc5 only when asked for."""
+    monkeypatch.setattr("verify.smt.solvers.installed", lambda s: s in installed_solvers)
+    monkeypatch.setattr("verify.smt.portfolio.installed", lambda s: s in installed_solvers)
+    portfolio = make_portfolio(name)
+    assert portfolio.name == expected_name and tuple(m.name for m in portfolio.members) == members
+    assert QueryOptions().solver == "auto"
 
 
 def test_the_script_declares_and_reads_back_the_variables() -> None:

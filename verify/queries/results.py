@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from verify.model.interpreter import EncoderOutput
 from verify.queries.completeness import LengthBound
 from verify.smt.encoding import EncodingOptions
+from verify.smt.portfolio import AUTO
 from verify.smt.solvers import Verdict
 
 # The enumeration budget of a length without a timeout. Enumeration beat the solver below about
@@ -28,8 +29,9 @@ ENUMERATION_SECONDS = 10.0
 class QueryOptions:
     """How a query is solved."""
 
-    # z3 | cvc5 | bitwuzla | smtlib:CMD, or portfolio: z3, cvc5 and bitwuzla race on each length
-    solver: str = "z3"
+    # auto: z3 and bitwuzla race on each length (those installed); portfolio: z3, cvc5 and
+    # bitwuzla race; z3 | cvc5 | bitwuzla | smtlib:CMD alone; or names separated by commas race
+    solver: str = AUTO
     # Wall-clock seconds of each length, from its pre-pass through its encoding to its solver
     # stage (the child processes are killed past it, an encoding stops): past it the length
     # is UNKNOWN; None = no limit. (The pre-pass itself is bounded by `presearch` words.)

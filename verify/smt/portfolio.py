@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from verify.errors import SolverError, VerifyError
+from verify.errors import SolverError, VerifyError, VerifyInputError
 from verify.smt.solvers import (
     LIBRARY_SOLVERS,
     Problem,
@@ -55,6 +55,12 @@ from verify.smt.solvers import (
 log = logging.getLogger(__name__)
 
 PORTFOLIO = "portfolio"
+# The default: z3 and bitwuzla race (those installed). Measured on 6 questions in one run
+# (docs/verify.md, "Solvers"): z3 alone 87 s, bitwuzla alone 52 s, the three-way race 70 s,
+# z3 and bitwuzla 1.03-1.32x faster than the three-way race on all 6; cvc5 never won and timed
+# out on 8 of 10 questions the others solved in under a second, so it races only when asked.
+AUTO = "auto"
+_AUTO_MEMBERS = ("z3", "bitwuzla")
 # The forkserver imports these once; every child forked from it has them loaded (and the
 # first makes the server die with this process).
 _PRELOAD = ["verify.smt.forkserver_preload", "verify.smt.solvers", "z3", "cvc5", "bitwuzla"]
@@ -64,18 +70,25 @@ _PRELOAD = ["verify.smt.forkserver_preload", "verify.smt.solvers", "z3", "cvc5",
 class Portfolio:
     """The solvers that answer each question: several race, one runs alone."""
 
-    name: str  # what was asked for: "portfolio", "z3", "smtlib:..."
+    name: str  # what was asked for: "portfolio", "z3", "z3,cvc5", "smtlib:..."; auto: its members
     members: tuple[SmtBackend, ...]
 
 
 def make_portfolio(name: str) -> Portfolio:
-    """``portfolio`` (z3, cvc5 and bitwuzla, those installed, racing) or one solver by name.
+    """The solvers called ``name``: ``auto`` (z3 and bitwuzla, those installed, racing),
+    ``portfolio`` (z3, cvc5 and bitwuzla, those installed, racing), several names separated
+    by commas (``z3,cvc5``: those race), or one solver by name.
 
     Unknown or missing solvers raise as in :func:`~verify.smt.solvers.make_backend`, before any work.
     """
-    if name == PORTFOLIO:
-        return Portfolio(name, tuple(make_backend(s) for s in LIBRARY_SOLVERS if installed(s)))
-    return Portfolio(name, (make_backend(name),))
+    if name in (AUTO, PORTFOLIO):
+        wanted = _AUTO_MEMBERS if name == AUTO else LIBRARY_SOLVERS
+        members = tuple(make_backend(s) for s in wanted if installed(s)) or (make_backend("z3"),)
+        return Portfolio(",".join(m.name for m in members) if name == AUTO else name, members)
+    names = [part.strip() for part in name.split(",")] if "," in name and not name.startswith("smtlib:") else [name]
+    if len(set(names)) != len(names) or "" in names:
+        raise VerifyInputError(f"solver list {name!r} names a solver twice or names none")
+    return Portfolio(name, tuple(make_backend(s) for s in names))
 
 
 def _child(backend: SmtBackend, problem: Problem, timeout: float | None, conn: Connection) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 from agent.cli.options import at_least, non_negative_number, positive_seconds
 
 SOLVER_HELP = (
-    "z3 (default) | cvc5 | bitwuzla | portfolio (z3, cvc5 and bitwuzla race on each length) | "
+    "auto (default: z3 and bitwuzla, those installed, race on each length) | z3 | cvc5 | bitwuzla | "
+    "portfolio (z3, cvc5 and bitwuzla race) | names separated by commas race (e.g. z3,cvc5) | "
     "smtlib:CMD (any SMT-LIB2 binary, e.g. smtlib:z3)"
 )
 # agent.cli.main's exit code for an interrupt (it prints its own line for interrupts it catches).
@@ -32,7 +33,7 @@ def encoding_options(p: argparse.ArgumentParser) -> None:
 
 def solver_options(p: argparse.ArgumentParser) -> None:
     """--solver, --timeout, --presearch, --canonical and the encoding switches."""
-    p.add_argument("--solver", default="z3", help=SOLVER_HELP)
+    p.add_argument("--solver", default="auto", help=SOLVER_HELP)
     p.add_argument(
         "--timeout",
         type=positive_seconds,
