@@ -50,7 +50,7 @@ from verify.queries.results import (
 )
 from verify.queries.signatures import signature_words
 from verify.queries.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
-from verify.smt.bitvec import OutOfTime
+from verify.smt.bitvec import Builder, OutOfTime
 from verify.smt.encoding import EncodedRun, EncodingOptions, encode
 from verify.smt.portfolio import Portfolio, make_portfolio, solve
 from verify.smt.solvers import Problem, Verdict
@@ -97,7 +97,8 @@ def _build(
     runs = [
         encode(s, words.inputs(s, variables, domains), env, options=options.encoding, deadline=deadline) for s in specs
     ]
-    assertions = words.domain_assertions(env, variables, domains) + [goal(env, runs, variables)]
+    assertions = words.domain_assertions(Builder(env, deadline=deadline), variables, domains)
+    assertions.append(goal(env, runs, variables))
     if symmetric:
         assertions += symmetry_breaking(env, reduction(specs, domains), variables)
     return _Query(env, variables, assertions, time.perf_counter() - start)
@@ -127,7 +128,14 @@ def _build_and_solve(
         check = LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch, words=ran)
         return check, None
     start = time.perf_counter()
-    problem = Problem.of(query.assertions, query.variables)
+    try:
+        problem = Problem.of(query.assertions, query.variables, deadline=deadline)
+    except OutOfTime:
+        log.info("length %d: out of time while writing the formula", n)
+        seconds = time.perf_counter() - start
+        return LengthCheck(
+            n, Verdict.UNKNOWN, query.encode_seconds, seconds, CheckMethod.SMT, presearch, words=ran
+        ), None
     remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
     log.info("length %d: solving with %s (timeout %s)", n, solvers.name, remaining)
     outcome = solve(solvers, problem, timeout=remaining)
@@ -177,7 +185,7 @@ def _interpreter_pass(
     sample = search_product(codes, hit, budget=options.presearch, seed=seed, deadline=deadline)
     pre, ran = sample, sample.words
     if pre.found is None and not pre.exhaustive:
-        canonical = _canonical(specs, words, domains, codes, limit=options.canonical)
+        canonical = _canonical(specs, words, domains, codes, limit=options.canonical, deadline=deadline)
         if canonical is not None:
             pre = run_all(canonical, hit, deadline=deadline)
             ran += pre.words
@@ -226,11 +234,12 @@ def _canonical(
     codes: list[list[int]],
     *,
     limit: int,
+    deadline: float | None,
 ) -> np.ndarray | None:
     """Codes (W, n) of at most ``limit`` words that stand for every word over ``domains`` (one
     per signature for the unique-hardmax class, else the sorted words of averaging models),
     or None when no reduction applies or it leaves too many."""
-    found = signature_words(specs, words, codes, limit=limit)
+    found = signature_words(specs, words, codes, limit=limit, deadline=deadline)
     if found is not None:
         return found
     sorted_words = reduction(specs, domains)

@@ -48,6 +48,7 @@ solver.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,15 +64,23 @@ _CLS_CLASS = -1  # the CLS position's class: always first, never in T
 
 
 def signature_words(
-    specs: Sequence[EncoderSpec], words: WordSpace, domains: Sequence[Sequence[int]], *, limit: int
+    specs: Sequence[EncoderSpec],
+    words: WordSpace,
+    domains: Sequence[Sequence[int]],
+    *,
+    limit: int,
+    deadline: float | None = None,
 ) -> np.ndarray | None:
     """Codes (W, n) of words over ``domains`` (codes per position) such that every word over
     ``domains`` has one among them on which every encoder of ``specs`` computes the same.
 
-    None when an encoder is outside the class or when more than ``limit`` words would be needed.
+    None when an encoder is outside the class, when more than ``limit`` words would be needed,
+    or past ``deadline`` (:func:`time.perf_counter`).
     """
     period = class_period(specs)
-    if period is None:
+    # Every symbol of the first position is a class set of its own: more than `limit` of them
+    # need more than `limit` words (a vocabulary of 500k symbols would make 500k-bit masks first).
+    if period is None or not domains or len(domains[0]) > limit:
         return None
     positions = {spec.readout.position for spec in specs}
     ordered: frozenset[int] = frozenset()
@@ -86,6 +95,7 @@ def signature_words(
             keep_first=ReadoutPosition.FIRST in positions,
             keep_last=ReadoutPosition.LAST in positions,
             limit=limit,
+            deadline=deadline,
         )
         if representatives is None:
             return None
@@ -112,8 +122,10 @@ def _representatives(
     keep_first: bool,
     keep_last: bool,
     limit: int,
+    deadline: float | None = None,
 ) -> np.ndarray | None:
-    """One word (codes) per signature of the words over ``domains``, or None past ``limit``.
+    """One word (codes) per signature of the words over ``domains``, or None past ``limit`` or
+    ``deadline`` (looked at once per prefix state).
 
     A signature prefix is (class set as a bit mask, first occurrences of ``ordered`` classes in
     order, first symbol or -1); the last symbol joins the key at the last position.
@@ -124,6 +136,8 @@ def _representatives(
         step: dict[tuple[int, tuple[int, ...], int, int], tuple[int, ...]] = {}
         closing = keep_last and i == n - 1
         for (seen, order, first, _), word in states.items():
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
             for code in domain:
                 cls = code * period + i % period
                 bit = 1 << cls

@@ -20,6 +20,7 @@ from pysmt.typing import BVType
 from verify.errors import VerifyInputError, WitnessMismatchError
 from verify.model.spec import EncoderSpec, ReadoutPosition
 from verify.queries.completeness import class_period, padding_position, permutable_positions
+from verify.smt.bitvec import Builder
 from verify.smt.encoding import PositionInput
 
 
@@ -48,39 +49,49 @@ class WordSpace:
             raise VerifyInputError("the alphabet restriction leaves no symbol")
         self.alphabet = word_alphabet  # codes index this tuple
         self._token_ids: dict[EncoderSpec, np.ndarray] = {}  # spec (hashed by identity) -> token id of each code
+        # id(domain tuple) -> (the tuple, its codes): lengths and positions share domain tuples
+        self._domain_cache: dict[int, tuple[tuple[str, ...], list[int]]] = {}
         self.allowed = tuple(dict.fromkeys(allowed))
+        self._allowed_set = frozenset(self.allowed)
         self.constraints = constraints
         self.code_width = max(1, (len(word_alphabet) - 1).bit_length())
 
     def domains(self, n: int) -> list[tuple[str, ...]] | None:
-        """Allowed symbols per position for length ``n``; None if no word of length n qualifies."""
+        """Allowed symbols per position for length ``n``; None if no word of length n qualifies.
+
+        Positions that no prefix or suffix fixes share one tuple (``allowed``): a vocabulary may
+        hold hundreds of thousands of symbols, and what is made per domain is made once."""
         c = self.constraints
         if len(c.prefix) > n or len(c.suffix) > n:
             return None
         doms = []
         for i in range(n):
-            dom = set(self.allowed)
+            fixed = set()
             if i < len(c.prefix):
-                dom &= {c.prefix[i]}
+                fixed.add(c.prefix[i])
             if i >= n - len(c.suffix):
-                dom &= {c.suffix[i - (n - len(c.suffix))]}
-            if not dom:
+                fixed.add(c.suffix[i - (n - len(c.suffix))])
+            if len(fixed) > 1 or (fixed and not fixed <= self._allowed_set):
                 return None
-            doms.append(tuple(s for s in self.allowed if s in dom))
+            doms.append((fixed.pop(),) if fixed else self.allowed)
         return doms
 
     def code(self, symbol: str) -> int:
         return self._codes[symbol]
 
     def code_domains(self, domains: Sequence[tuple[str, ...]]) -> list[list[int]]:
-        return [[self._codes[s] for s in dom] for dom in domains]
+        return [self._domain_codes(dom) for dom in domains]
 
-    def ids(self, spec: EncoderSpec, codes: np.ndarray) -> np.ndarray:
-        """Token ids of ``spec`` for words given as codes (B, n)."""
+    def token_ids(self, spec: EncoderSpec) -> np.ndarray:
+        """The token id in ``spec`` of every code (V,)."""
         table = self._token_ids.get(spec)
         if table is None:  # once per spec: the pre-pass asks for every batch of words
             table = self._token_ids[spec] = np.asarray([spec.token_id(s) for s in self.alphabet], dtype=np.int64)
-        return table[codes]
+        return table
+
+    def ids(self, spec: EncoderSpec, codes: np.ndarray) -> np.ndarray:
+        """Token ids of ``spec`` for words given as codes (B, n)."""
+        return self.token_ids(spec)[codes]
 
     def symbols(self, codes: Sequence[int]) -> tuple[str, ...]:
         return tuple(self.alphabet[c] for c in codes)
@@ -89,22 +100,31 @@ class WordSpace:
         return [env.formula_manager.Symbol(f"w_{i}", BVType(self.code_width)) for i in range(n)]
 
     def domain_assertions(
-        self, env: Environment, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
+        self, builder: Builder, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
     ) -> list[FNode]:
-        m = env.formula_manager
-        return [
-            m.Or([m.Equals(v, m.BV(self._codes[s], self.code_width)) for s in dom])
-            for v, dom in zip(variables, domains, strict=True)
-        ]
+        """Each variable holds a code of its position's domain (one comparison per run of codes,
+        made under ``builder``'s deadline)."""
+        return [builder.is_one_of(v, self._domain_codes(dom)) for v, dom in zip(variables, domains, strict=True)]
+
+    def _domain_codes(self, domain: tuple[str, ...]) -> list[int]:
+        """The codes of ``domain``; positions share their domain tuples, so each is made once."""
+        codes = self._domain_cache.get(id(domain))
+        if codes is None or codes[0] is not domain:
+            codes = self._domain_cache[id(domain)] = (domain, [self._codes[s] for s in domain])
+        return codes[1]
 
     def inputs(
         self, spec: EncoderSpec, variables: Sequence[FNode], domains: Sequence[tuple[str, ...]]
     ) -> list[PositionInput]:
         """The encoder's input positions (the CLS symbol first when the readout uses one)."""
-        inputs = [
-            PositionInput(v, tuple((self._codes[s], spec.token_id(s)) for s in dom))
-            for v, dom in zip(variables, domains, strict=True)
-        ]
+        token_ids = self.token_ids(spec)
+        choices: dict[int, tuple[tuple[int, int], ...]] = {}  # id(domain) -> (code, token id) pairs
+        inputs = []
+        for v, dom in zip(variables, domains, strict=True):
+            if id(dom) not in choices:
+                codes = self._domain_codes(dom)
+                choices[id(dom)] = tuple(zip(codes, token_ids[codes].tolist(), strict=True))
+            inputs.append(PositionInput(v, choices[id(dom)]))
         if spec.readout.position is ReadoutPosition.CLS:
             inputs.insert(0, PositionInput(None, ((0, spec.token_id(spec.readout.cls_token or "")),)))
         return inputs

@@ -52,11 +52,22 @@ class PositionInput:
 
 
 # Values made between two looks at the clock: a look costs ~50 ns, a value ~10 us.
-_CHECK_EVERY = 256
+CHECK_EVERY = 256
+
+
+def _runs(codes: Sequence[int]) -> list[tuple[int, int]]:
+    """The runs of consecutive integers in sorted ``codes``, as (first, last) pairs."""
+    runs: list[tuple[int, int]] = []
+    for c in codes:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], c)
+        else:
+            runs.append((c, c))
+    return runs
 
 
 class OutOfTime(Exception):  # noqa: N818 (a result of the query, not a fault: never escapes verify.queries.questions)
-    """The encoding passed its deadline; the query calls the length UNKNOWN."""
+    """The encoding, or writing it out, passed its deadline; the query calls the length UNKNOWN."""
 
 
 class Builder:
@@ -70,7 +81,7 @@ class Builder:
         # Without pruning every value lives at this one width (chosen from a static bound).
         self.fixed = None if prune else fixed_width
         assert prune or fixed_width, "without pruning a fixed width is needed"
-        # When the encoding must stop (time.perf_counter), looked at every _CHECK_EVERY values.
+        # When the encoding must stop (time.perf_counter), looked at every CHECK_EVERY values.
         self.deadline = deadline
         self._made = 0
 
@@ -86,7 +97,7 @@ class Builder:
         made through :meth:`const` or :meth:`make`, so a long encoding (a vocabulary of
         hundreds of thousands of symbols) stops within one stride of its deadline."""
         self._made += 1
-        if self.deadline is not None and self._made % _CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
+        if self.deadline is not None and self._made % CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
             raise OutOfTime(f"the encoding passed its deadline after {self._made} values")
 
     def at(self, v: Val, width: int) -> FNode:
@@ -306,11 +317,30 @@ class Builder:
         if var is None:
             assert len(groups) == 1, "a fixed position has a single choice"
             return result
-        width = var.symbol_type().width
         for val, codes in ordered[:-1]:
-            cond = self.mgr.Or([self.mgr.Equals(var, self.mgr.BV(c, width)) for c in codes])
-            result = self.ite(cond, val, result)
+            result = self.ite(self.is_one_of(var, codes), val, result)
         return result
+
+    def is_one_of(self, var: FNode, codes: Sequence[int]) -> FNode:
+        """``var`` equals one of ``codes``: one comparison per run of consecutive codes, so a
+        column of a large vocabulary (hundreds of thousands of symbols) costs what its runs
+        cost; the clock is looked at as every run is made."""
+        m, width = self.mgr, var.symbol_type().width
+        top = (1 << width) - 1
+        terms = []
+        for lo, hi in _runs(sorted(codes)):
+            self._tick()
+            if lo == hi:
+                terms.append(m.Equals(var, m.BV(lo, width)))
+            elif lo == 0 and hi == top:
+                return m.TRUE()
+            elif lo == 0:
+                terms.append(m.BVULE(var, m.BV(hi, width)))
+            elif hi == top:
+                terms.append(m.BVUGE(var, m.BV(lo, width)))
+            else:
+                terms.append(m.And(m.BVUGE(var, m.BV(lo, width)), m.BVULE(var, m.BV(hi, width))))
+        return m.Or(terms)
 
     def lookup(self, index: Val, table: Sequence[int]) -> Val:
         """``table[min(index, len(table) - 1)]`` for ``index >= 0``."""

@@ -46,6 +46,7 @@ from pysmt.fnode import FNode
 from pysmt.smtlib.printers import SmtDagPrinter
 
 from verify.errors import SolverError, SolverUnavailableError, VerifyInputError
+from verify.smt.bitvec import CHECK_EVERY, OutOfTime
 
 # The solvers the package can call through a Python API (the ``solvers`` extra for the last two).
 LIBRARY_SOLVERS = ("z3", "cvc5", "bitwuzla")
@@ -79,8 +80,9 @@ class Problem:
     variables: tuple[tuple[str, int], ...]  # (name, bit width) of the variables a SAT answer reports
 
     @classmethod
-    def of(cls, assertions: Sequence[FNode], variables: Sequence[FNode]) -> Problem:
-        """The problem of a pysmt conjunction (the DAG printer shares subterms through ``let``)."""
+    def of(cls, assertions: Sequence[FNode], variables: Sequence[FNode], *, deadline: float | None = None) -> Problem:
+        """The problem of a pysmt conjunction (the DAG printer shares subterms through ``let``);
+        past ``deadline`` (:func:`time.perf_counter`) :class:`~verify.smt.bitvec.OutOfTime` is raised."""
         out = io.StringIO()
         out.write("(set-logic QF_BV)\n(set-option :produce-models true)\n")
         symbols: dict[str, FNode] = {}
@@ -93,7 +95,7 @@ class Problem:
             t = symbols[name].symbol_type()
             sort = f"(_ BitVec {t.width})" if t.is_bv_type() else "Bool"
             out.write(f"(declare-fun {name} () {sort})\n")
-        printer = SmtDagPrinter(out)
+        printer = _TimedPrinter(out, deadline)
         for a in assertions:
             out.write("(assert ")
             printer.printer(a)
@@ -104,6 +106,22 @@ class Problem:
         """The problem as a self-contained script: check, print the variables, exit."""
         values = f"(get-value ({' '.join(name for name, _ in self.variables)}))\n" if self.variables else ""
         return f"{self.smtlib}(check-sat)\n{values}(exit)\n"
+
+
+class _TimedPrinter(SmtDagPrinter):
+    """pysmt's DAG printer, looking at the clock every :data:`~verify.smt.bitvec.CHECK_EVERY`
+    nodes: the formula of a large vocabulary takes seconds to write out."""
+
+    def __init__(self, stream: io.StringIO, deadline: float | None) -> None:
+        super().__init__(stream)
+        self.deadline = deadline
+        self.nodes = 0
+
+    def _push_with_children_to_stack(self, formula: FNode, **kwargs: Any) -> None:
+        self.nodes += 1
+        if self.deadline is not None and self.nodes % CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
+            raise OutOfTime(f"writing the formula passed its deadline after {self.nodes} nodes")
+        super()._push_with_children_to_stack(formula, **kwargs)
 
 
 class SmtBackend(Protocol):
