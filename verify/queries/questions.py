@@ -39,6 +39,7 @@ from verify.queries.presearch import (
     word_count,
 )
 from verify.queries.results import (
+    CUBES_PER_JOB,
     CheckMethod,
     EquivResult,
     LengthCheck,
@@ -49,10 +50,10 @@ from verify.queries.results import (
     Witness,
 )
 from verify.queries.signatures import signature_words
-from verify.queries.words import WordConstraints, WordSpace, canonical_words, reduction, symmetry_breaking
+from verify.queries.words import WordConstraints, WordSpace, canonical_words, cubes, reduction, symmetry_breaking
 from verify.smt.bitvec import Builder, OutOfTime
 from verify.smt.encoding import EncodedRun, EncodingOptions, encode
-from verify.smt.portfolio import Portfolio, make_portfolio, solve
+from verify.smt.portfolio import Portfolio, make_portfolio, solve_cubes
 from verify.smt.solvers import Problem, Verdict
 
 log = logging.getLogger(__name__)
@@ -86,18 +87,22 @@ def _build(
     goal: Callable[[Environment, list[EncodedRun], list[FNode]], FNode],
     options: QueryOptions,
     *,
+    cube: Sequence[tuple[str, ...]] | None = None,
     symmetric: bool = True,
     deadline: float | None = None,
 ) -> _Query:
-    """One length's formula; past ``deadline`` (:func:`time.perf_counter`) the encoding
-    raises :class:`~verify.smt.bitvec.OutOfTime`."""
+    """One length's formula over the words of ``domains``, or of ``cube`` (a part of them:
+    the symmetry breaking still follows the whole length's ``domains``, so the cubes' canonical
+    words are together the length's); past ``deadline`` (:func:`time.perf_counter`) the
+    encoding raises :class:`~verify.smt.bitvec.OutOfTime`."""
     start = time.perf_counter()
     env = Environment()
     variables = words.variables(env, n)
+    part = domains if cube is None else cube
     runs = [
-        encode(s, words.inputs(s, variables, domains), env, options=options.encoding, deadline=deadline) for s in specs
+        encode(s, words.inputs(s, variables, part), env, options=options.encoding, deadline=deadline) for s in specs
     ]
-    assertions = words.domain_assertions(Builder(env, deadline=deadline), variables, domains)
+    assertions = words.domain_assertions(Builder(env, deadline=deadline), variables, part)
     assertions.append(goal(env, runs, variables))
     if symmetric:
         assertions += symmetry_breaking(env, reduction(specs, domains), variables)
@@ -109,47 +114,48 @@ def _deadline(options: QueryOptions) -> float | None:
     return None if options.timeout is None else time.perf_counter() + options.timeout
 
 
+Build = Callable[[Sequence[tuple[str, ...]], float | None], _Query]  # (cube, deadline) -> its formula
+
+
 def _build_and_solve(
-    build: Callable[[float | None], _Query],
+    build: Build,
     solvers: Portfolio,
     words: WordSpace,
-    n: int,
+    domains: Sequence[tuple[str, ...]],
+    options: QueryOptions,
     deadline: float | None,
     pre: PresearchResult | None = None,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
     """The encoding and the solver stage of one length, both within ``deadline``: past it,
-    the length is UNKNOWN. The solver stage: the formula as text, raced in child processes."""
+    the length is UNKNOWN. The solver stage: the formula as text, raced in child processes;
+    with ``options.jobs > 1`` one formula per cube of the words (:func:`~verify.queries.words.cubes`),
+    ``jobs`` cubes at a time."""
+    n = len(domains)
     start = time.perf_counter()
     presearch, ran = (pre.seconds, pre.words) if pre else (0.0, 0)
+    parts = cubes(domains, CUBES_PER_JOB * options.jobs) if options.jobs > 1 else [domains]
     try:
-        query = build(deadline)
+        queries = [build(part, deadline) for part in parts]
     except OutOfTime:
         log.info("length %d: out of time while encoding", n)
         check = LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch, words=ran)
         return check, None
+    encoded = sum(q.encode_seconds for q in queries)
     start = time.perf_counter()
     try:
-        problem = Problem.of(query.assertions, query.variables, deadline=deadline)
+        problems = [Problem.of(q.assertions, q.variables, deadline=deadline) for q in queries]
     except OutOfTime:
         log.info("length %d: out of time while writing the formula", n)
         seconds = time.perf_counter() - start
-        return LengthCheck(
-            n, Verdict.UNKNOWN, query.encode_seconds, seconds, CheckMethod.SMT, presearch, words=ran
-        ), None
+        return LengthCheck(n, Verdict.UNKNOWN, encoded, seconds, CheckMethod.SMT, presearch, words=ran), None
     remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
-    log.info("length %d: solving with %s (timeout %s)", n, solvers.name, remaining)
-    outcome = solve(solvers, problem, timeout=remaining)
+    log.info("length %d: solving %d cube(s) with %s (timeout %s)", n, len(problems), solvers.name, remaining)
+    index, outcome = solve_cubes(solvers, problems, jobs=options.jobs, timeout=remaining)
+    seconds = time.perf_counter() - start
     check = LengthCheck(
-        n,
-        outcome.verdict,
-        query.encode_seconds,
-        time.perf_counter() - start,
-        CheckMethod.SMT,
-        presearch,
-        outcome.solver,
-        ran,
+        n, outcome.verdict, encoded, seconds, CheckMethod.SMT, presearch, outcome.solver, ran, len(problems)
     )
-    word = words.decode(outcome.model, query.variables) if outcome.verdict is Verdict.SAT else None
+    word = words.decode(outcome.model, queries[index].variables) if outcome.verdict is Verdict.SAT else None
     return check, word
 
 
@@ -212,7 +218,7 @@ def _answer_length(
     n: int,
     domains: Sequence[tuple[str, ...]],
     hit: Hit,
-    build: Callable[[float | None], _Query],
+    build: Build,
     solvers: Portfolio,
     options: QueryOptions,
 ) -> tuple[LengthCheck, tuple[str, ...] | None]:
@@ -224,7 +230,7 @@ def _answer_length(
         decided = _presearched(words, n, pre)
         if decided is not None:
             return decided
-    return _build_and_solve(build, solvers, words, n, deadline, pre)
+    return _build_and_solve(build, solvers, words, domains, options, deadline, pre)
 
 
 def _canonical(
@@ -430,10 +436,11 @@ def trsat(
         if domains is None:
             return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-        def build(deadline: float | None) -> _Query:
-            return _build(
-                [spec], words, n, domains, lambda env, runs, vs: runs[0].label_is(target), options, deadline=deadline
-            )
+        def build(cube: Sequence[tuple[str, ...]], deadline: float | None) -> _Query:
+            def goal(env: Environment, runs: list[EncodedRun], variables: list[FNode]) -> FNode:
+                return runs[0].label_is(target)
+
+            return _build([spec], words, n, domains, goal, options, cube=cube, deadline=deadline)
 
         check, word = _answer_length([spec], words, n, domains, hit, build, solvers, options)
         if word is None:
@@ -529,10 +536,13 @@ def robust(
         else:
             # the Hamming ball around one word is not closed under these reductions: no symmetry breaking
             check, found = _build_and_solve(
-                lambda d: _build([spec], words, n, domains, goal, options, symmetric=False, deadline=d),
+                lambda cube, d: _build(
+                    [spec], words, n, domains, goal, options, cube=cube, symmetric=False, deadline=d
+                ),
                 solvers,
                 words,
-                n,
+                domains,
+                options,
                 deadline,
                 pre,
             )
@@ -642,8 +652,8 @@ def equiv(
         if domains is None:
             return LengthCheck(n, Verdict.UNSAT, 0.0, 0.0), None
 
-        def build(deadline: float | None) -> _Query:
-            return _build([first, second], words, n, domains, goal, options, deadline=deadline)
+        def build(cube: Sequence[tuple[str, ...]], deadline: float | None) -> _Query:
+            return _build([first, second], words, n, domains, goal, options, cube=cube, deadline=deadline)
 
         check, found = _answer_length([first, second], words, n, domains, hit, build, solvers, options)
         if found is None:

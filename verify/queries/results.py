@@ -25,6 +25,11 @@ from verify.smt.solvers import Verdict
 ENUMERATION_SECONDS = 10.0
 
 
+# Cubes per parallel job: more cubes than jobs, so that a hard cube does not leave a core idle
+# while the others wait (their hardness differs by 10x and more).
+CUBES_PER_JOB = 4
+
+
 @dataclass(frozen=True, slots=True)
 class QueryOptions:
     """How a query is solved."""
@@ -50,6 +55,10 @@ class QueryOptions:
     # sample) fit; else the solver answers. None: half of `timeout`, or ENUMERATION_SECONDS
     # without one. 0: never beyond `presearch` words.
     enumeration: float | None = None
+    # Solver stage: a length's words are split on their first symbols into CUBES_PER_JOB * jobs
+    # cubes, decided `jobs` at a time in child processes (SAT at the first SAT cube, UNSAT when
+    # every cube is UNSAT). 1: the whole length as one question.
+    jobs: int = 1
 
     def enumeration_budget(self) -> float:
         """The seconds of :attr:`enumeration`, its default resolved."""
@@ -78,6 +87,7 @@ class LengthCheck:
     presearch_seconds: float = 0.0
     solver: str | None = None  # the solver that answered (a portfolio's winner); None: the pre-pass
     words: int = 0  # words run through the interpreter (sample, reduced words, enumeration)
+    cubes: int = 0  # the solver stage's questions (QueryOptions.jobs > 1: the cubes); 0: no solver stage
 
     @property
     def seconds(self) -> float:

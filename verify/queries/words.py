@@ -139,6 +139,21 @@ class WordSpace:
         return tuple(word)
 
 
+def cubes(domains: Sequence[tuple[str, ...]], count: int) -> list[list[tuple[str, ...]]]:
+    """At least ``count`` (where the words allow) sets of per-position domains that split the
+    words over ``domains`` between them: the first positions' domains cut into parts, every
+    later position left whole (cube and conquer: each cube is a smaller question of its own)."""
+    split = [list(domains)]
+    for i, domain in enumerate(domains):
+        if len(split) >= count:
+            break
+        parts = min(len(domain), -(-count // len(split)))
+        size = -(-len(domain) // parts)
+        pieces = [domain[k : k + size] for k in range(0, len(domain), size)]
+        split = [[*cube[:i], piece, *cube[i + 1 :]] for cube in split for piece in pieces]
+    return split
+
+
 @dataclass(frozen=True, slots=True)
 class Reduction:
     """A sound restriction of a query to canonical words: every word has a canonical one with

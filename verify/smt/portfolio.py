@@ -34,7 +34,7 @@ import signal
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -117,10 +117,15 @@ class _Running:
     backend: SmtBackend
     process: Any  # multiprocessing.Process
     conn: Connection
+    killed: bool = False  # reaped: its pid may belong to another process now
 
 
 def _kill(run: _Running) -> None:
-    """SIGKILL the child's process group (a child that is not yet its group's leader: the child)."""
+    """SIGKILL the child's process group (a child that is not yet its group's leader: the child),
+    reap it and close its pipe; once only."""
+    if run.killed:
+        return
+    run.killed = True
     try:
         os.killpg(run.process.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -173,33 +178,71 @@ def solve(portfolio: Portfolio, problem: Problem, *, timeout: float | None) -> S
     passed; then all are killed. A member that fails raises its :class:`SolverError`, unless
     another one gives a definitive answer. ``seconds`` is the wall-clock time of this call.
     """
+    return solve_cubes(portfolio, [problem], jobs=1, timeout=timeout)[1]
+
+
+def solve_cubes(
+    portfolio: Portfolio, cubes: Sequence[Problem], *, jobs: int, timeout: float | None
+) -> tuple[int, SolveOutcome]:
+    """Decide the disjunction of ``cubes`` (problems that split one question's models between
+    them): up to ``jobs`` of them at once, each raced by ``portfolio``'s members as in :func:`solve`.
+
+    SAT as soon as one cube is SAT (its index and outcome are returned: its model answers the
+    question); UNSAT when every cube is UNSAT (index -1, the solvers that answered named);
+    UNKNOWN when some cube stayed undecided, or at the deadline (``timeout`` seconds, wall
+    clock, from this call), when every child is killed. A cube whose members all failed raises
+    the first failure as a :class:`SolverError`.
+    """
     start = time.perf_counter()
     if timeout is not None and timeout <= 0:  # the caller's budget is spent before any solver started
-        return SolveOutcome(Verdict.UNKNOWN, 0.0, solver=portfolio.name)
+        return -1, SolveOutcome(Verdict.UNKNOWN, 0.0, solver=portfolio.name)
     deadline = None if timeout is None else start + timeout
     ctx = _context()
-    running: list[_Running] = []
+    waiting = list(range(len(cubes)))
+    active: dict[int, list[_Running]] = {}  # cube -> its members still running
+    started: list[_Running] = []
+    undecided: set[int] = set()
     errors: list[str] = []
+    winners: set[str] = set()
     try:
-        for backend in portfolio.members:  # one by one: an interrupt meanwhile still kills those started
-            running.append(_start(ctx, backend, problem, timeout))
-        pending = list(running)
-        while pending:
+        while waiting or active:
             remaining = None if deadline is None else deadline - time.perf_counter()
             if remaining is not None and remaining <= 0:
-                log.info("%s: deadline of %.3g s passed, killing %d solver(s)", portfolio.name, timeout, len(pending))
+                log.info("%s: deadline of %.3g s passed, killing every solver", portfolio.name, timeout)
+                undecided.update(active, waiting)
                 break
-            ready = set(wait([r.conn for r in pending] + [r.process.sentinel for r in pending], remaining))
-            for run in [r for r in pending if r.conn in ready or r.process.sentinel in ready]:
-                pending.remove(run)
-                kind, value = _result(run)
-                if kind == "error":
-                    errors.append(value)
-                elif value.verdict is not Verdict.UNKNOWN:
-                    return SolveOutcome(value.verdict, time.perf_counter() - start, value.model, value.solver)
+            while waiting and len(active) < jobs:
+                cube = waiting.pop(0)
+                active[cube] = []
+                for backend in portfolio.members:  # one by one: an interrupt meanwhile still kills those started
+                    started.append(_start(ctx, backend, cubes[cube], remaining))
+                    active[cube].append(started[-1])
+            running = [run for runs in active.values() for run in runs]
+            ready = set(wait([r.conn for r in running] + [r.process.sentinel for r in running], remaining))
+            for cube, runs in list(active.items()):
+                for run in [r for r in runs if r.conn in ready or r.process.sentinel in ready]:
+                    runs.remove(run)
+                    kind, value = _result(run)
+                    if kind == "error":
+                        errors.append(value)
+                    elif value.verdict is Verdict.SAT:
+                        return cube, SolveOutcome(value.verdict, time.perf_counter() - start, value.model, value.solver)
+                    elif value.verdict is Verdict.UNSAT:
+                        winners.add(value.solver)
+                        for other in runs:  # now: the next cube gets its core
+                            _kill(other)
+                        del active[cube]
+                        break
+                else:
+                    if not runs:  # every member gave up or failed
+                        undecided.add(cube)
+                        del active[cube]
     finally:
-        for run in running:
+        for run in started:
             _kill(run)
-    if errors:
+    if undecided and errors:
         raise SolverError(errors[0])
-    return SolveOutcome(Verdict.UNKNOWN, time.perf_counter() - start, solver=portfolio.name)
+    seconds = time.perf_counter() - start
+    if undecided:
+        return -1, SolveOutcome(Verdict.UNKNOWN, seconds, solver=portfolio.name)
+    return -1, SolveOutcome(Verdict.UNSAT, seconds, solver=",".join(sorted(winners)))

@@ -72,6 +72,14 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         "answers (default: half of --timeout, or 10 without one: verify.queries.results.ENUMERATION_SECONDS; "
         "0 = never beyond --presearch)",
     )
+    p.add_argument(
+        "--jobs",
+        type=at_least(1),
+        default=1,
+        metavar="N",
+        help="solver stage: split a length's words on their first symbols into 4N cubes and decide N at a time "
+        "in child processes (SAT at the first SAT cube, UNSAT when all are; default: 1, the length as one question)",
+    )
     encoding_options(p)
 
 
@@ -94,6 +102,7 @@ def query_options(args: argparse.Namespace) -> Any:
         presearch=args.presearch,
         canonical=args.canonical,
         enumeration=args.enumeration,
+        jobs=args.jobs,
     )
 
 
