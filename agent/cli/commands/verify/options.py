@@ -32,7 +32,7 @@ def encoding_options(p: argparse.ArgumentParser) -> None:
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:
-    """--solver, --timeout, --presearch, --canonical and the encoding switches."""
+    """--solver, --timeout, --presearch, --canonical, --jobs, --enumerate and the encoding switches."""
     p.add_argument("--solver", default="auto", help=SOLVER_HELP)
     p.add_argument(
         "--timeout",
@@ -43,24 +43,38 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         "the solver stage; past it the encoding stops or the solver processes are killed, and the length "
         "is unknown (default: none)",
     )
-    p.add_argument(
-        "--presearch",
-        type=at_least(0),
-        default=1024,
-        metavar="W",
-        help="candidate words per length run through the interpreter before the solver: all of them "
-        "when there are at most W, which decides the length, else W ordered and random ones that "
-        "can find a witness and measure the cost of a word for --enumerate (default: 1024; 0 = no "
-        "pre-pass at all: solver only)",
-    )
-    p.add_argument(
-        "--canonical",
-        type=at_least(0),
-        default=1 << 15,
-        metavar="C",
-        help="with the pre-pass on: when a sound reduction (see docs/verify.md) leaves at most C words "
-        "that stand for all words of a length, run them all, which decides it (default: 32768)",
-    )
+    # (flag, least value, default, metavar, help): the whole-number options, one call each
+    counts = [
+        (
+            "--presearch",
+            0,
+            1024,
+            "W",
+            "candidate words per length run through the interpreter before the solver: all of them "
+            "when there are at most W, which decides the length, else W ordered and random ones that "
+            "can find a witness and measure the cost of a word for --enumerate (default: 1024; 0 = no "
+            "pre-pass at all: solver only)",
+        ),
+        (
+            "--canonical",
+            0,
+            1 << 15,
+            "C",
+            "with the pre-pass on: when a sound reduction (see docs/verify.md) leaves at most C words "
+            "that stand for all words of a length, run them all, which decides it (default: 32768)",
+        ),
+        (
+            "--jobs",
+            1,
+            1,
+            "N",
+            "solver stage: split a length's words on their first symbols into 4N cubes and decide N at a time "
+            "in child processes (SAT at the first SAT cube, UNSAT when all are; default: 1, the length as one "
+            "question)",
+        ),
+    ]
+    for flag, least, default, metavar, text in counts:
+        p.add_argument(flag, type=at_least(least), default=default, metavar=metavar, help=text)
     p.add_argument(
         "--enumerate",
         dest="enumeration",
@@ -71,14 +85,6 @@ def solver_options(p: argparse.ArgumentParser) -> None:
         "when that takes at most S seconds at the cost per word the pre-pass measured; else the solver "
         "answers (default: half of --timeout, or 10 without one: verify.queries.results.ENUMERATION_SECONDS; "
         "0 = never beyond --presearch)",
-    )
-    p.add_argument(
-        "--jobs",
-        type=at_least(1),
-        default=1,
-        metavar="N",
-        help="solver stage: split a length's words on their first symbols into 4N cubes and decide N at a time "
-        "in child processes (SAT at the first SAT cube, UNSAT when all are; default: 1, the length as one question)",
     )
     encoding_options(p)
 
