@@ -27,8 +27,12 @@ pre-pass over candidate words, encoding and solving, over every length the query
 * ``solver``   z3, cvc5, bitwuzla (those installed), the three-way portfolio and the default
   race of z3 and bitwuzla on the length-64 UNSAT questions outside the complete class, solver only;
 * ``ablation`` tabulation and interval pruning switched off, solver only;
-* ``vocab``    vocabularies of 2k, 20k and 200k symbols, lengths 1..2, no word accepted,
+* ``vocab``    vocabularies of 2k, 20k, 200k and 500k symbols, lengths 1..2, no word accepted,
   5 s per length: the whole question's seconds, every stage bounded by the timeout;
+* ``route``    deciding by cost: causal table-softmax encoders (1 layer d = 4; 2 layers x 2
+  heads d = 8) at growing vocabulary and length, by default (``seconds``, ``by``) and with
+  ``--enumerate 0``, the pre-pass and then the solver, as before (``smt s``);
+* ``cubes``    ``--jobs 2`` against one process, solver only (``smt s``: one process);
 * ``larger``   what users of such a tool try: random encoders of 2 layers x 2 heads, d = 4, 8,
   16 (head dim d/2, FFN d, 8 bits), every attention kind without mask or positions (where the
   reductions apply) and table softmax with a causal mask and a positional table (where none
@@ -393,7 +397,64 @@ def vocab_rows(vocabs: list[int], n: int, timeout: float) -> list[Row]:
     return rows
 
 
-SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained", "vocab")
+def _unseen_label(spec: EncoderSpec, n: int, labels: int) -> int:
+    """A label no word of a 4096-word sample of length ``n`` shows (the hard, mostly UNSAT
+    question), else the rarest one."""
+    ids = np.random.default_rng(n).integers(0, len(spec.word_alphabet), size=(4096, n))
+    counts = np.bincount(
+        ref.run_batch(spec, np.array([spec.token_id(s) for s in spec.word_alphabet])[ids]).labels, minlength=labels
+    )
+    return int(np.argmin(counts))
+
+
+def route_rows(timeout: float) -> list[Row]:
+    """Decide by cost against the solver: causal-mask, table-softmax encoders with a positional
+    table (no reduction applies), exact length n, a label a sample does not show; by default
+    (every word through the interpreter when its measured cost fits half the timeout) and with
+    ``--enumerate 0`` (the pre-pass's 1024 words, then the solver: the route before). Per model,
+    lengths grow until the solver route times out; ``enum s`` is the default's seconds, ``smt s``
+    the solver route's."""
+    rows = []
+    causal = {"attention": Attention.SOFTMAX_TABLE, "mask": Mask.CAUSAL, "positional": PositionalKind.TABLE}
+    models = [
+        ("L1 H1 d4", {}, [(2, 12), (2, 16), (4, 6), (4, 8), (16, 3), (16, 4)]),
+        ("L2 H2 d8", {"layers": 2, "heads": 2, "d_model": 8, "head_dim": 4, "ffn_dim": 8}, [(2, 8), (2, 12), (4, 6)]),
+    ]
+    for name, shape, sizes in models:
+        for vocab, n in sizes:
+            spec = _spec(6, vocab_size=vocab, accept=Accept.ARGMAX, classes=4, positional_rows=n, **shape, **causal)  # type: ignore[arg-type]
+            label = _unseen_label(spec, n, 4)
+            by_cost = _solve("route", f"{name} V{vocab}", spec, n, label, QueryOptions(timeout=timeout))
+            before = _solve("route", "", spec, n, label, QueryOptions(timeout=timeout, enumeration=0))
+            if before.verdict != "unknown" and by_cost.verdict != "unknown":
+                assert before.verdict == by_cost.verdict, (by_cost, before)
+            rows.append(
+                replace(
+                    by_cost, config=f"{by_cost.config} (before: {before.by}, {before.verdict})", smt_s=before.seconds
+                )
+            )
+            print(rows[-1], file=sys.stderr)
+    return rows
+
+
+def cube_rows(timeout: float) -> list[Row]:
+    """``--jobs 2`` against one process, solver only, on questions the solver needs seconds for
+    (causal table softmax, one layer, d = 4): the seconds of one process in ``smt s``."""
+    rows = []
+    causal = {"attention": Attention.SOFTMAX_TABLE, "mask": Mask.CAUSAL, "positional": PositionalKind.TABLE}
+    for vocab, n in [(8, 4), (4, 6), (2, 12)]:
+        spec = _spec(6, vocab_size=vocab, accept=Accept.ARGMAX, classes=4, positional_rows=n, **causal)  # type: ignore[arg-type]
+        label = _unseen_label(spec, n, 4)
+        one = _solve("cubes", f"V{vocab}", spec, n, label, QueryOptions(timeout=timeout, presearch=0))
+        two = _solve("cubes", f"V{vocab} jobs 2", spec, n, label, QueryOptions(timeout=timeout, presearch=0, jobs=2))
+        if "unknown" not in (one.verdict, two.verdict):
+            assert one.verdict == two.verdict
+        rows.append(replace(two, smt_s=one.seconds, config=f"{two.config} (one process: {one.verdict})"))
+        print(rows[-1], file=sys.stderr)
+    return rows
+
+
+SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained", "vocab", "route", "cubes")
 
 
 def main() -> int:
@@ -442,7 +503,11 @@ def main() -> int:
         if "trained" in sections:
             rows += trained_rows({"majority": 32, "dyck": 8}, timeout)
         if "vocab" in sections:
-            rows += vocab_rows([2_000, 20_000, 200_000], 2, min(timeout, 5.0))
+            rows += vocab_rows([2_000, 20_000, 200_000, 500_000], 2, min(timeout, 5.0))
+        if "route" in sections:
+            rows += route_rows(timeout)
+        if "cubes" in sections:
+            rows += cube_rows(timeout)
     headers = (
         "section",
         "config",
