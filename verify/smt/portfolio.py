@@ -55,10 +55,10 @@ from verify.smt.solvers import (
 log = logging.getLogger(__name__)
 
 PORTFOLIO = "portfolio"
-# The default: z3 and bitwuzla race (those installed). Measured on 6 questions in one run
-# (docs/verify.md, "Solvers"): z3 alone 87 s, bitwuzla alone 52 s, the three-way race 70 s,
-# z3 and bitwuzla 1.03-1.32x faster than the three-way race on all 6; cvc5 never won and timed
-# out on 8 of 10 questions the others solved in under a second, so it races only when asked.
+# The default: z3 and bitwuzla race (those installed). `python bench/verify_scaling.py --sections
+# solver --timeout 30` (docs/verify.md, "Solvers"): on length-64 UNSAT questions the two-way race
+# beat z3 alone 1.6-2.5x and the three-way race 1.16-1.54x; cvc5 won none and timed out on one,
+# so it races only when asked for.
 AUTO = "auto"
 _AUTO_MEMBERS = ("z3", "bitwuzla")
 # The forkserver imports these once; every child forked from it has them loaded (and the
