@@ -20,8 +20,8 @@ anything else). The corpora (``--corpus``, a comma-separated list):
   closed by citing the original, and the source tracer's core premises (read from the
   imported modules only) never hold the original's lemmas. The halves alternate over the
   corpus's theorems with proofs in file and source order (few files, so a split by file would
-  be lopsided), each a theorems file ``WORK/lean4-CORPUS/HALF.txt``; each corpus has its own
-  database ``WORK/lean4-CORPUS/data``, so the suggester remembers that corpus's proofs only.
+  be lopsided), each a theorems file ``WORK/data-CORPUS/HALF.txt``; each corpus has its own
+  data directory ``WORK/data-CORPUS``, so the suggester remembers that corpus's proofs only.
   The files issue 40 holds out for the maintainers' own measurement (:data:`HELD_OUT`) are
   in none of them.
 
@@ -181,7 +181,7 @@ def core_halves(
         if sample is not None and sample < len(chosen):
             picked = set(random.Random(seed).sample(range(len(chosen)), sample))
             chosen = [t for i, t in enumerate(chosen) if i in picked]
-        listing = project / f"{which}.txt"
+        listing = data_dir / f"{which}.txt"
         listing.write_text("".join(f"{t.theorem.path}:{t.theorem.full_name}\n" for t in chosen), encoding="utf-8")
         halves.append(Half(corpus, which, project, data_dir, listing))
     return halves
@@ -216,6 +216,9 @@ def main() -> int:
     parser.add_argument(
         "--lean-servers", type=int, default=1, help="language servers per theorem, checking candidates at once"
     )
+    parser.add_argument(
+        "--no-ranking", action="store_true", help="without the tactic ranking learned from recorded attempts"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     corpora = args.corpus.split(",")
@@ -232,6 +235,7 @@ def main() -> int:
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
         servers=args.lean_servers,
+        ranking=not args.no_ranking,
     )
     wanted = HALVES if args.half == "both" else (args.half,)
     budgets = [float(b) for b in args.budgets.split(",")]
@@ -245,7 +249,7 @@ def main() -> int:
     print(
         f"{version}; {args.proof_backend} backend ({args.lean_servers} server(s)), "
         f"{args.candidates} candidates, {args.max_expansions} expansions, "
-        f"{args.time_limit:g} s limit"
+        f"{args.time_limit:g} s limit, ranking {'off' if args.no_ranking else 'on'}"
     )
     print(table(headers, rows))
     if args.json:
@@ -268,7 +272,7 @@ def evaluate_corpus(
         data_dir = args.work / "data"
     else:
         projects = [core_project(args.lean_src, args.work, corpus)]
-        data_dir = projects[0] / "data"
+        data_dir = args.work / f"data-{corpus}"  # outside the project: its checkouts hold .lean files
     settings = Settings.resolve(data_dir=data_dir, db_url=None)
     out = []
     with open_store(settings) as store:

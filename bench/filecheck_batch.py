@@ -188,6 +188,8 @@ def main() -> int:
                     agreed[name],
                 ]
             )
+    for kept in batching.values():
+        kept.close()  # the language servers kept between sessions
     print(f"{version}; one expansion of each theorem's first goal; one by one: a `lean` run per candidate")
     headers = ["candidates", "batched by", "theorems", "to a proof: one by one s", "batched s", "gain"]
     headers += ["all read: one by one s", "batched s", "gain", "batched CPU s", "same verdicts"]

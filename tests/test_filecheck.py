@@ -173,7 +173,7 @@ def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
     before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         _run(session, ["intro h", "exact h"])
-        workdir = session._workdir
+        workdir = session._file.parent
     assert (repo / "Demo" / "Basic.lean").read_text(encoding="utf-8") == SOURCE
     assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before
     assert not workdir.exists()

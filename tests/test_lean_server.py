@@ -110,14 +110,43 @@ def test_a_timeout_kills_the_server_and_the_next_check_starts_another(monkeypatc
     assert len(servers) == 2 and servers[0] == first
 
 
-def test_closing_the_session_stops_its_server(monkeypatch, tmp_path, repo) -> None:
+def test_the_next_session_on_the_file_is_checked_by_the_same_server_and_closing_the_backend_stops_it(
+    monkeypatch, tmp_path, repo
+) -> None:
+    """The server that elaborated one theorem's file checks the next theorem of that file:
+    an edit from the first theorem on, not a new document elaborated from the start."""
     log = _activate(monkeypatch, tmp_path)
-    session = ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
+    backend = ServerCheckBackend(timeout=20)
+    with backend.open(repo, IMP_SELF) as session:
+        assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
     server = _events(log)[0]["pid"]
-    assert _live_members(server) != []
-    session.close()
-    session.close()
+    assert _live_members(server) != [], "a session leaves its server to the next one"
+    with backend.open(repo, AND_SWAP) as session:
+        state = session.run_tactic(session.initial_state, "constructor")
+        assert isinstance(state, TacticState) and state.num_goals == 2
+    events = _events(log)
+    assert {e["pid"] for e in events} == {server} and sum("open" in e for e in events) == 1
+    changes = [e["change"] for e in events if "change" in e]
+    assert min(changes) >= IMP_SELF.start.line - 1, "an edit never reaches the text before the first theorem"
+    backend.close()
+    backend.close()
     assert _live_members(server) == []
+
+
+def test_a_session_closed_with_a_check_in_flight_leaves_a_fresh_server_to_the_next(monkeypatch, tmp_path, repo) -> None:
+    log = _activate(monkeypatch, tmp_path)
+    backend = _servers(2, timeout=30)
+    with backend.open(repo, IMP_SELF) as session:
+        state = session.run_tactic(session.initial_state, "intro h")
+        assert next(session.run_tactics(state, ["exact h", "spin"])) == ProofFinished()
+    first = {e["pid"] for e in _events(log) if "initialize" in e}
+    assert first and all(_live_members(pid) == [] for pid in first), "the server still checking `spin` is stopped"
+    try:
+        with backend.open(repo, IMP_SELF) as session:
+            assert session.run_tactic(session.initial_state, "intro h") == state
+    finally:
+        backend.close()
+    assert {e["pid"] for e in _events(log) if "initialize" in e} - first, "the next session starts new servers"
 
 
 def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
@@ -155,9 +184,11 @@ CANDIDATES = ["intro h", "nonsense", "intro hp", "simp", "intro h"]
 
 def test_two_servers_give_the_verdicts_of_one(monkeypatch, tmp_path, repo) -> None:
     log = _activate(monkeypatch, tmp_path)
-    with _servers(1).open(repo, IMP_SELF) as session:
+    one = _servers(1)
+    with one.open(repo, IMP_SELF) as session:
         expected = [_walk(session, tactics) for tactics in SEQUENCES]
         batched = list(session.run_tactics(session.initial_state, CANDIDATES))
+    one.close()
     log.unlink()
     with _servers(2).open(repo, IMP_SELF) as session:
         assert [_walk(session, tactics) for tactics in SEQUENCES] == expected
@@ -285,11 +316,19 @@ def test_on_the_2021_lean_the_server_gives_the_verdicts_of_lean_file(tmp_path: P
         goals = session.initial_state.pp
         expected = [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS]
         after = session.run_tactic(expected[1], "rfl") if isinstance(expected[1], TacticState) else None
-    with _servers(servers, timeout=60).open(tmp_path, theorem) as session:
-        assert session.initial_state.pp == goals
-        assert list(session.run_tactics(session.initial_state, list(reversed(OLD_TACTICS)))) == expected[::-1]
-        assert [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS] == expected
-        if after is not None:
-            assert session.run_tactic(expected[1], "rfl") == after
+    helper = next(t for t in extract_file(OLD_SOURCE, path="Old.lean").theorems if t.full_name == "helper")
+    backend = _servers(servers, timeout=60)
+    try:
+        with backend.open(tmp_path, helper) as session:
+            assert session.run_tactic(session.initial_state, "exact h.symm") == ProofFinished()
+        # The servers that checked `helper` check `target`: the file edited from `helper` on.
+        with backend.open(tmp_path, theorem) as session:
+            assert session.initial_state.pp == goals
+            assert list(session.run_tactics(session.initial_state, list(reversed(OLD_TACTICS)))) == expected[::-1]
+            assert [session.run_tactic(session.initial_state, t) for t in OLD_TACTICS] == expected
+            if after is not None:
+                assert session.run_tactic(expected[1], "rfl") == after
+    finally:
+        backend.close()
     assert {type(o) for o in expected} >= {TacticState, LeanError, ProofFinished}
     assert expected[-1] == LeanError(DROPPED)
