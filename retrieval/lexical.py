@@ -24,7 +24,7 @@ from lean_env.records import DeclKind, Premise, Theorem
 from lean_env.trace.source.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
-from retrieval.statements import conclusion, shape
+from retrieval.statements import conclusion, declares_proposition, field_signature, shape, states_fact
 
 # Declarations that are types, with their constructors and fields.
 _TYPES = frozenset({DeclKind.STRUCTURE, DeclKind.INDUCTIVE, DeclKind.CLASS})
@@ -51,15 +51,19 @@ class LexicalRetriever:
     (``Nat.add_assoc`` for a goal over ``Nat``), whose conclusion is shaped most like the
     goal's target (``x + y + (z + w) = ...`` finds ``(n + m) + k = n + (m + k)``).
     Instances and types are never premises (nothing to rewrite with or apply); a type's
-    fields and constructors are, among the file's own."""
+    fields and constructors are, among the file's own; and a field that states a fact (every
+    field of a class of ``Prop``, as ``LawfulApplicative.pure_seq``, or one whose type is a
+    relation) is a lemma everywhere, read from its own line of the declaration and given as
+    ``theorem NAME BINDERS : TYPE``."""
 
     def __init__(self, corpus: PremiseCorpus, *, k: int) -> None:
         self.corpus, self.k = corpus, k
         self._usable = _usable(corpus.premises)
+        self._facts = _fact_fields(corpus.premises, self._usable)
         self._by_name: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
             # A goal names a type's fields and constructors as terms, not as facts.
-            if not self._usable[index] or premise.kind in _TYPES:
+            if not self._usable[index] or (premise.kind in _TYPES and index not in self._facts):
                 continue
             self._by_name[premise.full_name].append(index)
             short = premise.full_name.rsplit(".", 1)[-1]
@@ -68,20 +72,27 @@ class LexicalRetriever:
         self._by_namespace: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
             namespace = premise.full_name.rpartition(".")[0]
-            if premise.kind in _LEMMAS and namespace:
+            if (premise.kind in _LEMMAS or index in self._facts) and namespace:
                 self._by_namespace[namespace].append(index)
         self._shapes: dict[int, Counter[tuple[str, str]]] = {}
+
+    def _code(self, index: int) -> str:
+        """What a premise says: its code, or a fact field's own statement."""
+        premise = self.corpus.premises[index]
+        fact = self._facts.get(index)
+        return premise.code if fact is None else f"theorem {premise.full_name} {fact}"
 
     def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
         prover's :class:`~agent.proving.theorem.PremiseSource` seam)."""
         allowed = self.corpus.accessible(location, theorem.path, theorem.start)
+        scopes = _scopes(theorem.full_name)
         # The file's own premises before the theorem, nearest first, and the names each uses.
         own = [int(i) for i in self.corpus.file_premises(location, theorem.path) if allowed[i]][::-1]
         own_names = {n for i in own for n in _names(self.corpus.premises[i].full_name)}
         own = [i for i in own if self._usable[i]]
-        uses = {i: _names(self.corpus.premises[i].code) for i in own}
-        notation = {i: _notation(self.corpus.premises[i].code) for i in own}
+        uses = {i: _names(self._code(i)) for i in own}
+        notation = {i: _notation(self._code(i)) for i in own}
         spread = Counter(symbol for symbols in notation.values() for symbol in symbols)
         rarity = {symbol: math.log((1 + len(own)) / (1 + count)) for symbol, count in spread.items()}
 
@@ -89,7 +100,11 @@ class LexicalRetriever:
             # A goal's own variables (`α`, `a`) shadow the file's names (a field `α`).
             bound = set(hypothesis_names(goal))
             mentioned = [n for n in dict.fromkeys(m.group() for m in IDENT_RE.finditer(goal)) if n not in bound]
-            named = [i for name in mentioned for i in self._by_name.get(name, ()) if allowed[i]]
+            matches = [i for name in mentioned for i in self._by_name.get(name, ()) if allowed[i]]
+            # A short name resolves to a declaration of the theorem's namespaces; one of another
+            # namespace (`Except.pure` for a goal's `pure`) only perhaps (an `open`): last.
+            named = [i for i in matches if _resolves(self.corpus.premises[i].full_name, mentioned, scopes)]
+            elsewhere = [i for i in matches if i not in set(named)]
             # The file's own declarations the goal names: its lemmas about them come next.
             about = own_names.intersection(mentioned)
             shared = {i: len(about & uses[i]) for i in own}
@@ -98,8 +113,8 @@ class LexicalRetriever:
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
             similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
             library = self._shaped_like(goal, mentioned, allowed, theorem.path)
-            chosen = list(dict.fromkeys([*named, *related, *similar, *library]))[: self.k]
-            return [(self.corpus.premises[i].full_name, self.corpus.premises[i].code) for i in chosen]
+            chosen = list(dict.fromkeys([*named, *related, *similar, *library, *elsewhere]))[: self.k]
+            return [(self.corpus.premises[i].full_name, self._code(i)) for i in chosen]
 
         return premises
 
@@ -119,7 +134,7 @@ class LexicalRetriever:
 
     def _shape_of(self, index: int) -> Counter[tuple[str, str]]:
         if index not in self._shapes:
-            self._shapes[index] = shape(conclusion(self.corpus.premises[index].code))
+            self._shapes[index] = shape(conclusion(self._code(index)))
         return self._shapes[index]
 
 
@@ -148,6 +163,34 @@ def _usable(premises: tuple[Premise, ...]) -> list[bool]:
         return (premise.path, premise.full_name) not in extended and not generated
 
     return [usable(premise) for premise in premises]
+
+
+def _scopes(full_name: str) -> set[str]:
+    """The namespaces a declaration named ``full_name`` resolves short names in: its own and
+    each one around it, the root (``""``) included."""
+    parts = full_name.split(".")[:-1]
+    return {".".join(parts[:n]) for n in range(len(parts) + 1)}
+
+
+def _resolves(full_name: str, mentioned: list[str], scopes: set[str]) -> bool:
+    """Whether a goal that mentions ``mentioned`` names ``full_name``: in full, or by the rest of
+    its name after one of ``scopes``."""
+    return full_name in mentioned or any(
+        full_name.startswith(f"{scope}.") and full_name[len(scope) + 1 :] in mentioned for scope in scopes if scope
+    )
+
+
+def _fact_fields(premises: tuple[Premise, ...], usable: list[bool]) -> dict[int, str]:
+    """The fields (usable, of a type's kind) that state facts, by index: their signatures
+    (:func:`retrieval.statements.field_signature`)."""
+    facts = {}
+    for index, premise in enumerate(premises):
+        if premise.kind not in _TYPES or not usable[index]:
+            continue
+        signature = field_signature(premise.code, premise.full_name.rsplit(".", 1)[-1])
+        if signature and states_fact(signature, in_proposition=declares_proposition(premise.code)):
+            facts[index] = signature
+    return facts
 
 
 def _notation(text: str) -> set[str]:

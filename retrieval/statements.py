@@ -19,6 +19,8 @@ _TOKEN_RE = re.compile(r"[^\W\d][\w.'!?]*|\d+|:=|=>|==|!=|<->|->|[^\s\w]")
 # A binder group's names, up to its `:` (`(n m : Nat)`, `{α : Type}`, `∀ (x : α)`).
 _BINDER_RE = re.compile(r"[({⦃\[]\s*([^(){}\[\]⦃⦄:]*?)\s*:")
 _EQUATIONS = ("=", "↔")
+# A relation a statement may conclude with.
+_RELATION_RE = re.compile(r"(?<![<>=])(?:=|↔|≤|≥|≠|∣|∈|∉|⊆)(?![>=])|(?<![<$*|])<(?![$*|=-])")
 
 
 def conclusion(code: str) -> str:
@@ -30,6 +32,45 @@ def conclusion(code: str) -> str:
     if statement.startswith("∀") and (commas := top_level_at(statement, (",",))):
         statement = statement[commas[0] + 1 :].strip()
     return statement
+
+
+def field_signature(code: str, field: str) -> str | None:
+    """The binders and type of the field ``field`` (a short name) of the structure or class
+    that ``code`` declares, on one line (``(g : α → β) (x : f α) : pure g <*> x = g <$> x``);
+    None when ``code`` declares no such field with a type (one given only a default value,
+    or a declaration with no ``where`` block). A field's own premise carries the code of its
+    whole declaration, which says what every field states at once."""
+    lines = code.split("\n")
+    start = next((i for i, line in enumerate(lines) if re.search(r"\bwhere\s*$", line)), None)
+    if start is None:
+        return None
+    for index in range(start + 1, len(lines)):
+        match = re.match(rf"(\s+){re.escape(field)}(?![\w.'!?])(.*)$", lines[index])
+        if match is None:
+            continue
+        indent, text = len(match.group(1)), [match.group(2)]
+        for line in lines[index + 1 :]:
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            text.append(line)
+        signature = " ".join(" ".join(text).split())
+        if defaults := [at for at in top_level_at(signature, (":",)) if signature.startswith(":=", at)]:
+            signature = signature[: defaults[0]].strip()  # the default value is no part of it
+        return signature if top_level_at(signature, (":",)) else None
+    return None
+
+
+def states_fact(signature: str, *, in_proposition: bool) -> bool:
+    """Whether a field of ``signature`` (:func:`field_signature`) is a fact to rewrite with or
+    apply: every field of a structure or class of ``Prop`` is, and elsewhere one whose type
+    concludes with a relation."""
+    return in_proposition or bool(_RELATION_RE.search(conclusion(signature)))
+
+
+def declares_proposition(code: str) -> bool:
+    """Whether ``code`` declares a structure or class of ``Prop`` (``class C ... : Prop where``)."""
+    header = re.search(r"\bwhere\s*$", code, re.M)
+    return header is not None and bool(re.search(r":\s*Prop\s*$", code[: header.start()]))
 
 
 def shape(text: str) -> Counter[tuple[str, str]]:

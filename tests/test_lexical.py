@@ -4,15 +4,18 @@ file's lemmas about them (retrieval/lexical.py), and the candidates a goal's sha
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from builders import premise, repo_trace, theorem
 
 from agent.generators.goals import goal_view
 from agent.generators.suggester import structural
-from lean_env.records import DeclKind, LeanFile, Premise
+from lean_env.records import DeclKind, LeanFile, Position, Premise
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremisesFor
 from retrieval.lexical import LexicalRetriever
+from retrieval.statements import declares_proposition, field_signature, states_fact
 
 REPO = "/repo"
 PREMISES = [
@@ -119,6 +122,77 @@ def test_last_the_library_s_lemmas_about_the_goal_s_types_shaped_like_its_target
     assert names == ["Nat.add_assoc", "Nat.add_comm"]
 
 
+def test_a_field_that_states_a_fact_is_a_lemma_of_its_class_stated_by_its_own_line() -> None:
+    """A class of `Prop` in an imported file: its fields are lemmas about it (the goal's
+    instance names the class), shaped by their own statements, given as theorems; a data
+    structure's field is no lemma."""
+    init = ".lake/packages/lean4/src/lean/Init/Control/Lawful.lean"
+    lawful = (
+        "class LawfulApplicative (f : Type u → Type v) [Applicative f] : Prop where\n"
+        "  seqLeft_eq  (x : f α) (y : f β)     : x <* y = const β <$> x <*> y\n"
+        "  pure_seq    (g : α → β) (x : f α)\n    : pure g <*> x = g <$> x\n"
+        "  comp_map g h x := by\n    simp"
+    )
+    point = "structure LawfulPoint where\n  x : Nat\n  y : Nat"
+    library = [
+        *(
+            dataclasses.replace(p, path=init)
+            for p in _type_declaration(
+                "LawfulApplicative", lawful, ["seqLeft_eq", "pure_seq", "comp_map"], kind=DeclKind.CLASS
+            )
+        ),
+        *(
+            dataclasses.replace(p, path=init, start=Position(p.start.line + 10, 1))
+            for p in _type_declaration("LawfulPoint", point, ["x", "y"], kind=DeclKind.STRUCTURE)
+        ),
+    ]
+    target = theorem("pure_id_seq", line=20)
+    files = [LeanFile("A.lean", ("Init.Control.Lawful",)), LeanFile(init)]
+    corpus = PremiseCorpus([repo_trace(REPO, premises=library, theorems=[target], files=files)])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    goal = "f : Type u_1 → Type u_2\ninst✝ : LawfulApplicative f\nx : f α\nq : LawfulPoint\n⊢ pure id <*> x = x"
+    found = premises_for(goal)
+    assert [name for name, _ in found] == ["LawfulApplicative.pure_seq", "LawfulApplicative.seqLeft_eq"]
+    assert found[0][1] == "theorem LawfulApplicative.pure_seq (g : α → β) (x : f α) : pure g <*> x = g <$> x"
+
+
+@pytest.mark.parametrize(
+    ("code", "field", "signature", "fact"),
+    [
+        pytest.param("class C (α : Type) : Prop where\n  refl (a : α) : a ≍ a", "refl", "(a : α) : a ≍ a", True),
+        pytest.param(
+            "structure S where\n  le_total (a b : Nat) : a ≤ b ∨ b ≤ a", "le_total", None, True, id="relation"
+        ),
+        pytest.param("structure S where\n  size : Nat\n  size_pos : 0 < size", "size", ": Nat", False, id="data"),
+        pytest.param("class C : Prop where\n  comp g h := by simp", "comp", None, False, id="default-only"),
+        pytest.param("def size : Nat := 0", "size", None, False, id="no-where"),
+    ],
+)
+def test_a_fields_own_signature_and_whether_it_states_a_fact(
+    code: str, field: str, signature: str | None, fact: bool
+) -> None:
+    found = field_signature(code, field)
+    if signature is not None:
+        assert found == signature
+    assert (found is not None and states_fact(found, in_proposition=declares_proposition(code))) is fact
+
+
+def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> None:
+    """`pure` in a goal is `Pure.pure`, not `Except.pure` (unless a namespace is open): the
+    declarations of another namespace that a short name could mean come last; the theorem's
+    own namespace's come first."""
+    declared = [
+        premise("Except.pure", line=1, code="def Except.pure (a : α) : Except ε α", kind=DeclKind.DEF),
+        premise("M.pure", line=2, code="def M.pure (a : α) : M α", kind=DeclKind.DEF),
+        premise("M.pure_bind", line=3, code="theorem M.pure_bind : pure a >>= f = f a"),
+    ]
+    target = theorem("M.bind_pure", line=20)
+    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target])])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    names = [name for name, _ in premises_for("x : M α\n⊢ x >>= pure = x")]
+    assert names == ["M.pure", "M.pure_bind", "Except.pure"]
+
+
 @pytest.mark.parametrize(
     ("goal", "premises", "wanted", "unwanted"),
     [
@@ -173,6 +247,13 @@ def test_last_the_library_s_lemmas_about_the_goal_s_types_shaped_like_its_target
         ),
         pytest.param(
             "⊢ (fun ((a, b) : Nat × Nat) => a) = Prod.fst", [], ["funext x"], ["funext x : Nat × Nat"], id="a-pattern"
+        ),
+        pytest.param(
+            "x : m α\nf g : α → m β\nh : ∀ (a : α), f a = g a\nk : ∀ (a : α), f a → g a\n⊢ x >>= f = x >>= g",
+            [],
+            ["simp [funext h]", "exact funext h"],
+            ["simp [funext k]", "exact funext k"],
+            id="a-hypothesis-equal-at-every-argument",
         ),
         pytest.param(
             "α : Sort u\na a' : α\nh : a = a'\n⊢ a ≅ a'",

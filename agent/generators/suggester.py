@@ -107,6 +107,7 @@ EXACT_LOCAL = 1.0  # exact h, where h's type is the target
 INTROS = 0.1  # an implication or a universal
 FUNEXT = 0.15  # funext x y, where the target equates functions (`fun x y => ...`)
 SUBST = 0.1  # subst h, where h equates a local with a term
+POINTWISE = 0.15  # simp [funext h], exact funext h, where h : ∀ x, f x = g x
 HEQ_REFL = 0.3  # exact HEq.refl _, where the target is a heterogeneous equality
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
@@ -508,8 +509,9 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     local with a term, ``injection`` of one that equates applications, ``congrArg`` of an
     equation under the function both sides of the target apply, ``constructor`` on a
     conjunction, iff or other type applied, either side of a disjunction, ``intros`` on an
-    implication or a universal, ``funext`` on an equation of functions, and ``HEq.refl``
-    for a heterogeneous equality."""
+    implication or a universal, ``funext`` on an equation of functions, ``funext h`` of a
+    hypothesis that equates two functions at every argument, and ``HEq.refl`` for a
+    heterogeneous equality."""
     listed = ", ".join(premises)
     # `simp_all [P]`, not `simp [*, P]`: the same rewriting with the hypotheses, in every
     # Lean 4 (the June 2021 one has no `*` in simp lists).
@@ -559,6 +561,9 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
             out.append((f"have {_fresh(local.name, view.names)} := congrArg ({applied}) {local.name}", CONGR_ARG))
         if _top_level(local.type, ("↔",)):
             out += [(f"exact {local.name}.1", IFF_SIDE), (f"exact {local.name}.2", IFF_SIDE)]
+        if premised and local.type.startswith("∀") and _equation_sides(premised[1]):
+            # Functions equal at every argument: equal (`x >>= f = x >>= g` from `∀ a, f a = g a`).
+            out += [(f"simp [funext {local.name}]", POINTWISE), (f"exact funext {local.name}", POINTWISE)]
         if any(side in view.names for side in sides):
             out.append((f"subst {local.name}", SUBST))
     # The target's connective: `→` binds weakest, then `↔`, `∨`, `∧`. A Lean may print the
