@@ -64,7 +64,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
     from agent.generators.suggester import StepMemory
     from agent.proving.attempts import flag_restatements, prove_targets
     from agent.proving.exercises import exercises
-    from agent.proving.scale import ProofRunner, ProverRecipe
+    from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
     from agent.proving.targets import build_checkout, checkout_all, select_targets
     from agent.reports.tables import attempts_table, audit_summary
     from agent.workspace.data import open_store
@@ -105,6 +105,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             retriever_len=args.retriever_len,
             corpus=traces,
             memory=StepMemory.from_traces(traces),
+            ranking=learned_ranking(store, config),
         )
         # Models load before the run starts: a bad name is the user's error, not a failed run
         # (nor a dead Ray worker).
