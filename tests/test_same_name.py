@@ -10,11 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from builders import theorem
 from fakes import fake_lean
 from projects import git
 
 from agent.cli.main import main
-from agent.proving.theorem_refs import TheoremRef
+from agent.proving.theorem_refs import TheoremRef, resolve_refs
+from curriculum.results import StoredTheorem
+from lean_env.errors import UserInputError
 
 TWIN = "theorem two_eq : 2 = 1 + 1 := by\n  sorry\n"
 SCRIPT = {"theorems": {"two_eq": {"goals": "⊢ 2 = 1 + 1", "steps": {"decide": {"done": True}}}}}
@@ -158,3 +161,45 @@ def test_a_declared_name_matches_in_its_file_only() -> None:
     assert not TheoremRef("two_eq", "Twins/A.lean").matches(inside)
     assert not TheoremRef("two_eq").matches(inside)  # a bare name is the full name
     assert not TheoremRef("s.two_eq", "Twins/B.lean").matches(inside)
+
+
+def _stored(id_: int, full_name: str, path: str, location: str = "/r") -> StoredTheorem:
+    return StoredTheorem(id_, location, "c" * 40, theorem(full_name, path=path))
+
+
+@pytest.mark.parametrize(
+    "ref, stored, message",
+    [
+        pytest.param(
+            "F.lean:symm",
+            [_stored(1, "A.symm", "F.lean"), _stored(2, "B.symm", "F.lean")],
+            "'F.lean:symm' names several stored theorems with a proof: F.lean:A.symm, F.lean:B.symm; "
+            "name one of them so",
+            id="namespaces-of-one-file",
+        ),
+        pytest.param(
+            "two_eq",
+            [_stored(1, "two_eq", "A.lean"), _stored(2, "two_eq", "B.lean")],
+            "'two_eq' names several stored theorems with a proof: A.lean:two_eq, B.lean:two_eq; name one of them so",
+            id="twins-in-two-files",
+        ),
+        pytest.param(
+            "F.lean:symm",
+            [_stored(1, "symm", "F.lean", "/r1"), _stored(2, "symm", "F.lean", "/r2")],
+            "'F.lean:symm' names several stored theorems with a proof: F.lean:symm of /r1, F.lean:symm of /r2; "
+            "name one as PATH:FULL_NAME and choose its repository with --repo",
+            id="one-file-in-two-repositories",
+        ),
+    ],
+)
+def test_a_reference_to_several_theorems_lists_the_references_to_choose_from(
+    ref: str, stored: list[StoredTheorem], message: str
+) -> None:
+    what = {"what": "stored theorem with a proof", "whats": "stored theorems with a proof"}
+    with pytest.raises(UserInputError) as info:
+        resolve_refs([TheoremRef.parse(ref)], stored, **what)
+    assert str(info.value) == message
+    # The first reference listed names its theorem alone (among its repository's: --repo).
+    first = message.split(": ", 1)[1].split(",")[0].removesuffix(" of /r1")
+    its_repository = [t for t in stored if t.location == stored[0].location]
+    assert resolve_refs([TheoremRef.parse(first)], its_repository, **what) == [stored[0]]

@@ -206,7 +206,7 @@ def select_theorems(store: Store, selection: Selection) -> list[StoredTheorem]:
     ]
     if selection.theorems is not None:
         refs = read_theorem_refs(selection.theorems)
-        return resolve_refs(refs, candidates, what="stored theorem with a proof")
+        return resolve_refs(refs, candidates, what="stored theorem with a proof", whats="stored theorems with a proof")
     chosen = candidates
     if selection.benchmark is not None:
         chosen = benchmark_test(chosen, selection.benchmark, selection.benchmark_split)

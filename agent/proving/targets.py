@@ -44,7 +44,9 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, 
         raise UserInputError(f"no stored repository is {location}")
     if names is None:
         return Targets(*left_alone(sorries, skip))
-    chosen = resolve_refs([TheoremRef.parse(n) for n in names], sorries, what="stored sorry theorem")
+    chosen = resolve_refs(
+        [TheoremRef.parse(n) for n in names], sorries, what="stored sorry theorem", whats="stored sorry theorems"
+    )
     for stored in chosen:
         if is_skipped(stored.theorem.path, skip):
             raise UserInputError(f"{stored.theorem.full_name!r} is in {stored.theorem.path}, which --skip leaves alone")

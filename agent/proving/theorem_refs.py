@@ -66,20 +66,32 @@ def read_theorem_refs(file: Path) -> list[TheoremRef]:
     return refs
 
 
-def resolve_refs(refs: Sequence[TheoremRef], candidates: Sequence[StoredTheorem], *, what: str) -> list[StoredTheorem]:
+def resolve_refs(
+    refs: Sequence[TheoremRef], candidates: Sequence[StoredTheorem], *, what: str, whats: str
+) -> list[StoredTheorem]:
     """The one theorem of ``candidates`` each reference names, in the references' order
-    (each once); ``what`` says what the candidates are, for the messages."""
+    (each once); ``what`` and ``whats`` say what a candidate is, and what several are, for
+    the messages."""
     chosen: dict[int, StoredTheorem] = {}
     for ref in dict.fromkeys(refs):
         found = [t for t in candidates if ref.matches(t.theorem)]
         if not found:
             raise UserInputError(f"no {what} is called {str(ref)!r}")
         if len(found) > 1:
-            places = ", ".join(f"{t.theorem.path} of {t.location}" for t in found[:5])
-            more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-            raise UserInputError(
-                f"{str(ref)!r} names several {what}s (in {places}{more}); name one as PATH:NAME, or choose the "
-                "repository with --repo"
-            )
+            raise UserInputError(f"{str(ref)!r} names several {whats}: {_choices(found)}")
         chosen.setdefault(found[0].id, found[0])
     return list(chosen.values())
+
+
+def _choices(found: Sequence[StoredTheorem], *, shown: int = 5) -> str:
+    """The references that name each of ``found`` alone, and how to give one: ``PATH:FULL_NAME``
+    (one name declared in several namespaces of a file differs in its full name); where that is
+    not enough (the same file in several repositories), with the repository to choose."""
+    refs = [str(TheoremRef(t.theorem.full_name, t.theorem.path)) for t in found]
+    if len(set(refs)) == len(refs):
+        listed, advice = refs, "name one of them so"
+    else:
+        listed = [f"{ref} of {t.location}" for ref, t in zip(refs, found, strict=True)]
+        advice = "name one as PATH:FULL_NAME and choose its repository with --repo"
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return f"{', '.join(listed[:shown])}{more}; {advice}"
