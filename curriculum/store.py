@@ -98,6 +98,7 @@ from curriculum.results import (
 )
 from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, LeanAgentError, UserInputError, first_line
+from lean_env.paths import check_path, shown
 from lean_env.records import RepoTrace, TheoremStatus, TracedTactic, TriedTactic
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,7 @@ class Store(ClosesOnExit):
         tables of tried tactics); any other (tables but no version: an older leanagent's or
         another program's; a newer version) is refused with a
         :class:`DatabaseUnavailableError` before anything is written to it."""
+        sqlite_file(url)  # a path no file can have: refused before connecting
         try:
             engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
@@ -826,14 +828,17 @@ def _reason(error: SQLAlchemyError) -> str:
 
 def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (None for another backend, an in-memory database,
-    or a URL that does not parse: :meth:`Store.open` says what is wrong with it)."""
+    or a URL that does not parse: :meth:`Store.open` says what is wrong with it); a path no
+    file can have (a NUL byte, a name too long) raises :class:`DatabaseUnavailableError`."""
     try:
         parsed = make_url(url)
     except ArgumentError:
         return None
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
-    return Path(parsed.database).expanduser()
+    database = Path(parsed.database).expanduser()
+    check_path(database, where=f"the database {shown(_hide_password(url))}", error=DatabaseUnavailableError)
+    return database
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

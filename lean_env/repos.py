@@ -51,6 +51,7 @@ from pathlib import Path
 
 from lean_env.errors import RepoSpecError
 from lean_env.lean.toolchain import read_toolchain
+from lean_env.paths import check_path, shown
 from lean_env.records import RepoSpec
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,10 @@ _SKIPPED_DIRS = frozenset({".lake", "lake-packages", ".git", "build"})
 _SHA_RE = re.compile(r"[0-9a-f]{7,40}")
 # The repos-file word that marks paths whose sorries are left alone.
 _SKIP = "skip="
+# The longest line of a repos file: a path (at most 4096 bytes on Linux), a commit and skip
+# globs fit many times over; a longer line is refused before it is split into words (which
+# takes time quadratic in its length: 41 s for a 1 MB line).
+MAX_LINE = 16_384
 # Generous: a first clone of a big repository over a slow link takes minutes.
 DEFAULT_GIT_TIMEOUT = 900.0
 
@@ -101,19 +106,24 @@ def parse_spec(text: str, *, base_dir: Path | None = None) -> RepoSpec:
     head, sep, tail = location.rpartition("@")
     if sep and head and tail and "/" not in tail and ":" not in tail:
         location, commit = head, tail
-    return _make_spec(location, commit, base_dir=base_dir or Path.cwd(), where=repr(text))
+    return _make_spec(location, commit, base_dir=base_dir or Path.cwd(), where=repr(shown(text)))
 
 
 def parse_repos_file(path: Path) -> list[RepoSpec]:
     """Every spec of a repos file, in order; a malformed line raises :class:`RepoSpecError`
     naming the file and line number."""
     try:
+        check_path(path, where="the repos file", error=RepoSpecError)
         text = path.read_text(encoding="utf-8-sig")  # as editors write it, maybe with a BOM
     except (OSError, UnicodeDecodeError) as e:
         raise RepoSpecError(f"cannot read repos file {path}: {e}") from e
     specs = []
     for number, raw in enumerate(text.splitlines(), start=1):
         where = f"{path}:{number}"
+        if len(raw) > MAX_LINE:
+            raise RepoSpecError(f"{where}: a line of {len(raw)} characters (at most {MAX_LINE}): {shown(raw)!r}")
+        if "\x00" in raw:
+            raise RepoSpecError(f"{where}: a NUL byte; a repos file is text, one repository per line")
         try:
             # Shell-like words: a path with spaces is quoted, "my repo" or 'my repo'.
             fields = shlex.split(raw, comments=True)
@@ -145,7 +155,9 @@ def _make_spec(
         raise RepoSpecError(f"{where}: {e}") from e
     if spec.is_remote:
         return RepoSpec(location.rstrip("/"), commit, skip)
-    return RepoSpec(str((base_dir / Path(location).expanduser()).resolve()), commit, skip)
+    path = base_dir / Path(location).expanduser()
+    check_path(path, where=where, error=RepoSpecError)
+    return RepoSpec(str(path.resolve()), commit, skip)
 
 
 def is_skipped(path: str, globs: Sequence[str]) -> bool:

@@ -112,6 +112,13 @@ def test_is_skipped(path: str, globs: tuple[str, ...], skipped: bool) -> None:
         pytest.param("https://x/y skip=\n", r"repos\.txt:1: a skip glob cannot be empty", id="empty-skip"),
         pytest.param("# c\n\nhttps://x/y ab$c\n", r"repos\.txt:3: not a valid commit", id="bad-commit"),
         pytest.param("# only comments\n\n", r"lists no repositories", id="empty"),
+        pytest.param("ok/path\nfoo\0bar\n", r"repos\.txt:2: a NUL byte", id="nul-byte"),
+        pytest.param(
+            "# c\n" + "x" * 1_000_000 + "\n",
+            r"repos\.txt:2: a line of 1000000 characters \(at most 16384\)",
+            id="1-mb-line",
+        ),
+        pytest.param("d" * 300 + "\n", r"repos\.txt:1: the path is too long for the file system", id="long-name"),
     ],
 )
 def test_a_malformed_repos_file_names_file_and_line(tmp_path: Path, content: str, message: str) -> None:

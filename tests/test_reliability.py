@@ -94,6 +94,41 @@ def test_an_unclosed_quote_in_a_repos_file_is_one_line_exit_2(tmp_path: Path) ->
     assert "repos.txt:1: No closing quotation" in done.stderr
 
 
+@pytest.mark.parametrize("command", ["ingest", "run"])
+def test_a_nul_byte_in_a_repos_file_is_one_line_naming_the_line(tmp_path: Path, command: str) -> None:
+    repos = tmp_path / "nul.txt"
+    repos.write_bytes(b"# a file that is not text\nfoo\0bar\n")
+    done = leanagent(*(["ingest", "--repos"] if command == "ingest" else ["run"]), str(repos), data=tmp_path / "data")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{repos}:2: a NUL byte" in done.stderr
+
+
+# Paths longer than Linux allows (4096 bytes in all, 255 a name), each refused in one line
+# that shows only the start of the path.
+LONG_NAME = "n" * 300
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["ingest", "/tmp/" + "a" * 5000], "the path is too long for the file system", id="ingest-5000"),
+        pytest.param(["run", "{repos}"], "repos.txt:1: a line of 1000000 characters", id="run-1-mb-line"),
+        pytest.param(
+            ["--db", f"sqlite:////tmp/{LONG_NAME}.db", "db", "stats"],
+            f"the database sqlite:////tmp/{LONG_NAME[:65]}... (318 characters): the path is too long",
+            id="db-300",
+        ),
+        pytest.param(["--data-dir", f"/tmp/{LONG_NAME}", "db", "stats"], "File name too long", id="data-dir-300"),
+    ],
+)
+def test_an_overlong_path_is_one_short_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    repos = tmp_path / "repos.txt"
+    repos.write_text("x" * 1_000_000 + "\n", encoding="utf-8")
+    done = leanagent(*(a.format(repos=repos) for a in args), data=tmp_path / "data")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[:2000]
+    assert message in done.stderr and len(done.stderr) < 400, done.stderr[:2000]
+
+
 def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> None:
     done = leanagent("ingest", str(tmp_path / "no-such-repo"), "--json", data=tmp_path / "data")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr

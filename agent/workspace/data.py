@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from agent.workspace.settings import Settings
 from lean_env.errors import UserInputError
+from lean_env.paths import shown
 
 if TYPE_CHECKING:
     from curriculum.ingest import IngestOutcome
@@ -25,7 +26,9 @@ def open_store(settings: Settings, *, read_only: bool = False) -> Store:
     try:  # (nothing to do, and nothing written, where it exists)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserInputError(f"cannot create the data directory {settings.data_dir}: {e.strerror or e}") from e
+        raise UserInputError(
+            f"cannot create the data directory {shown(str(settings.data_dir))}: {e.strerror or e}"
+        ) from e
     return Store.open_to_read(settings.db_url) if read_only else Store.open(settings.db_url)
 
 
