@@ -22,15 +22,19 @@ Callers speak records (:mod:`lean_env.records`) and the small result records of
   (:class:`JobLockUnavailableError`), never a job that goes on unlocked.
 * **Errors at the boundary.** A database that cannot be opened or written (bad URL,
   unwritable path, server down) raises :class:`DatabaseUnavailableError` naming the URL
-  (password hidden); any other database failure raises :class:`DatabaseError`.
+  (password hidden) and, for a SQLite file, what the operating system says of it; a full
+  disk raises :class:`~lean_env.errors.DiskFullError`; any other database failure raises
+  :class:`DatabaseError`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sqlite3
+import tempfile
 import time
 import urllib.parse
 from collections import Counter
@@ -97,7 +101,7 @@ from curriculum.results import (
     VersionInfo,
 )
 from lean_env.closing import ClosesOnExit
-from lean_env.errors import BackendError, LeanAgentError, UserInputError, first_line
+from lean_env.errors import BackendError, DiskFullError, LeanAgentError, UserInputError, first_line
 from lean_env.paths import check_path, shown
 from lean_env.records import RepoTrace, TheoremStatus, TracedTactic, TriedTactic
 
@@ -108,6 +112,9 @@ _SQLITE_WAIT = 60.0
 
 # The password part of a URL's authority, for messages about URLs that did not parse.
 _PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+# PostgreSQL's SQLSTATE for a full disk (class 53, insufficient resources).
+_DISK_FULL_STATE = "53100"
 
 # Ids per `IN (...)` list: under SQLite's limit of bound parameters in one statement.
 _IN_CHUNK = 10_000
@@ -149,7 +156,7 @@ class Store(ClosesOnExit):
         tables of tried tactics); any other (tables but no version: an older leanagent's or
         another program's; a newer version) is refused with a
         :class:`DatabaseUnavailableError` before anything is written to it."""
-        sqlite_file(url)  # a path no file can have: refused before connecting
+        database = sqlite_file(url)
         try:
             engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
         except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as e:
@@ -176,8 +183,12 @@ class Store(ClosesOnExit):
         except SQLAlchemyError as e:
             engine.dispose()
             # Whatever fails before the tables exist (no server, a path that cannot be
-            # written, a file that is not a database) is the URL's fault: the user's to fix.
-            raise DatabaseUnavailableError(f"cannot use the database {shown} (opening it): {_reason(e)}") from e
+            # written, a file that is not a database) is the URL's fault: the user's to fix,
+            # but for a full disk.
+            if _is_full(e, database):
+                raise DiskFullError(f"cannot use the database {shown} (opening it): {_full_reason(e)}") from e
+            reason = _reason(e) + _why_not_writable(database)
+            raise DatabaseUnavailableError(f"cannot use the database {shown} (opening it): {reason}") from e
         except DatabaseUnavailableError:
             engine.dispose()
             raise
@@ -614,6 +625,8 @@ class Store(ClosesOnExit):
         try:
             yield
         except OperationalError as e:
+            if _is_full(e, sqlite_file(self.url)):
+                raise DiskFullError(f"cannot use the database {self.url} ({action}): {_full_reason(e)}") from e
             raise DatabaseUnavailableError(f"cannot use the database {self.url} ({action}): {_reason(e)}") from e
         except SQLAlchemyError as e:
             raise DatabaseError(f"database {self.url} failed ({action}): {_reason(e)}") from e
@@ -824,6 +837,49 @@ def _hide_password(url: str) -> str:
 def _reason(error: SQLAlchemyError) -> str:
     """The first line of the driver's message (DBAPI errors carry it in ``orig``)."""
     return first_line(getattr(error, "orig", None) or error)
+
+
+def _is_full(error: SQLAlchemyError, database: Path | None) -> bool:
+    """Whether the database failed for want of disk space: SQLite's ``SQLITE_FULL``, or its
+    ``SQLITE_IOERR`` (what growing the WAL index says) on a disk with no free block left;
+    PostgreSQL's ``disk_full`` (SQLSTATE 53100, as psycopg and psycopg2 name it)."""
+    orig = getattr(error, "orig", None)
+    code = getattr(orig, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL:
+        return True
+    if code is not None and code & 0xFF == sqlite3.SQLITE_IOERR and database is not None:
+        try:
+            return os.statvfs(database.parent).f_bavail == 0
+        except OSError:
+            return False
+    return _DISK_FULL_STATE in (getattr(orig, "sqlstate", None), getattr(orig, "pgcode", None))
+
+
+def _full_reason(error: SQLAlchemyError) -> str:
+    """The driver's reason for a failure :func:`_is_full` found, saying that the disk is full
+    where the driver does not ("disk I/O error")."""
+    reason = _reason(error)
+    return reason if "full" in reason else f"{reason} (no space left on the disk)"
+
+
+def _why_not_writable(database: Path | None) -> str:
+    """What the operating system says of a SQLite file that SQLite could not open ("unable
+    to open database file" says neither where nor why): ``"; DIR cannot be written
+    (Read-only file system)"``, or "" when the file and its directory can be written (or
+    the database is no SQLite file). SQLite needs both: its journal goes beside the file."""
+    if database is None:
+        return ""
+    directory = database.parent
+    try:
+        if not directory.is_dir():
+            return f"; the directory {directory} does not exist"
+        if database.exists():
+            database.open("r+b").close()  # opened to write, nothing written
+        tempfile.TemporaryFile(dir=directory).close()  # (gone once closed)
+    except OSError as e:
+        where = database if e.filename == str(database) else directory
+        return f"; {where} cannot be written ({e.strerror or e})"
+    return ""
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -10,6 +10,7 @@ module that raises them::
      │    └── RepoSpecError              a repository spec or repos file line that is malformed
      ├── LeanNotFoundError (RuntimeError) no Lean toolchain where one is needed
      └── BackendError (RuntimeError)     an external process or library failed
+          ├── DiskFullError               a file or database could not be written for want of space
           └── (backend-specific leaves: REPL crash, REPL protocol error, ...)
 
 The CLI catches ``LeanAgentError`` and prints its message: so messages are one clear
@@ -58,6 +59,12 @@ class LeanNotFoundError(LeanAgentError, RuntimeError):
 
 class BackendError(LeanAgentError, RuntimeError):
     """An external process or library failed in a way that is not a proof outcome."""
+
+
+class DiskFullError(BackendError):
+    """A file or a database could not be written because its disk (or the user's quota) is
+    full: no fault of the input, and nothing finished is lost (every write is whole or not at
+    all); free space and run again."""
 
 
 def first_line(error: BaseException) -> str:

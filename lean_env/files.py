@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from lean_env.errors import UserInputError
+from lean_env.errors import DiskFullError, LeanAgentError, UserInputError
+
+# What a write fails with when the disk, or the user's quota on it, is full.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
@@ -25,13 +29,22 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
         partial.unlink(missing_ok=True)
 
 
+def unwritable(message: str, error: OSError, *, fix: type[LeanAgentError] = UserInputError) -> LeanAgentError:
+    """The error to raise for a write that failed with ``error``: a full disk or quota is
+    :class:`DiskFullError` (no fault of the input), anything else (no permission, a read-only
+    file system, a path that is a directory) ``fix``, the user's to fix; ``message`` says
+    what could not be written where, and gets the system's reason."""
+    kind = DiskFullError if error.errno in _FULL else fix
+    return kind(f"{message}: {error.strerror or error}")
+
+
 def save_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """:func:`write_atomically`, where a file that cannot be written is the user's to fix (a
-    full disk, a directory without permission): :class:`UserInputError`, one line."""
+    """:func:`write_atomically`, raising :func:`unwritable`'s error, one line, where the file
+    cannot be written (a full disk, a directory without permission)."""
     try:
         write_atomically(path, write)
     except OSError as error:
-        raise UserInputError(f"cannot write {path}: {error.strerror or error}") from error
+        raise unwritable(f"cannot write {path}", error) from error
 
 
 def write_text_atomically(path: Path, text: str) -> None:

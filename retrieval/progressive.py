@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import torch
 
 from lean_env.errors import UserInputError
-from lean_env.files import write_atomically
+from lean_env.files import unwritable, write_atomically
 from lean_env.records import RepoSpec, RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
@@ -400,7 +400,7 @@ def _save(
     try:
         write_atomically(checkpoint, lambda partial: _save_tensors(state, partial))
     except OSError as error:
-        raise CheckpointError(f"cannot write the checkpoint {checkpoint}: {error.strerror or error}") from error
+        raise unwritable(f"cannot write the learner {checkpoint}", error, fix=CheckpointError) from error
 
 
 def _save_tensors(state: dict[str, Any], path: Path) -> None:
@@ -408,7 +408,14 @@ def _save_tensors(state: dict[str, Any], path: Path) -> None:
     after the file, and the partial file's name is unique per writer, so two learners of
     equal content would differ in bytes; given a file it names the folder ``archive``."""
     with path.open("wb") as file:
-        torch.save(state, file)
+        try:
+            torch.save(state, file)
+        except RuntimeError as error:
+            # torch's archive writer, when a write fails, fails again closing the archive
+            # ("unexpected pos"): the write's OSError (a full disk) is what went wrong.
+            if isinstance(error.__context__, OSError):
+                raise error.__context__ from None
+            raise
 
 
 def _row_to_json(row: ProgressRow) -> dict[str, Any]:

@@ -3,10 +3,13 @@ process. Each probe once ended in a traceback, a hang or a wrong exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -383,3 +386,77 @@ def test_a_job_naming_another_data_dirs_database_waits_its_turn(tmp_path: Path, 
     finally:
         holder.communicate("", timeout=30)
     assert done.returncode == 2 and "the database" in done.stderr and "is in use by leanagent holder" in done.stderr
+
+
+# ---- a full disk, a read-only one ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``mount`` for the block (``options``: ``size=20m``, ``ro``); the
+    test is skipped where it cannot be mounted (not root). tests/test_retrieval_train.py and
+    the /dev/full tests above fail writes without a mount, and run everywhere."""
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (root can): {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    """A file that takes every free block of ``disk``."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as file:
+        with contextlib.suppress(OSError):
+            while True:
+                file.write(b"\0" * 4096)
+    return filler
+
+
+def test_a_full_disk_while_the_learner_is_saved_is_one_line_exit_1_and_the_rerun_resumes(
+    tmp_path: Path, repos_file: Path
+) -> None:
+    """The learner (90 MB: the bundled MiniLM) does not fit the 20 MB the database and the
+    report do: one line naming the file, exit 1; given room, the run resumes and ends."""
+    run = ("run", str(repos_file), "--tracer", "source", "--no-prove", "--json")
+    with _tmpfs(tmp_path / "disk", "size=20m") as disk:
+        done = leanagent(*run, data=disk)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        learner = re.search(r"^leanagent: error: cannot write the learner (\S+): No space left on device$", done.stderr)
+        assert learner and Path(learner[1]).parent == disk / "learner", done.stderr
+        assert list((disk / "learner").iterdir()) == []  # no partial file left behind
+        subprocess.run(["mount", "-o", "remount,size=400m", str(disk)], check=True)
+        done = leanagent(*run, data=disk)
+        assert done.returncode == 0, done.stderr
+        assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (1, True)
+        assert Path(learner[1]).is_file()
+
+
+def test_ingest_onto_a_full_disk_is_exit_1_and_the_database_stays_as_it_was(tmp_path: Path) -> None:
+    first, second = lean_project(tmp_path / "first"), lean_project(tmp_path / "second")
+    ingest = ("ingest", "--tracer", "source", "--json")
+    with _tmpfs(tmp_path / "disk", "size=1m") as disk:
+        assert leanagent(*ingest, str(first), data=disk).returncode == 0
+        filler = _fill(disk)
+        done = leanagent(*ingest, str(second), data=disk)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert "database or disk is full" in done.stderr or "no space left on the disk" in done.stderr, done.stderr
+        filler.unlink()
+        stats = leanagent("db", "stats", "--json", data=disk)
+        assert json.loads(stats.stdout)["repositories"] == 1, stats.stderr
+        assert leanagent(*ingest, str(second), data=disk).returncode == 0
+
+
+def test_ingest_into_a_read_only_directory_says_where_and_why(tmp_path: Path) -> None:
+    project = lean_project(tmp_path / "proj")
+    with _tmpfs(tmp_path / "disk", "ro") as disk:
+        done = leanagent("ingest", str(project), "--tracer", "source", data=disk)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.endswith(f"unable to open database file; {disk} cannot be written (Read-only file system)\n"), (
+        done.stderr
+    )

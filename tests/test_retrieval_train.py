@@ -12,13 +12,14 @@ import math
 import random
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
 from builders import premise, repo_trace, theorem
 from fakes.tiny_encoder import tiny_encoder
 
-from lean_env.errors import UserInputError
+from lean_env.errors import DiskFullError, UserInputError
 from lean_env.records import (
     LeanFile,
     Position,
@@ -625,6 +626,27 @@ def test_a_learner_file_this_leanagent_does_not_read_is_one_clear_error(write, m
     assert isinstance(info.value, UserInputError) and "\n" not in text
     assert str(checkpoint) in text and "move it away or delete it to start a new learner" in text
     assert checkpoint.read_bytes() == before
+
+
+def test_a_full_disk_while_the_learner_is_saved_is_one_line_and_loses_nothing(tmp_path, monkeypatch) -> None:
+    """torch writes the learner into /dev/full, a device every write to fails with ENOSPC
+    (so this runs without a small file system to fill: tests/test_reliability.py fills one
+    where it may mount it). torch's own error on closing the archive it could not write
+    ("unexpected pos") hides the cause: the error names the file and says the disk is full,
+    and the learner saved before is left as it was."""
+    import retrieval.progressive
+
+    traces = [_repo("/r/a", WORDS[:6]), _repo("/r/b", WORDS[6:])]
+    config = _config(epochs=1)
+    checkpoint = tmp_path / "learner.pt"
+    run_progressive(traces[:1], tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
+    before = checkpoint.read_bytes()
+    save = retrieval.progressive._save_tensors
+    monkeypatch.setattr(retrieval.progressive, "_save_tensors", lambda state, path: save(state, Path("/dev/full")))
+    with pytest.raises(DiskFullError) as info:
+        run_progressive(traces, tiny_encoder(0), Learner(config, test_fraction=0.5), checkpoint=checkpoint)
+    assert str(info.value) == f"cannot write the learner {checkpoint}: No space left on device"
+    assert checkpoint.read_bytes() == before and sorted(tmp_path.iterdir()) == [checkpoint]
 
 
 def test_replay_survives_a_newer_commit_of_a_learned_repository_with_fewer_premises(tmp_path) -> None:
