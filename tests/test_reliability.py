@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -232,10 +233,20 @@ ENTRY = [sys.executable, "-c", "from agent.cli.entry import run; run()"]
 
 
 # From 0.3 s on the interpreter has started ours (before that, Python itself starts: a
-# signal there ends the bare process, as it would any Python program).
+# signal there ends the bare process, as it would any Python program). SIGTERM, as cron's
+# timeout, systemd and container schedulers stop a job, ends it as Ctrl-C does, but for the
+# word and the code.
 @pytest.mark.parametrize("delay", [0.3, 1.0, 3.0])
-def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: float) -> None:
-    import signal
+@pytest.mark.parametrize(
+    "signum, code, word",
+    [
+        pytest.param(signal.SIGINT, 130, "interrupted", id="ctrl-c"),
+        pytest.param(signal.SIGTERM, 143, "terminated (SIGTERM)", id="sigterm"),
+    ],
+)
+def test_ctrl_c_or_sigterm_at_any_moment_is_one_line_and_exit_130_or_143(
+    tmp_path: Path, delay: float, signum: int, code: int, word: str
+) -> None:
     import time
 
     (tmp_path / "repos.txt").write_text(f"{lean_project(tmp_path / 'proj')}\n", encoding="utf-8")
@@ -248,10 +259,39 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
         env=env,
     )
     time.sleep(delay)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
-    assert err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err, err
+    assert process.returncode == code, err
+    assert err.count("\n") == 1 and err.startswith(f"leanagent: {word}") and "Traceback" not in err, err
+
+
+def test_sigterm_keeps_the_finished_work_and_the_run_resumes(tmp_path: Path, repos_file: Path) -> None:
+    """SIGTERM once the repository is stored (the log says so: the handshake), while the run
+    goes on to train: the repository stays stored, and the next run resumes run 1."""
+    data = tmp_path / "data"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [*ENTRY, "--data-dir", str(data), "-v", "run", str(repos_file), "--tracer", "source", "--no-prove"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert process.stderr is not None
+    said = []
+    for line in process.stderr:
+        said.append(line)
+        if line.startswith("INFO curriculum.store: stored "):
+            process.send_signal(signal.SIGTERM)
+            break
+    out, err = process.communicate(timeout=120)
+    said.append(err)
+    assert process.returncode == 143, "".join(said)
+    ours = [line for line in "".join(said).splitlines() if line.startswith("leanagent:")]
+    assert ours == ["leanagent: terminated (SIGTERM); finished work is saved, re-run to resume"], "".join(said)
+    assert "Traceback" not in "".join(said)
+    done = leanagent("run", str(repos_file), "--tracer", "source", "--no-prove", "--json", data=data)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert (payload["run"], payload["resumed"]) == (1, True)
+    assert [o["status"] for o in payload["ingest"]] == ["unchanged"]
 
 
 def test_ctrl_c_after_the_command_finished_leaves_its_exit_code(tmp_path: Path) -> None:
@@ -355,8 +395,6 @@ def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_e
 def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos_file: Path) -> None:
     """The lock dies with its holder: the run it left marked running is known to be dead,
     and the next job resumes it under its id."""
-    import signal
-
     data = tmp_path / "data"
     holder = _hold(data, repos_file)
     holder.send_signal(signal.SIGKILL)
@@ -386,6 +424,85 @@ def test_a_job_naming_another_data_dirs_database_waits_its_turn(tmp_path: Path, 
     finally:
         holder.communicate("", timeout=30)
     assert done.returncode == 2 and "the database" in done.stderr and "is in use by leanagent holder" in done.stderr
+
+
+# ---- output that cannot be written -----------------------------------------------------
+
+
+def _written_to(stdout: int, *args: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """``leanagent ARGS`` with its stdout on the file descriptor ``stdout``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [*ENTRY, "--data-dir", str(data), *args],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def verify_model(tmp_path: Path) -> Path:
+    import numpy as np
+    from verify_synth import SynthConfig, random_spec
+
+    from verify.model.spec import save_spec
+
+    return save_spec(random_spec(np.random.default_rng(3), SynthConfig()), tmp_path / "m.json")
+
+
+@pytest.mark.parametrize(
+    "args, code, line",
+    [
+        pytest.param(
+            ["db", "stats", "--json"],
+            1,
+            "leanagent: error: cannot write the standard output: No space left on device\n",
+            id="stats-json",
+        ),
+        pytest.param(
+            ["db", "stats"],
+            1,
+            "leanagent: error: cannot write the standard output: No space left on device\n",
+            id="stats",
+        ),
+        # The error's own JSON object cannot be written either: its line on stderr says it.
+        pytest.param(
+            ["ingest", "{data}/no-such-repo", "--json"], 2, "does not exist or is not a directory\n", id="error"
+        ),
+    ],
+)
+def test_output_onto_a_full_disk_is_one_line(tmp_path: Path, args: list[str], code: int, line: str) -> None:
+    data = tmp_path / "data"
+    with open("/dev/full", "wb") as full:
+        done = _written_to(full.fileno(), *(a.format(data=data) for a in args), data=data)
+    assert done.returncode == code and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.endswith(line), done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        pytest.param(["db", "stats"], 141, id="stats"),
+        pytest.param(["db", "stats", "--json"], 141, id="stats-json"),
+        pytest.param(["verify", "trsat", "{model}", "--max-len", "2", "--json"], 141, id="trsat-json"),
+        # An error keeps its code and its line on stderr; only its JSON copy is lost.
+        pytest.param(["ingest", "{data}/no-such-repo", "--json"], 2, id="error-json"),
+    ],
+)
+def test_a_reader_that_went_away_ends_the_command_quietly(
+    tmp_path: Path, verify_model: Path, args: list[str], code: int
+) -> None:
+    """As ``leanagent ... | true`` does, deterministically: the pipe's reading end is closed
+    before the command starts. Like a Unix tool that SIGPIPE ends: nothing said (but
+    progress), exit 141."""
+    data = tmp_path / "data"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = _written_to(write, *(a.format(data=data, model=verify_model) for a in args), data=data)
+    finally:
+        os.close(write)
+    assert done.returncode == code, done.stderr
+    said = [line for line in done.stderr.splitlines() if not line.startswith("verify: length")]  # progress
+    assert len(said) == (0 if code == 141 else 1), done.stderr
 
 
 # ---- a full disk, a read-only one ---------------------------------------------------------

@@ -345,10 +345,19 @@ def test_an_interrupted_query_keeps_what_it_decided(tmp_path: Path, spec) -> Non
     assert partial.claim.startswith("unknown: interrupted at length 2; lengths decided: 1 unsat, 2 unsat")
 
 
-def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(tmp_path: Path, spec) -> None:
+@pytest.mark.parametrize(
+    "signum, code, word",
+    [
+        pytest.param(signal.SIGINT, 130, "interrupted", id="ctrl-c"),
+        pytest.param(signal.SIGTERM, 143, "terminated (SIGTERM)", id="sigterm"),
+    ],
+)
+def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(
+    tmp_path: Path, spec, signum: int, code: int, word: str
+) -> None:
     """SIGINT to ``leanagent verify trsat`` while a (fake, stalled) solver works on length 3,
     after lengths 1 and 2 were answered: exit 130 within a couple of seconds, one line on
-    stderr, the decided lengths in the JSON, the solver dead."""
+    stderr, the decided lengths in the JSON, the solver dead. SIGTERM the same, exit 143."""
     model = save_spec(spec, tmp_path / "m.json")
     fake = _command(_fake(tmp_path, "stall", "if n >= 3: time.sleep(60)\nprint('unsat')"))
     argv = [sys.executable, "-m", "agent.cli.main", "verify", "trsat", str(model), "--max-len", "4"]
@@ -362,17 +371,17 @@ def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(tmp_path: 
                 break
         time.sleep(0.3)  # length 3 is with the solver now
         sent = time.perf_counter()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=10)
     finally:
         proc.kill()
-    assert proc.returncode == 130 and time.perf_counter() - sent < 2.0
+    assert proc.returncode == code and time.perf_counter() - sent < 2.0
     assert [line.split(":")[1] for line in lines] == [" length 1", " length 2"]
     assert "Traceback" not in err and err.strip().splitlines() == [
-        "leanagent: interrupted at length 3; lengths decided: 1 unsat, 2 unsat; no witness at the decided lengths"
+        f"leanagent: {word} at length 3; lengths decided: 1 unsat, 2 unsat; no witness at the decided lengths"
     ]
     data = json.loads(out)
-    assert data["complete"] is False and data["exit"] == 130 and data["error"] == "interrupted"
+    assert data["complete"] is False and data["exit"] == code and data["error"] == word
     assert [(c["length"], c["verdict"]) for c in data["checks"]] == [(1, "unsat"), (2, "unsat")]
     assert _gone(int((tmp_path / "stall.pid").read_text()))
 

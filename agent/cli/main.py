@@ -7,11 +7,15 @@ never a traceback (``-v`` adds the traceback for bug reports):
 * 1 -- the work failed for a reason outside the user's input (a backend crashed);
 * 2 -- bad input: usage errors, a malformed repo list, a missing file, an unknown solver,
   or a Lean toolchain that is needed and not installed;
-* 130 -- interrupted; finished work is already stored and a re-run resumes.
+* 130 -- interrupted (Ctrl-C); finished work is already stored and a re-run resumes;
+* 143 -- terminated (SIGTERM, as schedulers stop a job): the same as 130 but for the code;
+* 141 -- the reader of the output went away (``leanagent ... | head``): nothing is said,
+  as a Unix tool that SIGPIPE ends says nothing.
 
+Output that cannot be written (a full disk behind ``> file``) is a failure (1) like any other.
 With ``--json`` a fault is also one JSON object on stdout, ``{"error": MESSAGE, "exit":
 CODE}``, so that a machine reading stdout sees it. The console script enters through
-:mod:`agent.cli.entry`, which honours Ctrl-C from the first instruction to the last.
+:mod:`agent.cli.entry`, which honours Ctrl-C and SIGTERM from the first instruction to the last.
 """
 
 from __future__ import annotations
@@ -20,12 +24,17 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from agent.cli.signals import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # the codes, with those below
+from agent.cli.signals import EXIT_TERMINATED as EXIT_TERMINATED
+from agent.cli.signals import interrupt_exit, interrupt_line, raise_terminated
+from agent.reports.output import OutputClosed, writing
 from agent.workspace.settings import DATA_DIR_ENV, DB_URL_ENV, Settings
 from lean_env.errors import LeanAgentError, LeanNotFoundError, UserInputError
 from verify.errors import VerifyError, VerifyInputError
@@ -44,7 +53,9 @@ COMMAND_MODULES = (
     "agent.cli.commands.verify",
 )
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+# 128 + SIGPIPE, the status of a Unix tool whose reader went away.
+EXIT_OUTPUT_CLOSED = 141
 # What an interrupted command says, unless it says what it keeps itself (a parser default
 # `interrupted`): the jobs keep their finished work in the database and resume from it.
 INTERRUPTED = "interrupted; finished work is saved, re-run to resume"
@@ -96,14 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
     """Run one command; the exit code. ``standalone``: this is the process's own entry
-    (:mod:`agent.cli.entry`), so once the command is done a late Ctrl-C is ignored: it cannot
-    undo finished work, and must not turn its exit code into 130."""
+    (:mod:`agent.cli.entry`), so once the command is done a late Ctrl-C or SIGTERM is
+    ignored: it cannot undo finished work, and must not turn its exit code into 130 or 143."""
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
     args = None
     try:
-        if standalone:  # from here on, Ctrl-C is a KeyboardInterrupt that the except below ends
+        if standalone:  # from here on, both are a KeyboardInterrupt that the except below ends
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, raise_terminated)
         args = build_parser().parse_args(argv)
         logging.basicConfig(
             level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
@@ -113,20 +125,36 @@ def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
         code = int(args.handler(args, settings))
         if standalone:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         return code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         # What an interruption keeps is the command's to say (verify keeps nothing).
-        interrupted = getattr(args, "interrupted", INTERRUPTED)
-        return _fail(None, EXIT_INTERRUPTED, as_json=as_json, argv=argv, interrupted=interrupted)
+        interrupted = interrupt_line(e, getattr(args, "interrupted", INTERRUPTED))
+        return _fail(
+            None, interrupt_exit(e), as_json=as_json, argv=argv, interrupted=interrupted, standalone=standalone
+        )
+    except OutputClosed:
+        if standalone:
+            _discard_output()
+        return EXIT_OUTPUT_CLOSED
     except (UserInputError, LeanNotFoundError, VerifyInputError) as e:
-        return _fail(e, EXIT_USAGE, as_json=as_json, argv=argv)
+        return _fail(e, EXIT_USAGE, as_json=as_json, argv=argv, standalone=standalone)
     except (LeanAgentError, VerifyError) as e:
-        return _fail(e, EXIT_FAILURE, as_json=as_json, argv=argv)
+        return _fail(e, EXIT_FAILURE, as_json=as_json, argv=argv, standalone=standalone)
 
 
-def _fail(error: Exception | None, code: int, *, as_json: bool, argv: Sequence[str], interrupted: str = "") -> int:
+def _fail(
+    error: Exception | None,
+    code: int,
+    *,
+    as_json: bool,
+    argv: Sequence[str],
+    interrupted: str = "",
+    standalone: bool = False,
+) -> int:
     """One line on stderr (``-v`` adds the traceback first), and with ``--json`` the same as
-    a JSON object on stdout. ``error`` None: interrupted, which ``interrupted`` says."""
+    a JSON object on stdout, where it can be written. ``error`` None: interrupted, which
+    ``interrupted`` says."""
     if error is None:
         message = interrupted
         print(f"leanagent: {message}", file=sys.stderr)
@@ -137,8 +165,21 @@ def _fail(error: Exception | None, code: int, *, as_json: bool, argv: Sequence[s
         message = str(error)
         print(f"leanagent: error: {message}", file=sys.stderr)
     if as_json:
-        print(json.dumps({"error": message, "exit": code}))
+        try:
+            with writing():
+                print(json.dumps({"error": message, "exit": code}), flush=True)
+        except (OutputClosed, LeanAgentError):  # the line on stderr has said it
+            if standalone:
+                _discard_output()
     return code
+
+
+def _discard_output() -> None:
+    """Point the process's stdout at /dev/null: what its buffer still holds cannot be
+    written, and Python's flush at exit would report that with a traceback of its own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

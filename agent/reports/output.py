@@ -1,25 +1,56 @@
 """How commands show results: JSON for machines, plain text for people.
 
 Commands build one JSON-serialisable payload and one human rendering; nothing else in the
-code base prints to stdout.
+code base prints to stdout. Output that cannot be written ends the command as the Unix tools
+end: a reader that went away (``leanagent db stats | head -1``) quietly
+(:class:`OutputClosed`), a full disk behind a redirection with one line
+(:class:`OutputError`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
+
+from lean_env.errors import BackendError
+from lean_env.files import unwritable
+
+
+class OutputClosed(Exception):
+    """Whoever read the output stopped reading (a closed pipe): nothing to say, and no one
+    to say it to. Not a fault: the CLI ends quietly."""
+
+
+class OutputError(BackendError):
+    """The output cannot be written (a full disk behind ``> file``)."""
 
 
 def emit(payload: Any, human: str, *, as_json: bool, stream: TextIO | None = None) -> None:
-    """Print ``payload`` as indented JSON when ``as_json``, else the ``human`` text."""
+    """Print ``payload`` as indented JSON when ``as_json``, else the ``human`` text; flushed,
+    so that output that cannot be written raises here (see the module docs), not at exit."""
     out = stream or sys.stdout
-    if as_json:
-        json.dump(payload, out, indent=2, sort_keys=False, default=str)
-        out.write("\n")
-    else:
-        out.write(human if human.endswith("\n") else human + "\n")
+    with writing():
+        if as_json:
+            json.dump(payload, out, indent=2, sort_keys=False, default=str)
+            out.write("\n")
+        else:
+            out.write(human if human.endswith("\n") else human + "\n")
+        out.flush()
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """Writes to the output in the block: a closed pipe raises :class:`OutputClosed`, any
+    other failure :class:`OutputError` (a full disk: :class:`~lean_env.errors.DiskFullError`)."""
+    try:
+        yield
+    except BrokenPipeError as error:
+        raise OutputClosed from error
+    except OSError as error:
+        raise unwritable("cannot write the standard output", error, fix=OutputError) from error
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

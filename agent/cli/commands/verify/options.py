@@ -11,19 +11,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
-import json
 import sys
 from typing import Any
 
 from agent.cli.options import at_least, non_negative_number, positive_seconds
+from agent.cli.signals import interrupt_exit, interrupt_line
+from agent.reports.output import emit
 
 SOLVER_HELP = (
     "auto (default: z3 and bitwuzla, those installed, race on each length) | z3 | cvc5 | bitwuzla | "
     "portfolio (z3, cvc5 and bitwuzla race) | names separated by commas race (e.g. z3,cvc5) | "
     "smtlib:CMD (any SMT-LIB2 binary, e.g. smtlib:z3)"
 )
-# agent.cli.main's exit code for an interrupt (it prints its own line for interrupts it catches).
-EXIT_INTERRUPTED = 130
 
 
 def encoding_options(p: argparse.ArgumentParser) -> None:
@@ -137,14 +136,16 @@ def jsonable(value: Any) -> Any:
 
 
 def interrupted(error: Any, *, as_json: bool) -> int:
-    """Ctrl-C during a query (:class:`verify.errors.Interrupted`): one line on stderr and, with
-    ``--json``, one object on stdout: the partial result (``complete`` false) with the
-    ``error`` and ``exit`` fields every failing command prints. Exit 130."""
+    """Ctrl-C or SIGTERM during a query (:class:`verify.errors.Interrupted`): one line on
+    stderr and, with ``--json``, one object on stdout: the partial result (``complete`` false)
+    with the ``error`` and ``exit`` fields every failing command prints. Exit 130 (143 for
+    SIGTERM: :mod:`agent.cli.signals`)."""
     partial = error.partial
-    line = "interrupted" if partial is None else partial.claim.removeprefix("unknown: ")
+    line = interrupt_line(error, "interrupted" if partial is None else partial.claim.removeprefix("unknown: "))
+    code = interrupt_exit(error)
     print(f"leanagent: {line}", file=sys.stderr)
     if as_json:
         payload = {} if partial is None else jsonable(partial)
-        payload.update({"complete": False, "error": "interrupted", "exit": EXIT_INTERRUPTED})
-        print(json.dumps(payload, indent=2, default=str))
-    return EXIT_INTERRUPTED
+        payload.update({"complete": False, "error": interrupt_line(error, "interrupted"), "exit": code})
+        emit(payload, "", as_json=True)
+    return code
