@@ -140,6 +140,18 @@ def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> N
     assert payload["exit"] == 2 and payload["error"] in done.stderr
 
 
+def _without_torch(tmp_path: Path, *args: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """``leanagent ARGS`` where ``import torch`` fails: what it says shows whether it got that far."""
+    poison = tmp_path / "poison"
+    poison.mkdir(exist_ok=True)
+    (poison / "torch.py").write_text("raise ImportError('torch was imported')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poison), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(data), *args],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -185,18 +197,7 @@ def test_with_json_an_error_is_also_a_json_object_on_stdout(tmp_path: Path) -> N
 def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
     """Refused while parsing: a ``torch`` that cannot be imported shows that nothing heavy
     (a model, a database) was touched first."""
-    poison = tmp_path / "poison"
-    poison.mkdir()
-    (poison / "torch.py").write_text("raise ImportError('torch was imported before the options were checked')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(poison), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(tmp_path / "data"), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    done = _without_torch(tmp_path, *args, data=tmp_path / "data")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert message in done.stderr and "torch" not in done.stderr
     assert not (tmp_path / "data").exists()
@@ -361,6 +362,20 @@ def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: P
     done = leanagent(RUN[0], str(repos_file), *RUN[1:], data=data)
     assert done.returncode == 0, done.stderr
     assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (2, False)
+
+
+def test_a_second_run_is_refused_before_it_imports_and_loads(tmp_path: Path, repos_file: Path) -> None:
+    """``run`` imports torch and loads for seconds before it takes its locks: it asks the
+    data directory's first (and lets go), so that a torch that cannot be imported is never
+    reached: refused in the time Python takes to start."""
+    data = tmp_path / "data"
+    holder = _hold(data, repos_file)
+    try:
+        done = _without_torch(tmp_path, "run", str(repos_file), "--tracer", "source", data=data)
+    finally:
+        holder.communicate("", timeout=30)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr and "torch" not in done.stderr
 
 
 def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_ends(

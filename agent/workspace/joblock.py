@@ -34,6 +34,7 @@ from agent.workspace.settings import Settings
 from lean_env.errors import UserInputError
 
 if TYPE_CHECKING:
+    from curriculum.locks import FileJobLock
     from curriculum.store import Store
 
 LOCK_NAME = "leanagent.lock"
@@ -54,18 +55,31 @@ def job_lock(settings: Settings, command: str, *, wait: bool = False) -> Iterato
     :class:`~curriculum.locks.JobLockedError`, or with ``wait`` is waited for; a database
     lock that cannot be taken raises :class:`~curriculum.store.JobLockUnavailableError`."""
     from agent.workspace.data import open_store
-    from curriculum.locks import FileJobLock
 
     me = holder_text(command)
-    directory = FileJobLock(
-        settings.data_dir / LOCK_NAME, what=f"the data directory {settings.data_dir}", unavailable=UserInputError
-    )
     with (
-        directory.held(me, wait=wait, notify=_say),
+        _directory_lock(settings).held(me, wait=wait, notify=_say),
         open_store(settings) as store,
         store.job_lock(me, wait=wait, notify=_say),
     ):
         yield store
+
+
+def refuse_if_in_use(settings: Settings, command: str) -> None:
+    """Raise :class:`~curriculum.locks.JobLockedError` at once, as :func:`job_lock` would,
+    when another job holds the data directory: for a job that spends seconds importing and
+    loading before it takes its locks (``run``: torch), so that a second one is refused
+    before that, not after. The lock is taken and let go: the job takes it again for its
+    work (a job that starts in between is then refused by :func:`job_lock` itself)."""
+    with _directory_lock(settings).held(holder_text(command), wait=False, notify=_say):
+        pass
+
+
+def _directory_lock(settings: Settings) -> FileJobLock:
+    from curriculum.locks import FileJobLock
+
+    what = f"the data directory {settings.data_dir}"
+    return FileJobLock(settings.data_dir / LOCK_NAME, what=what, unavailable=UserInputError)
 
 
 def holding_job_lock(command: str) -> Callable[[Handler], Handler]:

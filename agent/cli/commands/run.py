@@ -35,6 +35,7 @@ from agent.cli.options import (
     wait_option,
 )
 from agent.reports.output import emit
+from agent.workspace.joblock import refuse_if_in_use
 from agent.workspace.settings import Settings
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.wait:  # refused now, not after the seconds the imports below take
+        refuse_if_in_use(settings, "run")
     from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining
     from agent.lifelong.report import report_payload, report_sections
     from lean_env.trace.choice import TracerChoice
