@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from agent.cli import main as cli
-from lean_env.errors import BackendError, RepoSpecError
+from agent.cli.signals import Terminated
+from lean_env.errors import BackendError, DiskFullError, RepoSpecError
 from verify.errors import SolverError, VerifyInputError
 
 TOP_LEVEL = {
@@ -140,6 +141,8 @@ def _raiser(error: BaseException):
         pytest.param(BackendError("REPL died; stderr: oom"), cli.EXIT_FAILURE, id="backend"),
         pytest.param(SolverError("cvc5 is not installed"), cli.EXIT_FAILURE, id="solver"),
         pytest.param(KeyboardInterrupt(), cli.EXIT_INTERRUPTED, id="interrupt"),
+        pytest.param(Terminated(), cli.EXIT_TERMINATED, id="sigterm"),
+        pytest.param(DiskFullError("cannot write /d/learner.pt: No space left on device"), 1, id="disk-full"),
     ],
 )
 def test_faults_become_one_line_and_an_exit_code(monkeypatch, capsys, error, code):
@@ -168,3 +171,9 @@ def test_an_interrupted_command_says_what_it_keeps(monkeypatch, capsys) -> None:
     monkeypatch.setattr(cli, "build_parser", _parser_with(_raiser(KeyboardInterrupt())))
     assert cli.main(["boom"]) == cli.EXIT_INTERRUPTED
     assert capsys.readouterr().err == f"leanagent: {cli.INTERRUPTED}\n"
+
+
+def test_sigterm_says_terminated_and_what_is_kept(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(cli, "build_parser", _parser_with(_raiser(Terminated())))
+    assert cli.main(["boom"]) == cli.EXIT_TERMINATED == 143
+    assert capsys.readouterr().err == "leanagent: terminated (SIGTERM); finished work is saved, re-run to resume\n"
