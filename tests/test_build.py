@@ -70,6 +70,22 @@ def test_the_cache_then_the_imports_are_built_and_dependencies_shared(tmp_path: 
     assert _logged(calls)[-1] == ["build", "Book.Basic"] and ["exe", "cache", "get"] not in _logged(calls)[3:]
 
 
+def test_a_relative_data_directory_links_the_shared_packages_absolutely(
+    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--data-dir data`` (the docs' crontab line) gives a relative shared root: the link
+    points at it from anywhere, and a relative link an earlier version made is mended."""
+    project = _lake_project(tmp_path / "clone")
+    monkeypatch.chdir(tmp_path)
+    packages = tmp_path / "data" / "builds" / build_key(project) / "packages"
+    link = project / ".lake" / "packages"
+    link.parent.mkdir()
+    link.symlink_to(Path("data") / "builds" / build_key(project) / "packages")  # as made before: dangling
+    outcome = build_project(project, ["Book.Basic"], shared_root=Path("data") / "builds", timeout=30)
+    assert outcome.status is BuildStatus.BUILT and outcome.shared == str(packages)
+    assert link.readlink() == packages and link.resolve() == packages.resolve() and packages.is_dir()
+
+
 def test_a_project_with_its_own_packages_keeps_them(tmp_path: Path, calls: Path) -> None:
     root = _lake_project(tmp_path / "mine")
     (root / ".lake" / "packages" / "mathlib").mkdir(parents=True)

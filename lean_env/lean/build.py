@@ -119,6 +119,10 @@ def build_project(project_dir: Path, modules: Sequence[str], *, shared_root: Pat
 def _link_packages(project_dir: Path, packages: Path) -> str | None:
     """Point the project's ``.lake/packages`` at the shared ``packages``; None when it has
     its own (kept as it is)."""
+    # A link's relative target is read from the link's folder, not from where it was made: a
+    # relative data directory (--data-dir data) made one that pointed nowhere. Such a link is
+    # found not to point at ``packages`` below, and made again.
+    packages = packages.absolute()
     link = project_dir / ".lake" / "packages"
     if link.is_symlink():
         if link.resolve() == packages.resolve():
