@@ -81,7 +81,11 @@ def test_proofs_that_still_hold_are_recorded_again(proved: Path, capsys: pytest.
 
 
 def test_a_broken_proof_is_withdrawn_and_an_unknown_one_left(
-    proved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    proved: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The Lean on PATH changed: `keep`'s proof is an error now, `other`'s check hangs."""
     fake_lean.activate(
@@ -89,6 +93,13 @@ def test_a_broken_proof_is_withdrawn_and_an_unknown_one_left(
     )
     code, payload, err = _recheck(proved, capsys)
     assert code == 0, err
+    # Checked at the commit it was accepted at: the commit is said once.
+    commit = payload["rechecked"][0]["commit"][:12]
+    warned = [r.getMessage() for r in caplog.records if r.name == "agent.proving.recheck"]
+    assert warned == [
+        f"keep: Lean rejects its proof accepted at {commit} ({payload['rechecked'][0]['why']})",
+        f"other: the check of its proof accepted at {commit} is unknown (ran out of time); left as it was",
+    ]
     verdicts = {r["theorem"]: (r["verdict"], r["why"]) for r in payload["rechecked"]}
     assert verdicts["keep"][0] == "broke" and "unknown identifier 'h'" in verdicts["keep"][1]
     assert verdicts["other"] == ("unknown", "ran out of time")
@@ -105,3 +116,18 @@ def test_only_the_repository_asked_for(proved: Path, tmp_path: Path, capsys: pyt
     assert code == 0 and len(payload["rechecked"]) == 2
     code, _, err = _recheck(proved, capsys, "--repo", "https://example.org/none.git")
     assert code == EXIT_USAGE and "no stored repository 'https://example.org/none.git'" in err
+
+
+@pytest.mark.parametrize(
+    "checked_at, commit, said",
+    [
+        pytest.param("8177b24a" * 5, "8177b24a" * 5, "accepted at 8177b24a8177", id="same-commit"),
+        pytest.param("8177b24a" * 5, "9c0ffee1" * 5, "accepted at 8177b24a8177, checked at 9c0ffee19c0f", id="newer"),
+    ],
+)
+def test_a_warning_names_the_commit_checked_at_only_where_it_is_another(
+    checked_at: str, commit: str, said: str
+) -> None:
+    from agent.proving.recheck import _accepted
+
+    assert _accepted(checked_at, commit) == said
