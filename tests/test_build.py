@@ -167,6 +167,10 @@ def test_run_builds_before_proving_and_a_failed_build_attempts_nothing(
     markdown = Path(failed["report"][1]).read_text(encoding="utf-8")
     assert f"{book}: build failed (lake build of 1 module(s)" in markdown
     assert "unknown identifier 'x'; its sorries were not attempted" in markdown
+    # A result, not a failure of the run (exit 0, as the README says): the summary says it.
+    argv = ["--data-dir", str(tmp_path / "data"), "run", str(tmp_path / "repos.txt"), "--tracer", "source"]
+    assert main([*argv, "--no-train", *SEARCH]) == 0
+    assert f"{book}: build failed (lake build of 1 module(s)" in capsys.readouterr().out
 
     fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)  # fixed upstream
     built = _run(tmp_path, capsys)
