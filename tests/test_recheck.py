@@ -121,13 +121,13 @@ def test_only_the_repository_asked_for(proved: Path, tmp_path: Path, capsys: pyt
 @pytest.mark.parametrize(
     "checked_at, commit, said",
     [
-        pytest.param("8177b24a" * 5, "8177b24a" * 5, "accepted at 8177b24a8177", id="same-commit"),
-        pytest.param("8177b24a" * 5, "9c0ffee1" * 5, "accepted at 8177b24a8177, checked at 9c0ffee19c0f", id="newer"),
+        pytest.param("8177b24a" * 5, "8177b24a" * 5, "", id="same-commit"),
+        pytest.param("8177b24a" * 5, "9c0ffee1" * 5, " at 9c0ffee19c0f", id="newer"),
     ],
 )
 def test_a_warning_names_the_commit_checked_at_only_where_it_is_another(
     checked_at: str, commit: str, said: str
 ) -> None:
-    from agent.proving.recheck import _accepted
+    from agent.proving.recheck import _elsewhere
 
-    assert _accepted(checked_at, commit) == said
+    assert _elsewhere(checked_at, commit) == said

@@ -92,9 +92,10 @@ def recheck_proofs(
         elif check.verdict is Verdict.TIMEOUT or check.only_elsewhere:
             why = "ran out of time" if check.verdict is Verdict.TIMEOUT else "; ".join(check.reasons)
             log.warning(
-                "%s: the check of its proof %s is unknown (%s); left as it was",
+                "%s: the check of its proof accepted at %s is unknown%s (%s); left as it was",
                 theorem.full_name,
-                _accepted(found.checked_at, stored.commit),
+                found.checked_at[:12],
+                _elsewhere(found.checked_at, stored.commit),
                 why,
             )
             results.append(RecheckResult(found, Recheck.UNKNOWN, why, check.seconds))
@@ -102,14 +103,17 @@ def recheck_proofs(
             store.withdraw_found_proof(stored.id)
             why = "; ".join(check.reasons) or str(check.verdict)
             log.warning(
-                "%s: Lean rejects its proof %s (%s)", theorem.full_name, _accepted(found.checked_at, stored.commit), why
+                "%s: Lean rejects its proof accepted at %s%s (%s)",
+                theorem.full_name,
+                found.checked_at[:12],
+                _elsewhere(found.checked_at, stored.commit),
+                why,
             )
             results.append(RecheckResult(found, Recheck.BROKE, why, check.seconds))
     return results
 
 
-def _accepted(checked_at: str, commit: str) -> str:
-    """When the proof was accepted, and the commit it is checked at now where that is another:
-    ``accepted at 8177b24a``, ``accepted at 8177b24a, checked at 9c0ffee1``."""
-    since = f"accepted at {checked_at[:12]}"
-    return since if commit == checked_at else f"{since}, checked at {commit[:12]}"
+def _elsewhere(checked_at: str, commit: str) -> str:
+    """`` at COMMIT``, where the proof is checked at another commit than the one it was
+    accepted at; nothing where it is the same (``accepted at 8177b24a at 8177b24a``)."""
+    return "" if commit == checked_at else f" at {commit[:12]}"
