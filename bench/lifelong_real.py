@@ -44,7 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.lifelong.job import LifelongJob, LifelongOptions, LifelongResult, RetrieverTraining  # noqa: E402
+from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining  # noqa: E402
+from agent.lifelong.results import LifelongResult  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from agent.reports.tables import METRICS, SHOWN, metrics_payload  # noqa: E402
 from agent.workspace.settings import Settings  # noqa: E402

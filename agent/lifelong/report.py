@@ -24,7 +24,7 @@ from agent.reports.tables import (
 )
 
 if TYPE_CHECKING:
-    from agent.lifelong.job import LifelongResult
+    from agent.lifelong.results import LifelongResult
     from retrieval.index import RecallScores
     from retrieval.progressive import ProgressiveReport
 
