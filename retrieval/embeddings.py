@@ -32,28 +32,19 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from lean_env.files import write_atomically
 from lean_env.records import RepoTrace
-from retrieval.corpus import PremiseCorpus, premise_text
-from retrieval.encoder import Encoder
+from retrieval.corpus import PremiseCorpus
+from retrieval.encoder import IdentifiedEncoder
 from retrieval.index import IndexQuality, PremiseIndex
 from retrieval.index_options import IndexOptions
 
 log = logging.getLogger(__name__)
 
 _KEY_BYTES = 16  # blake2b digest of a premise text: collisions are out of reach at any corpus size
-
-
-class IdentifiedEncoder(Encoder, Protocol):
-    """An encoder that names its weights (what the store keys its embeddings by)."""
-
-    def identity(self) -> str:
-        """Equal for encoders that embed every text alike; different after any change of weights."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,9 +221,14 @@ class PremiseIndexes:
         if self._last is not None and wanted <= self._last[0] and identity == self._last[1]:
             return self._last[2]
         self._last = None  # free it before building the next one
-        corpus = corpus or PremiseCorpus(traces)
-        texts = [premise_text(p) for p in corpus.premises]
-        embeddings = self.store.embeddings(encoder, texts, identity=identity) if self.store else encoder.encode(texts)
-        index = PremiseIndex(corpus, embeddings, exact=self.exact, options=self.options, device=self.device)
+        index = PremiseIndex.build(
+            corpus or PremiseCorpus(traces),
+            encoder,
+            store=self.store,
+            identity=identity,
+            exact=self.exact,
+            options=self.options,
+            device=self.device,
+        )
         self._last = (wanted, identity, index)
         return index

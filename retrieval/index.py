@@ -22,26 +22,41 @@ How it scores (:mod:`retrieval.scorers`), chosen when it is built:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from lean_env.records import Position, Theorem
 from retrieval.calibration import RECALL_AT, IndexKind, IndexQuality, calibrate, calibration_set
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
-from retrieval.encoder import Encoder
+from retrieval.encoder import Encoder, IdentifiedEncoder, Progress
 from retrieval.formats import PremiseCode, PremisesFor
 from retrieval.index_options import IndexOptions
 from retrieval.scorers import ApproximateScorer, DeviceScorer, ExactScorer, Scorer, distinct_masks
 
-if TYPE_CHECKING:
-    from retrieval.embeddings import EmbeddingStore, IdentifiedEncoder
-
 __all__ = ["Hit", "IndexKind", "IndexOptions", "IndexQuality", "PremiseIndex", "PremiseRetriever", "evaluate"]
 
 log = logging.getLogger(__name__)
+
+
+class EmbeddingSource(Protocol):
+    """Embeddings computed before, kept per encoder (:class:`retrieval.embeddings.EmbeddingStore`,
+    which builds its indexes through :meth:`PremiseIndex.build`: a seam, not an import, so
+    that the store sits above the index)."""
+
+    def embeddings(
+        self,
+        encoder: IdentifiedEncoder,
+        texts: Sequence[str],
+        *,
+        identity: str | None = None,
+        progress: Progress | None = None,
+    ) -> np.ndarray:
+        """(len(texts), d) embeddings of ``texts`` by ``encoder`` (``identity``: its
+        identity, when the caller has computed it), encoding only those not kept."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,19 +116,21 @@ class PremiseIndex:
         corpus: PremiseCorpus,
         encoder: IdentifiedEncoder,
         *,
-        store: EmbeddingStore | None = None,
+        store: EmbeddingSource | None = None,
+        identity: str | None = None,
         exact: bool | None = None,
         options: IndexOptions = IndexOptions(),
         device: str | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: Progress | None = None,
     ) -> PremiseIndex:
         """Embed every premise of ``corpus`` with ``encoder``; with ``store``, only those it
-        does not hold for this encoder (see :mod:`retrieval.embeddings`)."""
+        does not hold for this encoder (see :mod:`retrieval.embeddings`), whose identity the
+        caller may pass when it has computed it (it hashes the weights)."""
         texts = [premise_text(p) for p in corpus.premises]
         if store is None:
             embeddings = encoder.encode(texts, progress=progress)
         else:
-            embeddings = store.embeddings(encoder, texts, progress=progress)
+            embeddings = store.embeddings(encoder, texts, identity=identity, progress=progress)
         return cls(corpus, embeddings, exact=exact, options=options, device=device)
 
     @property
