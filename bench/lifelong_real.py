@@ -23,8 +23,8 @@ interrupted bench resumes, and two processes given disjoint ``--method``/``--see
 one ``--work`` (a last call with all of them prints the tables).
 
 The tables: each metric of recall@10 and MRR per method, as the mean and standard deviation
-over the seeds, and the score matrices so; recall@10 plasticity, stability, FM, BWT and
-EWC's weight; and each repository's held-out examples per seed. The JSON has every run's matrices, the scores before
+over the seeds, and the score matrices so; recall@10 plasticity, stability, retention, FM, BWT
+and EWC's weight; and each repository's held-out examples per seed. The JSON has every run's matrices, the scores before
 each step and untrained, every metric, and the run reports. ``--quick``: the two smallest
 repositories, one seed.
 """
@@ -51,7 +51,7 @@ from agent.reports.tables import METRICS, SHOWN, metrics_payload  # noqa: E402
 from agent.workspace.settings import Settings  # noqa: E402
 from lean_env.trace.choice import TracerChoice  # noqa: E402
 from retrieval.index import RecallScores  # noqa: E402
-from retrieval.lifelong_metrics import Undefined  # noqa: E402
+from retrieval.lifelong_metrics import RATIOS, ScoreMatrix, Undefined, lifelong_metrics  # noqa: E402
 from retrieval.progressive import ProgressiveReport, ProgressRow  # noqa: E402
 from retrieval.train import Consolidation, TrainConfig  # noqa: E402
 
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if len(sweep) > 1:
         print(f"\nEWC's weight (seed {args.seeds[0]}): recall@10 plasticity against stability")
-        wanted = ("plasticity", "stability", "FM", "BWT")
+        wanted = ("plasticity", "stability", "retention", "FM", "BWT")
         rows = [
             [f"{w:g}", *(value(dict(_metrics(result, "recall@10"))[name]) for name in wanted)] for w, result in sweep
         ]
@@ -268,15 +268,20 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _metrics(result: dict, score: str) -> list[tuple[str, float | Undefined]]:
-    """(name, value) of ``score``'s metrics in a run's JSON, in report order: fractions in
-    percentage points, as the LeanAgent paper prints them, ratios as they are (Undefined for
-    a metric the run could not define)."""
+    """(name, value) of ``score``'s metrics for a run's JSON, in report order, read anew from
+    the matrices it keeps, so that a run kept from before a metric's definition changed (as
+    stability's did on 2026-12-07) is tabled by today's: fractions in percentage points, as
+    the LeanAgent paper prints them, ratios as they are (Undefined for a metric the run could
+    not define)."""
+    matrix = ScoreMatrix(
+        tuple(tuple(row) for row in result["matrices"][score]),
+        tuple(result["repositories"].index(step["repo"]) for step in result["steps"]),
+        tuple(result["before"][score]),
+        tuple(result["untrained"][score]),
+    )
     return [
-        (
-            name,
-            Undefined(m["undefined"]) if m["value"] is None else m["value"] * (100 if m["unit"] == "fraction" else 1),
-        )
-        for name, m in result["metrics"][score].items()
+        (name, value if isinstance(value, Undefined) or name in RATIOS else 100 * value)
+        for name, value in lifelong_metrics(matrix).named()
     ]
 
 

@@ -91,7 +91,7 @@ class LifelongMetrics:
     """The metrics of one score matrix (docs/lifelong.md has the formulas)."""
 
     plasticity: Value  # mean over steps of R[t][trained t]: the repository just learned
-    stability: Value  # mean over steps t >= 1 of the mean R[t][j] over repositories learned before
+    stability: Value  # mean over steps of the mean R[t][j] over the repositories learned so far (LeanAgent)
     bwt: Value  # backward transfer (GEM): mean final change since each repository was learned
     fwt: Value  # forward transfer (GEM): mean R[t-1][t] - untrained score, for each new repository
     wf: Value  # windowed forgetting (De Lange et al.): per repository, its largest drop within a window
@@ -101,6 +101,9 @@ class LifelongMetrics:
     ebwt: Value  # expanded backward transfer (LeanAgent): the mean of the BWT after each step
     ip: Value  # incremental plasticity (LeanAgent): mean change of R[t][trained t] from step to step
     gain: Value  # mean rise of a repository's score over its own step (ours)
+    # mean over steps t >= 1 of the mean R[t][j] over the repositories learned before step t,
+    # the one just trained left out (ours; it was called stability before)
+    retention: Value
     window: int = WINDOW
 
     def named(self) -> list[tuple[str, Value]]:
@@ -118,6 +121,7 @@ class LifelongMetrics:
             ("EBWT", self.ebwt),
             ("IP", self.ip),
             ("gain", self.gain),
+            ("retention", self.retention),
         ]
 
 
@@ -139,6 +143,7 @@ def lifelong_metrics(matrix: ScoreMatrix, *, window: int = WINDOW) -> LifelongMe
         ebwt=expanded_backward_transfer(matrix),
         ip=incremental_plasticity(matrix),
         gain=step_gain(matrix),
+        retention=retention(matrix),
         window=window,
     )
 
@@ -164,8 +169,18 @@ def plasticity(m: ScoreMatrix) -> Value:
 
 
 def stability(m: ScoreMatrix) -> Value:
+    """LeanAgent's stability: the mean over steps of ``A_t``, the average score after step
+    ``t`` over every repository learned so far, the one step ``t`` trained included (its
+    data's second step: mean(73.33, 65.04) = 69.18)."""
+    if not m.scores:
+        return Undefined(NO_STEP)
+    return _mean([m.average(t) for t in range(len(m.scores))], "no repository learned has held-out examples")
+
+
+def retention(m: ScoreMatrix) -> Value:
     """Mean over steps ``t >= 1`` of the mean of ``R[t][j]`` over the repositories learned
-    before step ``t`` (LeanAgent's stability)."""
+    before step ``t``, the one it trained left out: how well the earlier ones are kept
+    (ours; called stability before, which LeanAgent's is not)."""
     if len(m.scores) < 2:
         return Undefined(ONE_STEP)
     rows: list[float | None] = []

@@ -41,7 +41,8 @@ CASES = [
         5,
         {
             "plasticity": (0.8 + 0.9 + 0.4) / 3,
-            "stability": (0.6 + (0.5 + 0.7) / 2) / 2,
+            "stability": (0.8 + 0.75 + 1.6 / 3) / 3,  # the averages after each step
+            "retention": (0.6 + (0.5 + 0.7) / 2) / 2,  # the repositories learned before each step t >= 1
             "BWT": ((0.5 - 0.8) + (0.7 - 0.9)) / 2,
             "FWT": ((0.3 - 0.2) + (0.2 - 0.25)) / 2,  # the first repository has no earlier step to transfer from
             # per repository: 0.8 0.6 0.5 drops 0.3, 0.9 0.7 drops 0.2, 0.4 alone drops nothing
@@ -78,7 +79,8 @@ CASES = [
             "WP5": 0.0,
             "CFR": 0.2 / 0.8,
             "plasticity": (0.2 + 0.6 + 0.4 + 0.8 + 0.5 + 0.7) / 6,
-            "stability": "no repository learned before another has held-out examples",
+            "stability": (0.2 + 0.6 + 0.4 + 0.8 + 0.5 + 0.7) / 6,
+            "retention": "no repository learned before another has held-out examples",
             "FM": "no repository learned before the last step has held-out examples",
             "FWT": "no repository learned after the first was scored before its step",
             "IP": ((0.6 - 0.2) + (0.4 - 0.6) + (0.8 - 0.4) + (0.5 - 0.8) + (0.7 - 0.5)) / 5,
@@ -91,8 +93,9 @@ CASES = [
         5,
         {
             "plasticity": (0.8 + 0.9 + 0.85) / 3,
+            "stability": (0.8 + 0.75 + 0.675) / 3,
             # after step 1: repository 0; after step 2: repository 1 (0 is the one trained)
-            "stability": (0.6 + 0.5) / 2,
+            "retention": (0.6 + 0.5) / 2,
             "BWT": 0.5 - 0.9,  # repository 1 only: 0 was learned again in the last step
             "FM": 0.9 - 0.5,
             "FWT": 0.3 - 0.2,  # the last step learned no new repository
@@ -113,7 +116,8 @@ CASES = [
             "plasticity": 0.5,
             "gain": 0.25,
             "IP": ONE_STEP,
-            "stability": ONE_STEP,
+            "stability": 0.5,  # the repository just learned counts
+            "retention": ONE_STEP,
             "BWT": ONE_STEP,
             "FWT": ONE_STEP,
             "FM": ONE_STEP,
@@ -127,7 +131,14 @@ CASES = [
     pytest.param(
         ScoreMatrix.square([]),
         5,
-        {"plasticity": "no step yet", "gain": "no step yet", "IP": ONE_STEP, "stability": ONE_STEP, "WF5": ONE_STEP},
+        {
+            "plasticity": "no step yet",
+            "gain": "no step yet",
+            "stability": "no step yet",
+            "IP": ONE_STEP,
+            "retention": ONE_STEP,
+            "WF5": ONE_STEP,
+        },
         id="no-step",
     ),
     pytest.param(
@@ -135,7 +146,8 @@ CASES = [
         5,
         {
             "plasticity": 0.4,
-            "stability": "no repository learned before another has held-out examples",
+            "stability": 0.4,
+            "retention": "no repository learned before another has held-out examples",
             "BWT": "no repository learned before the last step has held-out examples",
             "FWT": 0.1 - 0.2,
             "CFR": "needs two steps with scores",
@@ -177,7 +189,32 @@ def test_each_metric_by_hand(matrix: ScoreMatrix, window: int, expected: dict[st
 
 def test_every_metric_is_named_once_in_report_order() -> None:
     names = [name for name, _ in lifelong_metrics(THREE).named()]
-    assert names == ["plasticity", "stability", "BWT", "FWT", "WF5", "WP5", "FM", "CFR", "EBWT", "IP", "gain"]
+    assert names == [
+        "plasticity",
+        "stability",
+        "BWT",
+        "FWT",
+        "WF5",
+        "WP5",
+        "FM",
+        "CFR",
+        "EBWT",
+        "IP",
+        "gain",
+        "retention",
+    ]
+
+
+def test_stability_is_the_papers_and_retention_leaves_the_new_repository_out() -> None:
+    """LeanAgent's stability averages, after each step, every repository trained so far, the
+    one just trained included: its data's second step is mean(73.33, 65.04) = 69.18; on
+    R = [[.6171], [.5762, .7045]] that gives .6287, where leaving the new one out (what
+    retention reports) gives .5762."""
+    second_step = ScoreMatrix.square([[None, None], [0.7333, 0.6504]])  # the first step's scores are not given
+    assert second_step.average(1) == pytest.approx(0.6918, abs=5e-5)
+    metrics = dict(lifelong_metrics(ScoreMatrix.square([[0.6171, None], [0.5762, 0.7045]])).named())
+    assert round(metrics["stability"], 4) == 0.6287
+    assert metrics["retention"] == pytest.approx(0.5762)
 
 
 def test_a_repository_that_ends_above_its_best_has_negative_forgetting() -> None:
@@ -209,7 +246,8 @@ def _from_the_papers(r: list[list[float]], w: int) -> dict[str, float]:
     rise between two of any w consecutive evaluations, the maximum over time, the mean over
     tasks); LeanAgent's EBWT ("the average of the BWT computed after each task") and IP
     ("rate of validation R@10 change per task": its code's mean of consecutive differences);
-    Chaudhry et al.'s FM; LeanAgent's CFR (min over max of the average test score)."""
+    Chaudhry et al.'s FM; LeanAgent's CFR (min over max of the average test score) and
+    stability (the mean of that average over the steps)."""
     n = len(r)
     wf, wp = [], []
     for j in range(n):
@@ -233,6 +271,7 @@ def _from_the_papers(r: list[list[float]], w: int) -> dict[str, float]:
         "IP": sum(own[t + 1] - own[t] for t in range(n - 1)) / (n - 1),
         "FM": sum(max(r[t][j] for t in range(j, n - 1)) - r[n - 1][j] for j in range(n - 1)) / (n - 1),
         "CFR": min(averages) / max(averages),
+        "stability": sum(averages) / n,
         "BWT": sum(r[n - 1][j] - r[j][j] for j in range(n - 1)) / (n - 1),
     }
 
