@@ -4,6 +4,10 @@ candidate, on a real Lean and a real corpus (the 2021 Lean 4's ``tests/lean/run`
     python bench/filecheck_batch.py --lean-src GIT_DIR --lean-bin DIR [--theorems N] [--candidates 8 64]
         [--proof-backends file server] [--servers 1 2] [--work DIR] [--json OUT]
 
+``--lean-src``: a git checkout of the Lean 4 sources at nightly-2021-06-20 (its
+``tests/lean/run`` is the corpus); ``--lean-bin``: the bin directory of the Lean built from
+them (what ``LEANAGENT_TEST_OLD_LEAN`` names for the opt-in tests).
+
 For each of ``--theorems`` theorems of the corpus (a seeded choice among those with proofs),
 the built-in suggester proposes ``--candidates`` tactics for the theorem's first goal (its
 memory: every other proof of the corpus); the same tactics then run once one by one, each

@@ -7,8 +7,8 @@ EWC's weight swept.
         [--work DIR] [--json OUT] [--quick]
 
 Each repository of ``REPOSITORIES`` (or those ``--repos`` names) is taken at its pinned
-commit from a git repository under ``--sources`` (``DIR/OWNER+NAME/repo``, a bare one as the
-search tool's ``fetch`` and mirrors keep them, or ``DIR/NAME``, a clone), or else cloned from
+commit from a git repository under ``--sources`` (``DIR/OWNER+NAME/repo``, a bare mirror,
+or ``DIR/NAME``, a clone), or else cloned from
 GitHub (needs the network), and extracted into ``--work``; the snapshots stay there, outside
 this repository. ``--test-fraction`` is the share of each repository held out (the job's
 0.2 by default; docs/lifelong.md measured with 0.5 on pfr and LeanAPAP).
