@@ -5,9 +5,18 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+# db_url, a fixture: imported here, it serves every test file (SQLite, and PostgreSQL when
+# POSTGRES_URL_ENV names a server).
+from db_cases import POSTGRES_URL_ENV, db_url  # noqa: F401
+
+if TYPE_CHECKING:
+    from curriculum.store import Store
 
 # On 2 busy cores multi-threaded BLAS is many times slower; set before torch is imported.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -21,8 +30,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO_ROOT / "examples"
 # ../shared sits beside the checkout on development machines and in CI, not in a user's clone.
 SHARED_DIR = REPO_ROOT.parent / "shared"
-
-POSTGRES_URL_ENV = "LEANAGENT_TEST_POSTGRES_URL"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -44,6 +51,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def examples_dir() -> Path:
     return EXAMPLES_DIR
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:  # noqa: F811
+    """An open store on a fresh, empty database (each of db_url's)."""
+    from curriculum.store import Store
+
+    with Store.open(db_url) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
-"""The database fixture shared by the database, ingest and curriculum tests: a URL that runs
-each test against SQLite and (when LEANAGENT_TEST_POSTGRES_URL is set) PostgreSQL, in its own
-schema. The records those tests store come from builders.py, their Lean projects from
-projects.py."""
+"""The database fixture every test file gets through conftest.py: a URL that runs each test
+against SQLite and (when LEANAGENT_TEST_POSTGRES_URL is set) PostgreSQL, in its own schema.
+The records those tests store come from builders.py, their Lean projects from projects.py."""
 
 from __future__ import annotations
 

@@ -8,12 +8,11 @@ theorem is no proving target."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from builders import premise, repo_trace, theorem
-from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 from projects import git, git_project
 from sqlalchemy import select
 
@@ -36,12 +35,6 @@ STEPS = (
     TracedTactic("exact A.lemma h", "p : Prop\nh : p\n⊢ p", None, ("A.lemma", "Nat.succ")),
 )
 KEPT = theorem("A.kept", steps=None, line=5)
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[Store]:  # noqa: F811
-    with Store.open(db_url) as s:
-        yield s
 
 
 def version(commit: str, *theorems: Theorem) -> RepoTrace:

@@ -9,7 +9,6 @@ import random
 import numpy as np
 import pytest
 from builders import repo_trace, theorem
-from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 
 from curriculum.difficulty import Bucket, Thresholds, bucket, log_difficulty, percentile, thresholds
 from curriculum.ordering import curriculum_of, order_repositories
@@ -139,32 +138,31 @@ def test_no_proved_theorems_means_no_thresholds() -> None:
         bucket(PROVEN, 3, None)
 
 
-def test_curriculum_over_the_merged_view(db_url: str) -> None:  # noqa: F811
-    with Store.open(db_url) as store:
-        store.add_trace(
-            repo_trace("/r", commit="old", theorems=[theorem(f"o{i}", steps=1) for i in range(9)])
-        )  # replaced below
-        store.add_trace(
-            repo_trace(
-                "/r",
-                commit="new",
-                theorems=[theorem("a", steps=1), theorem("b", steps=4), theorem("c", steps=None)],
-            )
+def test_curriculum_over_the_merged_view(store: Store) -> None:
+    store.add_trace(
+        repo_trace("/r", commit="old", theorems=[theorem(f"o{i}", steps=1) for i in range(9)])
+    )  # replaced below
+    store.add_trace(
+        repo_trace(
+            "/r",
+            commit="new",
+            theorems=[theorem("a", steps=1), theorem("b", steps=4), theorem("c", steps=None)],
         )
-        store.add_trace(
-            repo_trace(
-                "/s",
-                commit="c1",
-                theorems=[
-                    theorem("a", steps=1),
-                    theorem("b", steps=1),
-                    theorem("c", steps=2),
-                    theorem("d", steps=0),
-                ],
-            )
+    )
+    store.add_trace(
+        repo_trace(
+            "/s",
+            commit="c1",
+            theorems=[
+                theorem("a", steps=1),
+                theorem("b", steps=1),
+                theorem("c", steps=2),
+                theorem("d", steps=0),
+            ],
         )
-        store.add_trace(repo_trace("/t", commit="c1"))
-        order = curriculum_of(store)
+    )
+    store.add_trace(repo_trace("/t", commit="c1"))
+    order = curriculum_of(store)
     # S over the merged view: /r: 1, 4; /s: 1, 1, 2, 1 -> [1,1,1,1,2,4]: 33rd = 1.0, 67th = 1.35.
     assert order.thresholds == Thresholds(pytest.approx(1.0), pytest.approx(1.35))  # type: ignore[arg-type]
     assert [(r.location, r.commit, r.easy, r.medium, r.hard, r.hard_no_proof) for r in order.repos] == [

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from db_cases import db_url  # noqa: F401 (a fixture)
 from projects import lean_project
 from sqlalchemy import create_engine
 
@@ -41,7 +40,7 @@ def lock_file_is_a_directory(tmp: Path) -> Store:
     return Store.open(f"sqlite:///{tmp / 'db.sqlite'}")
 
 
-def test_a_held_lock_refuses_a_second_job_naming_its_holder(db_url: str) -> None:  # noqa: F811
+def test_a_held_lock_refuses_a_second_job_naming_its_holder(db_url: str) -> None:
     with Store.open(db_url) as first, Store.open(db_url) as second:
         with first.job_lock("leanagent run (pid 1 on host)"):
             with pytest.raises(JobLockedError, match=r"is in use by leanagent run \(pid 1 on host\); .*--wait"):
@@ -52,7 +51,7 @@ def test_a_held_lock_refuses_a_second_job_naming_its_holder(db_url: str) -> None
             pass
 
 
-def test_a_waiting_job_is_told_who_holds_the_lock_and_gets_it_when_released(db_url: str) -> None:  # noqa: F811
+def test_a_waiting_job_is_told_who_holds_the_lock_and_gets_it_when_released(db_url: str) -> None:
     said: list[str] = []
     events: list[str] = []
     with Store.open(db_url) as first, Store.open(db_url) as second:

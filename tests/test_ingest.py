@@ -4,12 +4,10 @@ re-tracing, resuming after a failure mid-list, backend choice, and the real sour
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from builders import repo_trace, theorem
-from db_cases import db_url  # noqa: F401 (db_url is a fixture)
 from projects import git, git_project, lean_project
 
 from curriculum.ingest import IngestStatus, ingest_specs, ingest_traces
@@ -39,12 +37,6 @@ class FakeTracer:
             commit="whatever",
             theorems=[theorem(f"{name}.t1", steps=1), theorem(f"{name}.t2", steps=None)],
         )
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[Store]:  # noqa: F811
-    with Store.open(db_url) as s:
-        yield s
 
 
 def test_ingest_is_idempotent_and_does_not_trace_twice(tmp_path: Path, store: Store) -> None:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_cases import db_url  # noqa: F401 (a fixture)
 from projects import lean_project
 
 from lean_env.repos import lean_sources
@@ -419,7 +418,7 @@ def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos
     assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (1, True)
 
 
-def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Path, db_url: str) -> None:  # noqa: F811
+def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Path, db_url: str) -> None:
     """The database has a lock of its own (a file lock beside a SQLite file elsewhere, an
     advisory lock on PostgreSQL): a job in another data directory is refused too."""
     holder = _hold(tmp_path / "a", repos_file, db_url)
