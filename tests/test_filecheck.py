@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 import pytest
 from fakes import fake_lean
+from filecheck_cases import AND_SWAP, GOALS, IMP_SELF, SCRIPT, SOURCE, activate, demo_repo, live_members, log_lines
 
 from lean_env.errors import LeanNotFoundError
 from lean_env.interactive.filecheck import FileCheckBackend, FileCheckError
@@ -24,75 +23,10 @@ from lean_env.interactive.probe import DROPPED
 from lean_env.interactive.session import SORRY_REJECTED
 from lean_env.lean.runner import LeanRunError
 
-SOURCE = """\
-namespace Demo
-
-theorem imp_self' (p : Prop) : p → p := by
-  sorry
-
-theorem and_swap (p q : Prop) (h : p ∧ q) : q ∧ p := sorry
-
-end Demo
-"""
-
-GOALS = {
-    "start": "p : Prop\n⊢ p → p",
-    "intro": "p : Prop\nh : p\n⊢ p",
-}
-
-SCRIPT = {
-    "unknown_tactics": ["nonsense"],
-    "theorems": {
-        "Demo.imp_self'": {
-            "goals": GOALS["start"],
-            "steps": {
-                "intro h": {"goals": GOALS["intro"]},
-                "intro hp": {"goals": GOALS["intro"].replace("h :", "h  :")},
-                "intro h\nexact h": {"done": True},
-                "intro h\nexact x": {"error": "unknown identifier 'x'"},
-                # No error and no theorem: the 2021 Lean drops it without a word.
-                "intro h\nrename List α => xs": {"done": True, "undeclared": True},
-                # The parser reads on into the probe; Lean fills the rest with a silent `sorry`.
-                "intro h\nexact suffices h from p": {"reads_on": "expected term"},
-                "intro h\nrefine ?_\n· skip": {"error": "unsolved goals\np : Prop\nh : p\n⊢ p"},
-                "intro h\nspin": {"hang": True},
-            },
-        },
-        "Demo.and_swap": {
-            "goals": "p q : Prop\nh : p ∧ q\n⊢ q ∧ p",
-            "steps": {"constructor": {"goals": "case left\n⊢ q\n\ncase right\n⊢ p"}},
-        },
-    },
-}
-
-# SOURCE's two theorems, read by the fake lean's own parser so that these tests do not
-# depend on the source extractor.
-IMP_SELF = fake_lean.theorem_record(SOURCE, "Demo.imp_self'", "Demo/Basic.lean")
-AND_SWAP = fake_lean.theorem_record(SOURCE, "Demo.and_swap", "Demo/Basic.lean")
-
-
-def demo_repo(tmp_path: Path) -> Path:
-    """A repository holding SOURCE as Demo/Basic.lean."""
-    root = tmp_path / "repo"
-    (root / "Demo").mkdir(parents=True)
-    (root / "Demo" / "Basic.lean").write_text(SOURCE, encoding="utf-8")
-    return root
-
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return demo_repo(tmp_path)
-
-
-def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
-    fake_lean.activate(monkeypatch, tmp_path / "bin", script)
-    log = tmp_path / "lean.log"
-    monkeypatch.setenv("FAKE_LEAN_LOG", str(log))
-    return log
-
-
-def _runs(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def _run(session, tactics: list[str]):
@@ -106,7 +40,7 @@ def _run(session, tactics: list[str]):
 
 
 def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, tmp_path, repo):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     backend = FileCheckBackend(timeout=20)
     assert isinstance(backend, ProofBackend)
     with backend.open(repo, IMP_SELF) as session:
@@ -136,13 +70,13 @@ def test_backend_and_session_speak_the_proof_environment_interface(monkeypatch, 
     ],
 )
 def test_each_result_kind(monkeypatch, tmp_path, repo, tactics, expected):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         assert _run(session, tactics) == expected
 
 
 def test_state_handle_is_the_prefix_and_equal_goals_merge(monkeypatch, tmp_path, repo):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         a = session.run_tactic(session.initial_state, "intro h")
         b = session.run_tactic(session.initial_state, "intro hp")
@@ -151,25 +85,25 @@ def test_state_handle_is_the_prefix_and_equal_goals_merge(monkeypatch, tmp_path,
 
 
 def test_several_goals_come_back_as_one_state(monkeypatch, tmp_path, repo):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, AND_SWAP) as session:
         state = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(state, TacticState) and state.num_goals == 2
 
 
 def test_sorry_is_rejected_without_running_lean_and_results_are_cached(monkeypatch, tmp_path, repo):
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
-        opened = len(_runs(log))
+        opened = len(log_lines(log))
         assert session.run_tactic(session.initial_state, "admit") == LeanError(SORRY_REJECTED)
-        assert len(_runs(log)) == opened
+        assert len(log_lines(log)) == opened
         session.run_tactic(session.initial_state, "intro h")
         session.run_tactic(session.initial_state, "intro h")
-        assert len(_runs(log)) == opened + 1
+        assert len(log_lines(log)) == opened + 1
 
 
 def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         _run(session, ["intro h", "exact h"])
@@ -181,7 +115,7 @@ def test_users_file_and_repo_are_untouched(monkeypatch, tmp_path, repo):
 
 def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypatch, tmp_path, repo):
     """The theorem, then only its declaration probe."""
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         session.run_tactic(session.initial_state, "intro h")
         checked = session._file.read_text(encoding="utf-8")
@@ -192,40 +126,23 @@ def test_checked_file_is_cut_after_the_theorem_with_the_prefix_indented(monkeypa
 
 
 def test_timeout_kills_the_process_tree_and_is_a_result(monkeypatch, tmp_path, repo):
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=1.5).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
-    assert _live_members(_runs(log)[-1]["pid"]) == []
-
-
-def _live_members(group: int) -> list[int]:
-    """Processes of ``group`` that still run (killed ones may linger briefly as zombies)."""
-    deadline = time.monotonic() + 5
-    while True:
-        live = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != "Z":
-                live.append(int(stat.parent.name))
-        if not live or time.monotonic() > deadline:
-            return live
-        time.sleep(0.1)
+    assert live_members(log_lines(log)[-1]["pid"]) == []
 
 
 def test_errors_outside_the_theorem_are_a_fault(monkeypatch, tmp_path, repo):
     script = {**SCRIPT, "errors": [{"line": 1, "column": 0, "message": "unknown namespace"}]}
-    _activate(monkeypatch, tmp_path, script)
+    activate(monkeypatch, tmp_path, script)
     with pytest.raises(FileCheckError, match="outside theorem Demo.imp_self'.*unknown namespace"):
         FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_statement_that_does_not_elaborate_cannot_be_opened(monkeypatch, tmp_path, repo):
     script = {**SCRIPT, "errors": [{"line": 3, "column": 33, "message": "unknown identifier 'p'"}]}
-    _activate(monkeypatch, tmp_path, script)
+    activate(monkeypatch, tmp_path, script)
     with pytest.raises(FileCheckError, match="cannot be opened.*unknown identifier 'p'"):
         FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
@@ -238,17 +155,17 @@ def test_statement_that_does_not_elaborate_cannot_be_opened(monkeypatch, tmp_pat
     ],
 )
 def test_unreadable_lean_is_a_clear_fault(monkeypatch, tmp_path, repo, mode, message):
-    _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": mode})
+    activate(monkeypatch, tmp_path, {**SCRIPT, "mode": mode})
     with pytest.raises(LeanRunError, match=message):
         FileCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_lake_project_runs_lake_env_lean_in_the_project(monkeypatch, tmp_path, repo):
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF):
         pass
-    run = _runs(log)[-1]
+    run = log_lines(log)[-1]
     assert run["argv"][:3] == ["--lake", "env", "lean"]
     assert Path(run["cwd"]) == repo.resolve()
 
@@ -261,7 +178,7 @@ def test_missing_lean_says_how_to_install(monkeypatch, tmp_path, repo):
 
 
 def test_closed_session_refuses_work(monkeypatch, tmp_path, repo):
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     session = FileCheckBackend(timeout=20).open(repo, IMP_SELF)
     session.close()
     session.close()
@@ -293,8 +210,8 @@ def test_theorem_without_a_proof_start_is_refused_before_running(monkeypatch, tm
 
     from lean_env.proofs.text import ProofTextError
 
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     theorem = dataclasses.replace(IMP_SELF, proof_start=None)
     with pytest.raises(ProofTextError, match="no known proof start"):
         FileCheckBackend(timeout=20).open(repo, theorem)
-    assert _runs(log) == []
+    assert log_lines(log) == []

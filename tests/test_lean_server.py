@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes import fake_lean
+from fakes import barrier_lean
+from filecheck_cases import AND_SWAP, IMP_SELF, SCRIPT, activate, demo_repo, live_members, log_lines
 from hypothesis import given
 from hypothesis import strategies as st
-from test_filecheck import AND_SWAP, IMP_SELF, SCRIPT, _live_members, demo_repo
 
 from agent.cli.main import build_parser
 from agent.cli.options import proving_config
@@ -34,17 +34,9 @@ def repo(tmp_path: Path) -> Path:
     return demo_repo(tmp_path)
 
 
-def _activate(monkeypatch, tmp_path: Path, script: dict = SCRIPT) -> Path:
-    fake_lean.activate(monkeypatch, tmp_path / "bin", script)
-    log = tmp_path / "lean.log"
-    monkeypatch.setenv("FAKE_LEAN_LOG", str(log))
-    return log
-
-
 def _events(log: Path) -> list[dict]:
     """What the fake server saw, in order (the runs of `lean FILE` are left out)."""
-    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return [line["server"] | {"pid": line["pid"]} for line in lines if "server" in line]
+    return [line["server"] | {"pid": line["pid"]} for line in log_lines(log) if "server" in line]
 
 
 SEQUENCES = [
@@ -69,7 +61,7 @@ def _walk(session, tactics: list[str]):
 
 
 def test_the_server_gives_the_verdicts_of_the_file_check(monkeypatch, tmp_path, repo) -> None:
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         expected = [_walk(session, tactics) for tactics in SEQUENCES]
         batched = list(session.run_tactics(session.initial_state, ["intro h", "nonsense", "intro hp", "simp"]))
@@ -84,7 +76,7 @@ def test_the_server_gives_the_verdicts_of_the_file_check(monkeypatch, tmp_path, 
 
 
 def test_one_server_per_session_whose_edits_start_at_the_theorem(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         session.run_tactic(state, "exact h")
@@ -99,12 +91,12 @@ def test_one_server_per_session_whose_edits_start_at_the_theorem(monkeypatch, tm
 
 
 def test_a_timeout_kills_the_server_and_the_next_check_starts_another(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     with ServerCheckBackend(timeout=1.5).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
         first = _events(log)[0]["pid"]
-        assert _live_members(first) == [], "the server's whole process group was killed"
+        assert live_members(first) == [], "the server's whole process group was killed"
         assert session.run_tactic(state, "exact h") == ProofFinished()
     servers = [e["pid"] for e in _events(log) if "initialize" in e]
     assert len(servers) == 2 and servers[0] == first
@@ -115,12 +107,12 @@ def test_the_next_session_on_the_file_is_checked_by_the_same_server_and_closing_
 ) -> None:
     """The server that elaborated one theorem's file checks the next theorem of that file:
     an edit from the first theorem on, not a new document elaborated from the start."""
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     backend = ServerCheckBackend(timeout=20)
     with backend.open(repo, IMP_SELF) as session:
         assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
     server = _events(log)[0]["pid"]
-    assert _live_members(server) != [], "a session leaves its server to the next one"
+    assert live_members(server) != [], "a session leaves its server to the next one"
     with backend.open(repo, AND_SWAP) as session:
         state = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(state, TacticState) and state.num_goals == 2
@@ -130,17 +122,17 @@ def test_the_next_session_on_the_file_is_checked_by_the_same_server_and_closing_
     assert min(changes) >= IMP_SELF.start.line - 1, "an edit never reaches the text before the first theorem"
     backend.close()
     backend.close()
-    assert _live_members(server) == []
+    assert live_members(server) == []
 
 
 def test_a_session_closed_with_a_check_in_flight_leaves_a_fresh_server_to_the_next(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     backend = _servers(2, timeout=30)
     with backend.open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         assert next(session.run_tactics(state, ["exact h", "spin"])) == ProofFinished()
     first = {e["pid"] for e in _events(log) if "initialize" in e}
-    assert first and all(_live_members(pid) == [] for pid in first), "the server still checking `spin` is stopped"
+    assert first and all(live_members(pid) == [] for pid in first), "the server still checking `spin` is stopped"
     try:
         with backend.open(repo, IMP_SELF) as session:
             assert session.run_tactic(session.initial_state, "intro h") == state
@@ -150,7 +142,7 @@ def test_a_session_closed_with_a_check_in_flight_leaves_a_fresh_server_to_the_ne
 
 
 def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
-    log = _activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
+    log = activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
     with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         assert session.initial_state.pp == "p : Prop\n⊢ p → p"
         assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
@@ -160,13 +152,13 @@ def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path
 
 
 def test_a_lean_that_dies_is_a_clear_fault_through_the_server_too(monkeypatch, tmp_path, repo) -> None:
-    _activate(monkeypatch, tmp_path, {**SCRIPT, "mode": "crash"})
+    activate(monkeypatch, tmp_path, {**SCRIPT, "mode": "crash"})
     with pytest.raises(LeanRunError, match="killed by signal 11"):
         ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
 
 
 def test_a_lake_project_serves_through_lake_env(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
     with ServerCheckBackend(timeout=20).open(repo, IMP_SELF):
         pass
@@ -183,7 +175,7 @@ CANDIDATES = ["intro h", "nonsense", "intro hp", "simp", "intro h"]
 
 
 def test_two_servers_give_the_verdicts_of_one(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     one = _servers(1)
     with one.open(repo, IMP_SELF) as session:
         expected = [_walk(session, tactics) for tactics in SEQUENCES]
@@ -208,33 +200,36 @@ def test_two_servers_give_the_verdicts_of_one(monkeypatch, tmp_path, repo) -> No
 
 
 def test_the_next_candidate_is_checked_while_the_first_is(monkeypatch, tmp_path, repo) -> None:
-    script = json.loads(json.dumps(SCRIPT))
-    script["theorems"]["Demo.imp_self'"]["steps"]["intro h"]["sleep"] = 1.0
-    log = _activate(monkeypatch, tmp_path, script)
+    """Each fake server answers its candidate only once both servers are elaborating one (a
+    barrier, tests/fakes/barrier_lean.py): the second candidate must be sent before the first
+    is answered, however slowly either server starts."""
+    log = tmp_path / "lean.log"
+    barrier_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT, parties=2, log=log)
     with _servers(2).open(repo, IMP_SELF) as session:
         outcomes = list(session.run_tactics(session.initial_state, ["intro h", "intro hp"]))
     assert [type(o) for o in outcomes] == [TacticState, TacticState]
+    events = _events(log)
+    assert not [e for e in events if "barrier" in e], "a server waited for a second candidate that never came"
     # Version 1 is each server's first text, the empty proof; the candidates come after.
-    events = [e for e in _events(log) if e.get("elaborate", e.get("answered", 0)) >= 2]
-    slow, fast = events[0]["pid"], events[1]["pid"]
-    assert slow != fast and "elaborate" in events[1], "the second server started before the first answered"
-    assert [("answered" in e, e["pid"]) for e in events[2:]] == [(True, fast), (True, slow)]
+    checks = [e for e in events if e.get("elaborate", e.get("answered", 0)) >= 2]
+    assert ["elaborate" in e for e in checks] == [True, True, False, False], "both elaborate before either answers"
+    assert len({e["pid"] for e in checks[:2]}) == 2 and {e["pid"] for e in checks[2:]} == {e["pid"] for e in checks[:2]}
 
 
 def test_a_check_in_flight_is_kept_for_its_reading_and_stopped_at_close(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     session = _servers(2, timeout=30).open(repo, IMP_SELF)
     state = session.run_tactic(session.initial_state, "intro h")
     outcomes = session.run_tactics(state, ["exact h", "spin"])
     assert next(outcomes) == ProofFinished()  # read first, while the other server runs `spin`
     servers = {e["pid"] for e in _events(log) if "initialize" in e}
-    assert len(servers) == 2 and all(_live_members(pid) != [] for pid in servers)
+    assert len(servers) == 2 and all(live_members(pid) != [] for pid in servers)
     session.close()
-    assert all(_live_members(pid) == [] for pid in servers), "closing stops the server still checking"
+    assert all(live_members(pid) == [] for pid in servers), "closing stops the server still checking"
 
 
 def test_a_timeout_on_one_server_leaves_the_others_verdicts(monkeypatch, tmp_path, repo) -> None:
-    log = _activate(monkeypatch, tmp_path)
+    log = activate(monkeypatch, tmp_path)
     with _servers(2, timeout=1.5).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         outcomes = list(session.run_tactics(state, ["spin", "exact x", "exact h"]))
@@ -244,7 +239,7 @@ def test_a_timeout_on_one_server_leaves_the_others_verdicts(monkeypatch, tmp_pat
 
 
 def test_servers_that_die_leave_their_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
-    _activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
+    activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
     with _servers(2).open(repo, IMP_SELF) as session:
         assert session.initial_state.pp == "p : Prop\n⊢ p → p"
         outcomes = list(session.run_tactics(session.initial_state, CANDIDATES))
@@ -253,7 +248,7 @@ def test_servers_that_die_leave_their_checks_to_lean_file(monkeypatch, tmp_path,
 
 
 def test_the_lean_servers_option_reaches_the_server_backend(monkeypatch, tmp_path, repo) -> None:
-    _activate(monkeypatch, tmp_path)
+    activate(monkeypatch, tmp_path)
     args = build_parser().parse_args(["prove", "--proof-backend", "server", "--lean-servers", "3"])
     config = proving_config(args)
     backend = config.backend_opener(tmp_path / "data")(repo)
