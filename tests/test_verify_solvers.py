@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,17 +123,36 @@ def test_a_timeout_is_unknown_within_the_deadline(backend_name: str) -> None:
 # --- fake solvers: SMT-LIB binaries that answer, stall or break as told ---------------------------
 
 
+# What every fake solver runs first: it writes its pid to NAME.pid (whole, by a rename: a
+# reader never sees half of it), and may wait with ``after(OTHER)`` until the fake OTHER has
+# exited, so that the order of their answers is a handshake, not a guess at how long a
+# process takes to start.
+_FAKE_PRELUDE = """\
+import os, sys, time
+def after(other):
+    pidfile = os.path.join({directory!r}, other + ".pid")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            stat = open(f"/proc/{{int(open(pidfile).read())}}/stat").read()
+            if stat.rpartition(") ")[2].split()[0] in ("Z", "X"):
+                return
+        except FileNotFoundError:
+            if os.path.exists(pidfile):
+                return
+        time.sleep(0.01)
+open({pidfile!r} + ".partial", "w").write(str(os.getpid()))
+os.replace({pidfile!r} + ".partial", {pidfile!r})
+n = open(sys.argv[1]).read().count("(declare-fun w_")
+"""
+
+
 def _fake(tmp_path: Path, name: str, body: str) -> CommandBackend:
-    """A fake solver binary; ``body`` may read ``n`` (the word length of the script) and
-    ``pidfile`` (it writes its pid there first)."""
+    """A fake solver binary; ``body`` may read ``n`` (the word length of the script) and call
+    ``after(OTHER)`` (see _FAKE_PRELUDE)."""
     script = tmp_path / name
-    pidfile = tmp_path / f"{name}.pid"
-    script.write_text(
-        f"#!{sys.executable} -S\nimport os, sys, time\n"
-        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-        "n = open(sys.argv[1]).read().count('(declare-fun w_')\n"
-        f"{body}\n"
-    )
+    prelude = _FAKE_PRELUDE.format(directory=str(tmp_path), pidfile=str(tmp_path / f"{name}.pid"))
+    script.write_text(f"#!{sys.executable} -S\n{prelude}{body}\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return CommandBackend((str(script),))
 
@@ -155,7 +175,11 @@ def _gone(pid: int) -> bool:
 
 FAST_SAT = "print('sat'); print('((x #x05) (y #x07))')"
 FAST_UNSAT = "print('unsat')"
-SLOW = "time.sleep(30)"
+# Far longer than any test runs: a member that answers only if nobody stops it.
+SLOW = "time.sleep(3600)"
+# The deadline of a race that a member wins: far away, so that a loaded machine's slow start
+# of the fakes is no timeout.
+RACE_DEADLINE = 30.0
 
 
 @pytest.mark.parametrize(
@@ -164,13 +188,13 @@ SLOW = "time.sleep(30)"
         pytest.param([("slow", SLOW), ("fast", FAST_UNSAT)], Verdict.UNSAT, "fast", id="first-definitive-wins"),
         pytest.param([("fast", FAST_SAT), ("slow", SLOW)], Verdict.SAT, "fast", id="sat-wins-and-names-its-solver"),
         pytest.param(
-            [("unknown", "print('unknown')"), ("late", "time.sleep(0.3); print('unsat')")],
+            [("unknown", "print('unknown')"), ("late", "after('unknown'); print('unsat')")],
             Verdict.UNSAT,
             "late",
             id="unknown-waits-for-the-others",
         ),
         pytest.param(
-            [("broken", "sys.exit(3)"), ("late", "time.sleep(0.3); print('unsat')")],
+            [("broken", "sys.exit(3)"), ("late", "after('broken'); print('unsat')")],
             Verdict.UNSAT,
             "late",
             id="a-broken-member-loses-to-an-answer",
@@ -180,14 +204,15 @@ SLOW = "time.sleep(30)"
 )
 def test_the_portfolio_race(tmp_path: Path, members, verdict: Verdict, winner: str | None) -> None:
     backends = tuple(_fake(tmp_path, name, body) for name, body in members)
+    timeout = 1.0 if winner is None else RACE_DEADLINE
     start = time.perf_counter()
-    outcome = solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=1.0)
+    outcome = solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=timeout)
     elapsed = time.perf_counter() - start
     assert outcome.verdict is verdict
-    if winner is None:
-        assert outcome.solver == "fakes" and 1.0 <= elapsed < 2.0
-    else:
-        assert outcome.solver.endswith(winner) and elapsed < 1.0
+    if winner is None:  # ended by its deadline, not by the members (an hour each)
+        assert outcome.solver == "fakes" and 1.0 <= elapsed < 10.0
+    else:  # decided by the winner: before the deadline, and without waiting for a stalled member
+        assert outcome.solver.endswith(winner) and elapsed < RACE_DEADLINE
     # every fake binary, the stalled ones included, is dead once solve returns
     for name, _ in members:
         pidfile = tmp_path / f"{name}.pid"
@@ -222,10 +247,10 @@ def test_a_witness_after_undecided_lengths_is_not_called_shortest(tmp_path: Path
     must name length 1 as undecided, since a shorter witness may exist."""
     word = next(w for w in ("aa", "ab", "ac", "ba", "bb", "bc", "ca", "cb", "cc") if ref.run(spec, w).accepted)
     codes = " ".join(f"(w_{i} #b{spec.word_alphabet.index(s):02b})" for i, s in enumerate(word))
-    fake = _command(_fake(tmp_path, "mixed", f"if n == 1: time.sleep(30)\nprint('sat'); print('({codes})')"))
+    fake = _command(_fake(tmp_path, "mixed", f"if n == 1: {SLOW}\nprint('sat'); print('({codes})')"))
     start = time.perf_counter()
     result = trsat(spec, max_len=2, options=QueryOptions(solver=fake, presearch=0, timeout=0.5))
-    assert time.perf_counter() - start < 2.5
+    assert time.perf_counter() - start < 10.0  # length 1 ended at its deadline, not the solver's hour
     assert result.verdict is Verdict.SAT and result.witness.word == tuple(word)
     assert [c.verdict for c in result.checks] == [Verdict.UNKNOWN, Verdict.SAT] and result.undecided == (1,)
     assert "length(s) [1] stayed undecided, so a shorter witness may exist" in result.claim
@@ -308,22 +333,31 @@ def test_the_script_declares_and_reads_back_the_variables() -> None:
 
 def test_an_interrupt_kills_the_solvers_at_once(tmp_path: Path) -> None:
     """A KeyboardInterrupt out of the wait (here raised by a SIGALRM handler, as Ctrl-C's is
-    by SIGINT's) kills every member before it propagates."""
+    by SIGINT's, sent once both members run) kills every member before it propagates."""
     backends = (_fake(tmp_path, "slow", SLOW), _fake(tmp_path, "slower", SLOW))
+    sent: list[float] = []
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    def once_both_run() -> None:
+        pidfiles = [tmp_path / f"{name}.pid" for name in ("slow", "slower")]
+        deadline = time.perf_counter() + 30
+        while not all(p.exists() for p in pidfiles) and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        sent.append(time.perf_counter())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+
     previous = signal.signal(signal.SIGALRM, interrupt)
-    start = time.perf_counter()
+    sender = threading.Thread(target=once_both_run)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        sender.start()
         with pytest.raises(KeyboardInterrupt):
             solve(Portfolio("fakes", backends), _formula("sat-product"), timeout=None)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        sender.join()
         signal.signal(signal.SIGALRM, previous)
-    assert time.perf_counter() - start < 1.5
+    assert time.perf_counter() - sent[0] < 10.0  # at once, not after the members' hour
     for name in ("slow", "slower"):
         assert _gone(int((tmp_path / f"{name}.pid").read_text())), name
 
@@ -356,10 +390,11 @@ def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(
     tmp_path: Path, spec, signum: int, code: int, word: str
 ) -> None:
     """SIGINT to ``leanagent verify trsat`` while a (fake, stalled) solver works on length 3,
-    after lengths 1 and 2 were answered: exit 130 within a couple of seconds, one line on
+    after lengths 1 and 2 were answered: exit 130 at once (not after the stalled solver), one line on
     stderr, the decided lengths in the JSON, the solver dead. SIGTERM the same, exit 143."""
     model = save_spec(spec, tmp_path / "m.json")
-    fake = _command(_fake(tmp_path, "stall", "if n >= 3: time.sleep(60)\nprint('unsat')"))
+    stalled = tmp_path / "stalled"  # written by the solver of length 3, which then stalls
+    fake = _command(_fake(tmp_path, "stall", f"if n >= 3: open({str(stalled)!r}, 'w').close(); {SLOW}\nprint('unsat')"))
     argv = [sys.executable, "-m", "agent.cli.main", "verify", "trsat", str(model), "--max-len", "4"]
     argv += ["--class", "0", "--presearch", "0", "--solver", fake, "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -369,13 +404,15 @@ def test_ctrl_c_on_the_command_line_is_exit_130_with_the_partial_json(
             lines.append(line)
             if line.startswith("verify: length 2:"):
                 break
-        time.sleep(0.3)  # length 3 is with the solver now
+        deadline = time.perf_counter() + 30
+        while not stalled.exists() and time.perf_counter() < deadline:  # length 3 is with the solver
+            time.sleep(0.01)
         sent = time.perf_counter()
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=10)
     finally:
         proc.kill()
-    assert proc.returncode == code and time.perf_counter() - sent < 2.0
+    assert proc.returncode == code and time.perf_counter() - sent < 10.0  # not the solver's hour
     assert [line.split(":")[1] for line in lines] == [" length 1", " length 2"]
     assert "Traceback" not in err and err.strip().splitlines() == [
         f"leanagent: {word} at length 3; lengths decided: 1 unsat, 2 unsat; no witness at the decided lengths"
@@ -399,9 +436,8 @@ def test_a_killed_parent_leaves_no_solver_running(tmp_path: Path) -> None:
     pidfile = tmp_path / "orphan.pid"
     try:
         deadline = time.perf_counter() + 20
-        while not pidfile.exists() and time.perf_counter() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.1)
+        while not pidfile.exists() and time.perf_counter() < deadline:  # the solver binary runs
+            time.sleep(0.01)
     finally:
         parent.kill()
         parent.wait()
