@@ -1,10 +1,12 @@
 """``leanagent run --pull-request``: the branch of proofs is pushed (to the origin or a fork)
 and a pull request is opened through GitHub's REST API, here a local server on 127.0.0.1 that
-speaks its few endpoints (created, 422 "already exists", 401, 404); never the network."""
+speaks its few endpoints (created, 422 "already exists", 401) for the whole command, and the
+API client alone through httpx's transport seam for every answer; never the network."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -13,13 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fakes import fake_lean
 from projects import git
 
 from agent.cli.main import EXIT_FAILURE, EXIT_USAGE, main
 from lean_env.errors import UserInputError
-from lean_env.proofs.github import GitHubRepository
+from lean_env.proofs.github import GitHub, GitHubRepository, PullRequest, PullRequestError
 
 SOURCE = """\
 theorem keep (p : Prop) (h : p) : p := by
@@ -61,8 +64,6 @@ def github() -> Iterator[FakeGitHub]:
             fake.requests.append(("POST", self.path, dict(self.headers), sent))
             if fake.mode == "401":
                 self._answer(401, {"message": "Bad credentials"})
-            elif fake.mode == "404":
-                self._answer(404, {"message": "Not Found"})
             elif fake.mode == "exists":
                 error = {"resource": "PullRequest", "message": f"A pull request already exists for {sent['head']}."}
                 self._answer(422, {"message": "Validation Failed", "errors": [error]})
@@ -165,19 +166,15 @@ def test_an_open_pull_request_of_the_branch_is_the_one_reported(
     assert "(open already)" in Path(payload["report"][1]).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(
-    ("mode", "said"),
-    [
-        ("401", "401 Bad credentials; the token is not valid"),
-        ("404", "404 Not Found; the repository does not exist or the token cannot see it"),
-    ],
-)
 def test_a_refused_pull_request_is_a_failed_write_back_in_one_line(
-    origin: Path, github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, mode, said
+    origin: Path, github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
+    """Each refusal's message is checked through the client's transport below; here, that one
+    reaches the user as one line and the report."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    github.mode = mode
+    github.mode = "401"
     code, _, err = _run(tmp_path, capsys, "--github-api", github.url)
+    said = "401 Bad credentials; the token is not valid"
     assert code == EXIT_FAILURE and len(err.strip().splitlines()) == 1 and said in err, err
     report = (tmp_path / "data" / "reports" / "run-1.md").read_text(encoding="utf-8")
     assert "could not be written back: pull request: GitHub did not open the pull request" in report
@@ -212,3 +209,102 @@ def test_a_repository_and_its_fork_are_read_from_the_url(url: str, owner: str, n
 def test_a_url_without_owner_and_name_is_the_users_error() -> None:
     with pytest.raises(UserInputError, match="does not name a GitHub repository"):
         GitHubRepository.of_url("https://example.org/book.git")
+
+
+# --- the API client alone, through httpx's transport seam -------------------------------------
+
+BOOK = GitHubRepository("octo", "book", "https://github.com/octo/book.git")
+CREATED = (201, {"html_url": "https://github.com/octo/book/pull/1", "number": 1})
+EXISTS = (422, {"message": "Validation Failed", "errors": [{"message": "A pull request already exists for x."}]})
+OPEN_ONE = (200, [{"html_url": "https://github.com/octo/book/pull/7", "number": 7}])
+
+
+def _api(answers: list[tuple[int, Any]]) -> tuple[GitHub, list[httpx.Request]]:
+    """A client whose API answers ``answers`` in turn; and the requests it got."""
+    requests: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        status, payload = answers[len(requests) - 1]
+        return httpx.Response(status, json=payload)
+
+    return GitHub(TOKEN, transport=httpx.MockTransport(answer)), requests
+
+
+@pytest.mark.parametrize(
+    ("head", "answers", "opened", "asked"),
+    [
+        pytest.param(
+            "proofs", [CREATED], PullRequest("https://github.com/octo/book/pull/1", 1, False), [], id="created"
+        ),
+        pytest.param(
+            "proofs",
+            [EXISTS, OPEN_ONE],
+            PullRequest("https://github.com/octo/book/pull/7", 7, True),
+            [{"head": "octo:proofs", "state": "open"}],
+            id="open-already-on-the-origin",
+        ),
+        pytest.param(
+            "me:proofs",
+            [EXISTS, OPEN_ONE],
+            PullRequest("https://github.com/octo/book/pull/7", 7, True),
+            [{"head": "me:proofs", "state": "open"}],
+            id="open-already-from-a-fork",
+        ),
+    ],
+)
+def test_the_client_opens_or_finds_the_pull_request(
+    head: str, answers: list[tuple[int, Any]], opened: PullRequest, asked: list[dict[str, str]]
+) -> None:
+    client, requests = _api(answers)
+    with client:
+        assert client.open_pull_request(BOOK, head=head, base="main", title="t", body="b") == opened
+    post, *gets = requests
+    assert (post.method, post.url.path, post.headers["Authorization"]) == (
+        "POST",
+        "/repos/octo/book/pulls",
+        f"Bearer {TOKEN}",
+    )
+    assert json.loads(post.content) == {"title": "t", "head": head, "base": "main", "body": "b"}
+    assert [dict(g.url.params) for g in gets] == asked and all(g.method == "GET" for g in gets)
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        pytest.param([(401, {"message": "Bad credentials"})], "401 Bad credentials; the token is not valid", id="401"),
+        pytest.param(
+            [(403, {"message": "Resource not accessible"})],
+            "403 Resource not accessible; the token may lack the pull-requests or contents permission",
+            id="403",
+        ),
+        pytest.param(
+            [(404, {"message": "Not Found"})],
+            "404 Not Found; the repository does not exist or the token cannot see it",
+            id="404",
+        ),
+        pytest.param(
+            [(422, {"message": "Validation Failed", "errors": [{"message": "No commits between main and proofs"}]})],
+            "422 Validation Failed (No commits between main and proofs)",
+            id="422-another-refusal",
+        ),
+        pytest.param(
+            [EXISTS, (200, [])], "422 Validation Failed (A pull request already exists", id="exists-but-none-open"
+        ),
+    ],
+)
+def test_a_refusal_is_one_error_naming_the_status_and_why(answers: list[tuple[int, Any]], said: str) -> None:
+    client, _ = _api(answers)
+    with client, pytest.raises(PullRequestError, match=re.escape(said)):
+        client.open_pull_request(BOOK, head="proofs", base="main", title="t", body="b")
+
+
+def test_no_answer_from_the_api_is_one_error_naming_it() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with (
+        GitHub(TOKEN, api="https://ghe.example/api/v3", transport=httpx.MockTransport(refuse)) as client,
+        pytest.raises(PullRequestError, match="no answer from GitHub's API at https://ghe.example/api/v3"),
+    ):
+        client.open_pull_request(BOOK, head="proofs", base="main", title="t", body="b")
