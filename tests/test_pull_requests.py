@@ -231,42 +231,30 @@ def _api(answers: list[tuple[int, Any]]) -> tuple[GitHub, list[httpx.Request]]:
     return GitHub(TOKEN, transport=httpx.MockTransport(answer)), requests
 
 
+NEW = PullRequest("https://github.com/octo/book/pull/1", 1, False)
+FOUND = PullRequest("https://github.com/octo/book/pull/7", 7, True)
+
+
 @pytest.mark.parametrize(
-    ("head", "answers", "opened", "asked"),
+    ("head", "answers", "opened", "looked_up"),
     [
-        pytest.param(
-            "proofs", [CREATED], PullRequest("https://github.com/octo/book/pull/1", 1, False), [], id="created"
-        ),
-        pytest.param(
-            "proofs",
-            [EXISTS, OPEN_ONE],
-            PullRequest("https://github.com/octo/book/pull/7", 7, True),
-            [{"head": "octo:proofs", "state": "open"}],
-            id="open-already-on-the-origin",
-        ),
-        pytest.param(
-            "me:proofs",
-            [EXISTS, OPEN_ONE],
-            PullRequest("https://github.com/octo/book/pull/7", 7, True),
-            [{"head": "me:proofs", "state": "open"}],
-            id="open-already-from-a-fork",
-        ),
+        pytest.param("proofs", [CREATED], NEW, None, id="created"),
+        pytest.param("proofs", [EXISTS, OPEN_ONE], FOUND, "octo:proofs", id="open-already-on-the-origin"),
+        pytest.param("me:proofs", [EXISTS, OPEN_ONE], FOUND, "me:proofs", id="open-already-from-a-fork"),
     ],
 )
 def test_the_client_opens_or_finds_the_pull_request(
-    head: str, answers: list[tuple[int, Any]], opened: PullRequest, asked: list[dict[str, str]]
+    head: str, answers: list[tuple[int, Any]], opened: PullRequest, looked_up: str | None
 ) -> None:
     client, requests = _api(answers)
     with client:
         assert client.open_pull_request(BOOK, head=head, base="main", title="t", body="b") == opened
     post, *gets = requests
-    assert (post.method, post.url.path, post.headers["Authorization"]) == (
-        "POST",
-        "/repos/octo/book/pulls",
-        f"Bearer {TOKEN}",
-    )
+    auth = post.headers["Authorization"]
+    assert (post.method, post.url.path, auth) == ("POST", "/repos/octo/book/pulls", f"Bearer {TOKEN}")
     assert json.loads(post.content) == {"title": "t", "head": head, "base": "main", "body": "b"}
-    assert [dict(g.url.params) for g in gets] == asked and all(g.method == "GET" for g in gets)
+    expected = [] if looked_up is None else [("GET", "/repos/octo/book/pulls", {"head": looked_up, "state": "open"})]
+    assert [(g.method, g.url.path, dict(g.url.params)) for g in gets] == expected
 
 
 @pytest.mark.parametrize(
