@@ -202,6 +202,7 @@ def test_bad_option_values_are_refused_before_any_work(tmp_path: Path, args: lis
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 def test_a_model_path_that_is_a_file_says_so(tmp_path: Path) -> None:
     (tmp_path / "model.bin").write_bytes(b"weights")
     lean_project(tmp_path / "proj")
@@ -347,6 +348,7 @@ def repos_file(tmp_path: Path) -> Path:
 RUN = ("run", "--tracer", "source", "--no-train", "--no-prove", "--json")
 
 
+@pytest.mark.slow
 def test_a_second_job_on_a_data_dir_in_use_exits_2_naming_the_holder(tmp_path: Path, repos_file: Path) -> None:
     data = tmp_path / "data"
     holder = _hold(data, repos_file)
@@ -377,6 +379,7 @@ def test_a_second_run_is_refused_before_it_imports_and_loads(tmp_path: Path, rep
     assert f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr and "torch" not in done.stderr
 
 
+@pytest.mark.slow
 def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_ends(
     tmp_path: Path, repos_file: Path
 ) -> None:
@@ -406,6 +409,7 @@ def test_with_wait_a_second_job_says_what_it_waits_for_and_runs_once_the_first_e
     assert "waiting for" not in err  # said once (the next line comes after a minute)
 
 
+@pytest.mark.slow
 def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos_file: Path) -> None:
     """The lock dies with its holder: the run it left marked running is known to be dead,
     and the next job resumes it under its id."""
@@ -418,6 +422,7 @@ def test_a_killed_holder_is_taken_over_and_its_run_resumed(tmp_path: Path, repos
     assert (json.loads(done.stdout)["run"], json.loads(done.stdout)["resumed"]) == (1, True)
 
 
+@pytest.mark.slow
 def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Path, db_url: str) -> None:
     """The database has a lock of its own (a file lock beside a SQLite file elsewhere, an
     advisory lock on PostgreSQL): a job in another data directory is refused too."""
@@ -430,6 +435,7 @@ def test_two_data_dirs_on_one_database_take_turns(tmp_path: Path, repos_file: Pa
     assert "the database" in done.stderr and f"is in use by leanagent holder (pid {holder.pid} on " in done.stderr
 
 
+@pytest.mark.slow
 def test_a_job_naming_another_data_dirs_database_waits_its_turn(tmp_path: Path, repos_file: Path) -> None:
     holder = _hold(tmp_path / "a", repos_file)  # its database is a/leanagent.db
     try:

@@ -97,6 +97,7 @@ KILLS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_run_killed_anywhere_and_resumed_ends_as_a_run_never_stopped(tmp_path: Path, workspace) -> None:
     repos, encoder = workspace
     whole_data, killed_data = tmp_path / "whole", tmp_path / "killed"
