@@ -126,19 +126,24 @@ def test_the_next_session_on_the_file_is_checked_by_the_same_server_and_closing_
 
 
 def test_a_session_closed_with_a_check_in_flight_leaves_a_fresh_server_to_the_next(monkeypatch, tmp_path, repo) -> None:
-    log = activate(monkeypatch, tmp_path)
+    """A kept server must be idle: one still checking a candidate when its session closes is
+    stopped, and the next session on the file starts its own. The barrier fake answers
+    `intro h` only once the other server checks `spin`, which hangs: in flight at the close."""
+    script = json.loads(json.dumps(SCRIPT))
+    script["theorems"]["Demo.imp_self'"]["steps"]["spin"] = {"hang": True}
+    log = tmp_path / "lean.log"
+    barrier_lean.activate(monkeypatch, tmp_path / "bin", script, parties=2, log=log)
     backend = _servers(2, timeout=30)
-    with backend.open(repo, IMP_SELF) as session:
-        state = session.run_tactic(session.initial_state, "intro h")
-        assert next(session.run_tactics(state, ["exact h", "spin"])) == ProofFinished()
-    first = {e["pid"] for e in _events(log) if "initialize" in e}
-    assert first and all(live_members(pid) == [] for pid in first), "the server still checking `spin` is stopped"
     try:
         with backend.open(repo, IMP_SELF) as session:
-            assert session.run_tactic(session.initial_state, "intro h") == state
+            assert isinstance(next(session.run_tactics(session.initial_state, ["intro h", "spin"])), TacticState)
+        first = {e["pid"] for e in _events(log) if "initialize" in e}
+        assert len(first) == 2 and all(live_members(pid) == [] for pid in first), "the server checking `spin` stopped"
+        with backend.open(repo, IMP_SELF) as session:
+            assert session.initial_state.pp == "p : Prop\n⊢ p → p"
+        assert {e["pid"] for e in _events(log) if "initialize" in e} - first, "the next session starts new servers"
     finally:
         backend.close()
-    assert {e["pid"] for e in _events(log) if "initialize" in e} - first, "the next session starts new servers"
 
 
 def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
@@ -195,8 +200,8 @@ def test_two_servers_give_the_verdicts_of_one(monkeypatch, tmp_path, repo) -> No
     servers = {e["pid"] for e in events if "initialize" in e}
     assert len(servers) == 2
     assert all(sum("open" in e and e["pid"] == pid for e in events) == 1 for pid in servers), "each opens the file once"
-    # Version 1 is each server's first text, the empty proof; the candidates come after.
-    assert {e["pid"] for e in events if e.get("elaborate", 0) >= 2} == servers, "both check candidates"
+    # That both check candidates at once is test_the_next_candidate_is_checked_while_the_first_is's (a
+    # barrier): here which server a candidate goes to is the machine's timing.
 
 
 def test_the_next_candidate_is_checked_while_the_first_is(monkeypatch, tmp_path, repo) -> None:
