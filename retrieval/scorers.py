@@ -190,17 +190,20 @@ class ApproximateScorer:
         sample = np.resize(np.asarray(embeddings[picked], dtype=np.float32), (wanted, d))
         self._ivf.cp.niter = 10  # k-means passes: more move the lists little and cost build time
         self._ivf.train(sample)
-        # The store's float16 rows are kept as they are (an in-memory array is not copied).
-        narrow = embeddings.dtype != np.float16
-        self._vectors = np.empty((n, d), dtype=np.float16) if narrow else np.ascontiguousarray(embeddings)  # (N, d)
+        # The float16 vectors live in a flat float16 index: re-scoring reads them as an array
+        # (a view of its codes, no second copy), and the exact answers that check served
+        # queries (retrieval/served.py) come from its scan through a selector, which decodes
+        # float16 in faiss's SIMD kernels rather than widening rows in numpy.
+        self._flat = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         for start in range(0, n, CHUNK):
             chunk = np.ascontiguousarray(embeddings[start : start + CHUNK], dtype=np.float32)
             self._ivf.add(chunk)
-            if narrow:
-                self._vectors[start : start + len(chunk)] = chunk
+            self._flat.add(chunk)
+        codes = faiss.rev_swig_ptr(self._flat.codes.data(), n * d * 2)  # (N * d * 2,) uint8, no copy
+        self.vectors = codes.view(np.float16).reshape(n, d)  # (N, d)
         self._centroids = self._ivf.quantizer.reconstruct_n(0, self.lists)  # (lists, d)
         self.list_of = _list_of_each(self._ivf, n)  # (N,): the list each premise is in
-        self.nbytes = len(faiss.serialize_index(self._ivf)) + self._vectors.nbytes
+        self.nbytes = len(faiss.serialize_index(self._ivf)) + self.vectors.nbytes
 
     def search(self, queries: np.ndarray, count: int, allowed: list[Allowed] | None) -> tuple[np.ndarray, np.ndarray]:
         # One BLAS product finds every query's nearest lists (faiss's flat quantizer would
@@ -218,6 +221,13 @@ class ApproximateScorer:
             self._selected(queries, coarse, group, count, ids)
         return ids, self._rescore(queries, ids)
 
+    def exact(self, query: np.ndarray, mask: np.ndarray | None, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (count,), best first: the exact top ``count`` of ``query`` (d,)
+        among the float16 vectors of ``mask`` (all when None); -inf and -1 where it allows fewer."""
+        params, _bitmap = _selecting(faiss.SearchParameters(), mask)
+        scores, ids = self._flat.search(query[None], count, params=params)
+        return np.where(ids[0] >= 0, scores[0], -np.inf), ids[0]
+
     def scanned(self, query: np.ndarray, allowed: int, premises: np.ndarray) -> np.ndarray:
         """For each of ``premises``: whether its list is among those a search for ``query``
         with a mask of ``allowed`` premises scans (the calibration's diagnosis of a miss)."""
@@ -232,7 +242,7 @@ class ApproximateScorer:
         """Lists to scan for a mask of ``size`` premises: twice as many for each halving of
         the density below REFERENCE_DENSITY, so that about as many accessible premises are
         scanned (powers of two, so that a batch falls into few groups)."""
-        n = len(self._vectors)
+        n = len(self.vectors)
         if 2 * size > REFERENCE_DENSITY * n:
             return self.probes
         return min(self.lists, self.probes * 2 ** math.floor(math.log2(REFERENCE_DENSITY * n / size)))
@@ -243,7 +253,7 @@ class ApproximateScorer:
         """Fill ``ids`` for the queries of ``alone`` (one each) that one unrestricted search
         per probe count serves: ``count`` of their mask's premises (or all there are) among
         its results. Returns the others."""
-        n = len(self._vectors)
+        n = len(self.vectors)
         fetch = [math.ceil(count * _OVERFETCH_MARGIN * n / group.size) for group in alone]
         by_probes: dict[int, list[int]] = {}
         unserved = []
@@ -316,7 +326,7 @@ class ApproximateScorer:
         scores = np.full(ids.shape, -np.inf, dtype=np.float32)
         for q, row in enumerate(ids):
             found = row >= 0
-            scores[q, found] = self._vectors[row[found]].astype(np.float32) @ queries[q]  # (C, d) @ (d,)
+            scores[q, found] = self.vectors[row[found]].astype(np.float32) @ queries[q]  # (C, d) @ (d,)
         return scores
 
 
