@@ -52,6 +52,10 @@ class PremiseCorpus:
     def __init__(self, traces: Sequence[RepoTrace]) -> None:
         premises: list[Premise] = []
         self.repos: tuple[str, ...] = tuple(t.spec.location for t in traces)
+        # Every theorem with its repository's location: the goals an index of this corpus serves.
+        self.theorems: tuple[tuple[str, Theorem], ...] = tuple(
+            (t.spec.location, theorem) for t in traces for theorem in t.theorems
+        )
         self._names: dict[str, dict[str, int]] = {}
         # Per (repo, file): corpus indices of its premises sorted by start, and those starts.
         self._by_file: dict[tuple[str, str], tuple[np.ndarray, list[Position]]] = {}

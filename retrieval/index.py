@@ -16,25 +16,39 @@ How it scores (:mod:`retrieval.scorers`), chosen when it is built:
   fast-scan kernels, the best candidates re-scored with float16 vectors, and **calibrated**
   on the data it holds (:mod:`retrieval.calibration`): it scans more until the recall@10
   it measures against exact search meets :attr:`IndexOptions.recall_target` (0.99), and is
-  exact where it cannot. :attr:`PremiseIndex.quality` says which, and the recall measured.
+  exact where it cannot; then **checked on the queries it serves** (:mod:`retrieval.served`):
+  a sampled share of them is also answered exactly, and when their recall falls short it
+  scans more again, or turns exact. :attr:`PremiseIndex.quality` says which, and the recall
+  measured on what.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from lean_env.records import Position, Theorem
-from retrieval.calibration import RECALL_AT, IndexKind, IndexQuality, calibrate, calibration_set
+from retrieval.calibration import (
+    RECALL_AT,
+    GoalQueries,
+    IndexKind,
+    IndexQuality,
+    at_ceiling,
+    calibrate,
+    calibration_set,
+)
 from retrieval.corpus import PremiseCorpus, RetrievalExample, premise_text
 from retrieval.encoder import Encoder, IdentifiedEncoder, Progress
 from retrieval.formats import PremiseCode, PremisesFor
+from retrieval.goal_queries import goal_queries
 from retrieval.index_options import IndexOptions
 from retrieval.scorers import ApproximateScorer, DeviceScorer, ExactScorer, Scorer, distinct_masks
+from retrieval.served import ServedRecall
 
 __all__ = ["Hit", "IndexKind", "IndexOptions", "IndexQuality", "PremiseIndex", "PremiseRetriever", "evaluate"]
 
@@ -78,37 +92,45 @@ class PremiseIndex:
         exact: bool | None = None,
         options: IndexOptions = IndexOptions(),
         device: str | None = None,
+        goals: Callable[[], GoalQueries] | None = None,
     ) -> None:
         """``embeddings``: (N, d) unit vectors, float32 or float16 (a memory map is read in
         chunks). ``device``: a torch device to search on (every vector there, exact); None
         searches on the CPU. ``exact`` (CPU): None chooses by size and by the recall the
         approximate index measures; False keeps the approximate index even where it falls
-        short of the target (its quality says by how much); True is exact."""
+        short of the target (its quality says by how much); True is exact. ``goals``: goal
+        states to calibrate on beside held-out premises, called only when the index calibrates."""
         if embeddings.ndim != 2 or embeddings.shape[0] != len(corpus):
             raise ValueError(f"{embeddings.shape[0]} embeddings for a corpus of {len(corpus)} premises")
         self.corpus = corpus
         self.dimension = int(embeddings.shape[1])
+        self._options = options
+        self._forced = exact is False  # kept approximate whatever it measures
+        self._served: ServedRecall | None = None  # the checks of served queries (approximate only)
         n, target = len(corpus), options.recall_target
         self._scorer: Scorer
         if device is not None:
             self._scorer = DeviceScorer(embeddings, device)
-            self.quality = IndexQuality(IndexKind.DEVICE, device, 1.0, target, 0, "every vector on the device")
+            self._quality = IndexQuality(IndexKind.DEVICE, device, 1.0, target, 0, "every vector on the device")
         elif exact or (exact is None and n * self.dimension <= options.exact_work):
             self._scorer = ExactScorer(embeddings)
             why = "asked for" if exact else f"{n} premises x {self.dimension} dimensions: a scan is cheap"
-            self.quality = IndexQuality(IndexKind.EXACT, "cpu", 1.0, target, 0, why)
+            self._quality = IndexQuality(IndexKind.EXACT, "cpu", 1.0, target, 0, why)
         else:
             self._scorer = scorer = ApproximateScorer(embeddings, options)
-            met, self.quality = calibrate(scorer, self._search_one, calibration_set(embeddings, options), options)
+            calibration = calibration_set(embeddings, options, None if goals is None else goals())
+            met, self._quality = calibrate(scorer, self._search_one, calibration, options)
             if not met and exact is None:
-                log.info("%s; searching exactly", self.quality.text())
+                log.info("%s; searching exactly", self._quality.text())
                 why = (
-                    f"the approximate index measured recall@10 {self.quality.recall:.3f} at most, "
-                    f"short of the target {target:g}"
+                    f"the approximate index measured recall@10 {self._quality.recall:.3f} at most on "
+                    f"{calibration.source}, short of the target {target:g}"
                 )
                 self._scorer = ExactScorer(embeddings)  # the approximate one is freed
-                self.quality = IndexQuality(IndexKind.EXACT, "cpu", 1.0, target, self.quality.queries, why)
-        log.debug("%s over %d premises (%d bytes)", self.quality.text(), n, self.nbytes)
+                self._quality = IndexQuality(IndexKind.EXACT, "cpu", 1.0, target, self._quality.queries, why)
+            else:
+                self._served = ServedRecall(options)
+        log.debug("%s over %d premises (%d bytes)", self._quality.text(), n, self.nbytes)
 
     @classmethod
     def build(
@@ -131,7 +153,24 @@ class PremiseIndex:
             embeddings = encoder.encode(texts, progress=progress)
         else:
             embeddings = store.embeddings(encoder, texts, identity=identity, progress=progress)
-        return cls(corpus, embeddings, exact=exact, options=options, device=device)
+        return cls(
+            corpus,
+            embeddings,
+            exact=exact,
+            options=options,
+            device=device,
+            goals=lambda: goal_queries(corpus, encoder, options),
+        )
+
+    @property
+    def quality(self) -> IndexQuality:
+        """Its kind and the recall measured: on its calibration queries, and on the served
+        queries it also answered exactly (approximate only: the others are exact by construction)."""
+        if self._served is None:
+            return self._quality
+        return dataclasses.replace(
+            self._quality, served_recall=self._served.recall, served_queries=self._served.queries
+        )
 
     @property
     def exact(self) -> bool:
@@ -147,30 +186,91 @@ class PremiseIndex:
         """The ``k`` best premises for each query embedding (Q, d), best first; with
         ``allowed`` (one boolean mask over the corpus per query) only among those. A batch
         is searched faster than its queries one by one, with the same results but where
-        scores tie."""
+        scores tie. The approximate index answers a sampled share of the queries exactly
+        too (:mod:`retrieval.served`), and scans more when they say it falls short."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         k = min(k, len(self.corpus))
         if k == 0 or len(queries) == 0:
             return [[] for _ in queries]
-        count = min(k * self._scorer.rerank, len(self.corpus))
         masks = None if allowed is None else [np.asarray(mask, dtype=bool) for mask in allowed]
         if masks is not None and len(masks) != len(queries):
             raise ValueError(f"{len(masks)} masks for {len(queries)} queries")
         if masks is not None and any(mask.shape != (len(self.corpus),) for mask in masks):
             # faiss would read a shorter bitmap past its end
             raise ValueError(f"a mask is not one flag per premise of the corpus ({len(self.corpus)})")
-        ids, scores = self._scorer.search(queries, count, None if masks is None else distinct_masks(masks, count))
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        ids, scores = np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+        served = self._served
+        start = 0.0 if served is None else served.clock()
+        ids, scores = self._ranked(queries, k, masks)
+        if served is not None and isinstance(self._scorer, ApproximateScorer):
+            served.check(self._scorer, queries, masks, ids, k, served.clock() - start)
+            if served.short():
+                self._scan_more(served, self._scorer)
         return [
             [Hit(i, s) for i, s in zip(row, row_scores, strict=True) if i >= 0]
             for row, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)
         ]
 
+    def _ranked(self, queries: np.ndarray, k: int, masks: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores), each (Q, k), best first (-1 and -inf past the premises found)."""
+        count = min(k * self._scorer.rerank, len(self.corpus))
+        ids, scores = self._scorer.search(queries, count, None if masks is None else distinct_masks(masks, count))
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
     def _search_one(self, query: np.ndarray, mask: np.ndarray) -> list[int]:
-        """The calibration's search: one query, as proof search asks."""
-        (hits,) = self.search(query, RECALL_AT, allowed=[mask])
-        return [h.index for h in hits]
+        """The calibration's search: one query, as proof search asks (not a served query)."""
+        ids, _ = self._ranked(query[None], min(RECALL_AT, len(self.corpus)), [mask])
+        return [i for i in ids[0].tolist() if i >= 0]
+
+    def _scan_more(self, served: ServedRecall, scorer: ApproximateScorer) -> None:
+        """The served queries fell short of the target: run the ladder on those kept, and
+        search exactly if it cannot reach the target there (unless kept approximate by
+        ``exact=False``). Each change is said once, in the log and in :attr:`quality`."""
+        target = self._options.recall_target
+        if self._forced and at_ceiling(scorer, self._options):
+            return  # it scans all it may already: its quality says how short it falls
+        short = self.quality
+        said = (
+            f"{short.served_queries} served queries answered exactly too had recall@10 "
+            f"{short.served_recall:.3f}, short of the target {target:g}"
+        )
+        setting = (scorer.probes, scorer.rerank)
+        kept = served.kept(scorer.vectors)
+        options = self._options
+        aim = 1.0 - (1.0 - target) * options.served_margin
+        met, measured = calibrate(scorer, self._search_one, kept, options, aim=aim)
+        served.restart()
+        if met or self._forced:
+            if (scorer.probes, scorer.rerank) == setting:  # the kept queries, more of them, say it is short no more
+                self._quality = dataclasses.replace(measured, why=self._quality.why)
+                return
+            self._quality = dataclasses.replace(measured, why=f"{said}; scans more since")
+            log.warning(
+                "premise index: %s; now %d of %d lists scanned, %d candidates re-scored per result "
+                "(recall@10 %.3f on the %d kept)",
+                said,
+                scorer.probes,
+                scorer.lists,
+                scorer.rerank,
+                measured.recall,
+                len(kept.queries),
+            )
+            return
+        why = f"{said}, and {measured.recall:.3f} at most when scanning all it may"
+        self._scorer = ExactScorer(scorer.vectors)  # the approximate one is freed
+        self._served = None
+        self._quality = IndexQuality(
+            IndexKind.EXACT,
+            "cpu",
+            1.0,
+            target,
+            len(kept.queries),
+            why,
+            calibrated_on=kept.source,
+            served_recall=short.served_recall,
+            served_queries=short.served_queries,
+        )
+        log.warning("premise index: %s; searching exactly from now on", why)
 
 
 @dataclass(frozen=True, slots=True)

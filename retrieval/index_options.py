@@ -25,6 +25,26 @@ class IndexOptions:
     # Calibration queries: enough that 0.99 is told from 0.98 (1280 neighbours), few enough
     # that calibrating costs a few seconds beside the minutes an index of that size takes.
     calibration_queries: int = 128
+    # Goal states of stored theorems calibrated on beside them, where the index is built for
+    # proving or evaluation (retrieval/goal_queries.py): the queries it will serve are goals,
+    # which may lie elsewhere in the embedding space than premises do.
+    calibration_goals: int = 128
+    # The first served queries of an approximate index that are all also answered exactly
+    # (retrieval/served.py): its recall on what it serves is least known then, and a few
+    # hundred tell 0.99 from 0.98.
+    served_checks_first: int = 256
+    # Afterwards, the share of search time that the exact checks of sampled queries may take.
+    served_check_share: float = 0.05
+    # Checks at the current setting before their recall may call for the ladder: fewer would
+    # raise an index on the chance misses of a handful of queries.
+    served_min_checks: int = 32
+    # Checked queries kept (the newest) to run the ladder on, and over which the served recall
+    # is told.
+    served_pool: int = 256
+    # The ladder run on served queries stops where they miss this share of the misses the
+    # target allows (0.995 for 0.99): a setting that just meets the target on the queries it
+    # was chosen on falls short of it on the next ones about half the time.
+    served_margin: float = 0.5
     # IVF lists: about this many times sqrt(N), rounded to a power of two (1024 at 200k).
     lists_per_sqrt: float = 2.0
     # Lists scanned per query at retrieval.scorers.REFERENCE_DENSITY or denser (sparser masks scan more), at
@@ -48,3 +68,11 @@ class IndexOptions:
             raise ValueError(f"a recall target is between 0 and 1, got {self.recall_target}")
         if self.calibration_queries < 1:
             raise ValueError(f"the calibration needs a query at least, got {self.calibration_queries}")
+        if not 0.0 <= self.served_check_share <= 1.0:
+            raise ValueError(f"a share of search time is between 0 and 1, got {self.served_check_share}")
+        if not 0.0 <= self.served_margin <= 1.0:
+            raise ValueError(f"a share of the misses allowed is between 0 and 1, got {self.served_margin}")
+        if not 1 <= self.served_min_checks <= self.served_pool:
+            raise ValueError(
+                f"the served checks need 1 to served_pool ({self.served_pool}) checks, got {self.served_min_checks}"
+            )
