@@ -167,6 +167,9 @@ def test_search_restricted_to_a_theorem_sees_only_accessible_premises(workspace,
     hits = list(hits.values())
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     assert all(a["score"] >= b["score"] for a, b in zip(hits, hits[1:], strict=False))
+    # Without --json, the table and the index's line: what kind it is, and the recall it measured.
+    code, out, _ = _run(capsys, data, "retrieval", "search", "p ∧ q → q ∧ p", "--model", str(model))
+    assert code == 0 and out.splitlines()[-1].startswith("premise index: exact on cpu (")
 
 
 @pytest.mark.parametrize(

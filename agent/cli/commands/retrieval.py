@@ -209,9 +209,8 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     ranked = [(rank, corpus.premises[h.index], h.score) for rank, h in enumerate(hits, start=1)]
     payload = [{"rank": rank, "premise": p.full_name, "path": p.path, "score": score} for rank, p, score in ranked]
     rows = [[rank, p.full_name, p.path, round(score, 3)] for rank, p, score in ranked]
-    emit(
-        payload,
-        table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible",
-        as_json=args.json,
-    )
+    # The index's line after the search: an approximate index answers its first served
+    # queries exactly too, so it says the recall it measured on this one.
+    listed = table(["#", "premise", "file", "score"], rows) if rows else "no premise is accessible"
+    emit(payload, f"{listed}\n{index.quality.text()}", as_json=args.json)
     return 0
