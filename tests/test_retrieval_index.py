@@ -270,13 +270,27 @@ def test_a_forced_approximate_index_says_how_short_it_falls() -> None:
     assert "recall@10" in quality.text() and "target 0.99" in quality.text()
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        pytest.param("cpu", id="cpu"),
+        pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(not _cuda(), reason="no GPU (torch sees no CUDA)")),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 @pytest.mark.parametrize("kind, k, batch", [("files", 10, 1), ("files", 10, 6), ("few", 10, 3), ("none", 4, 2)])
-def test_the_device_index_is_exact(dtype: type, kind: str, k: int, batch: int) -> None:
-    """The GPU path (every vector on the device, one masked product), run on the CPU: the
-    brute-force top k of the vectors as given, scores in float32."""
+def test_the_device_index_is_exact(device: str, dtype: type, kind: str, k: int, batch: int) -> None:
+    """The GPU path (every vector on the device, one masked product), on the CPU and, where
+    one is lent, on a GPU: the brute-force top k of the vectors as given, scores in float32.
+    Exact by construction, it checks none of its served queries."""
     stored = EMBEDDINGS.astype(dtype)
-    index = PremiseIndex(_Sized(N), stored, device="cpu")
+    index = PremiseIndex(_Sized(N), stored, device=device)
     assert index.quality.kind is IndexKind.DEVICE and index.exact
     widened = stored.astype(np.float32)
     rng = np.random.default_rng(8)
@@ -286,6 +300,7 @@ def test_the_device_index_is_exact(dtype: type, kind: str, k: int, batch: int) -
         assert [h.score for h in hits] == pytest.approx([float(widened[h.index] @ query) for h in hits], abs=1e-5)
     (unmasked,) = index.search(QUERIES[0], k)
     assert [h.index for h in unmasked] == _brute_force(widened, QUERIES[0], np.ones(N, dtype=bool), k)
+    assert index.quality.served_recall is None and index.quality.served_queries == 0
 
 
 @pytest.mark.parametrize(
