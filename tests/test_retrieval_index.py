@@ -308,6 +308,10 @@ def test_the_device_index_is_exact(device: str, dtype: type, kind: str, k: int, 
     [
         pytest.param(dict(recall_target=1.5), "between 0 and 1", id="target-above-1"),
         pytest.param(dict(calibration_queries=0), "a query at least", id="no-calibration-query"),
+        pytest.param(dict(served_check_share=1.5), "share of search time", id="checks-over-all-search-time"),
+        pytest.param(dict(served_margin=-0.1), "share of the misses", id="negative-margin"),
+        pytest.param(dict(served_min_checks=0), "1 to served_pool", id="no-check-before-the-ladder"),
+        pytest.param(dict(served_min_checks=300), "1 to served_pool", id="more-checks-than-kept"),
     ],
 )
 def test_options_out_of_range_are_refused(options: dict, message: str) -> None:
