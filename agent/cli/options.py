@@ -176,8 +176,9 @@ def recall_target_option(parser: argparse.ArgumentParser) -> None:
         default=RECALL_TARGET,
         metavar="R",
         help="recall@10 against exact search that an approximate premise index must measure on calibration "
-        f"queries drawn from its own premises, else it searches exactly (default: {RECALL_TARGET}); small "
-        "corpora and GPU indexes are exact anyway",
+        "queries (its own premises held out, and stored theorems' goal states) and keep on the goals it serves "
+        f"(a share of them answered exactly too), else it scans more or searches exactly (default: {RECALL_TARGET}); "
+        "small corpora and GPU indexes are exact anyway",
     )
 
 
