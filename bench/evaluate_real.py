@@ -217,9 +217,7 @@ def main() -> int:
     parser.add_argument(
         "--lean-servers", type=int, default=1, help="language servers per theorem, checking candidates at once"
     )
-    parser.add_argument(
-        "--no-ranking", action="store_true", help="without the tactic ranking learned from recorded attempts"
-    )
+    parser.add_argument("--ranking", action="store_true", help="with the tactic ranking learned from recorded attempts")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     corpora = args.corpus.split(",")
@@ -236,7 +234,7 @@ def main() -> int:
         tactic_timeout=args.tactic_timeout,
         check_timeout=args.check_timeout,
         servers=args.lean_servers,
-        ranking=not args.no_ranking,
+        ranking=args.ranking,
     )
     wanted = HALVES if args.half == "both" else (args.half,)
     budgets = [float(b) for b in args.budgets.split(",")]
@@ -250,7 +248,7 @@ def main() -> int:
     print(
         f"{version}; {args.proof_backend} backend ({args.lean_servers} server(s)), "
         f"{args.candidates} candidates, {args.max_expansions} expansions, "
-        f"{args.time_limit:g} s limit, ranking {'off' if args.no_ranking else 'on'}"
+        f"{args.time_limit:g} s limit, ranking {'on' if args.ranking else 'off'}"
     )
     print(table(headers, rows))
     if args.json:

@@ -272,14 +272,14 @@ def test_the_ranking_learns_from_earlier_attempts_never_from_the_evaluated_theor
 
     learned: list[list] = []
     monkeypatch.setattr(TacticRanking, "train", staticmethod(lambda tried, seed=0: learned.append(list(tried))))
-    assert _evaluate(capsys, data)[0] == 0
+    assert _evaluate(capsys, data, "--ranking")[0] == 0
     assert learned == [[]]  # nothing tried before the first evaluation
     with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
         goals = {tried.goal for _, tried in store.tried_tactics()}
     assert {"n : Nat\n⊢ n = n", "⊢ 2 = 1 + 1"} <= goals
-    code, _ = _evaluate(capsys, data, "--theorems", _theorems_file(data.parent, "Ev/Basic.lean:secret"))
+    code, _ = _evaluate(capsys, data, "--ranking", "--theorems", _theorems_file(data.parent, "Ev/Basic.lean:secret"))
     assert code == 0
     seen = {tried.goal for tried in learned[1]}
     assert "⊢ 2 = 1 + 1" in seen and "n : Nat\n⊢ n = n" not in seen
-    assert _evaluate(capsys, data, "--no-ranking", "--theorems", _theorems_file(data.parent, "Ev.two"))[0] == 0
+    assert _evaluate(capsys, data, "--theorems", _theorems_file(data.parent, "Ev.two"))[0] == 0  # off by default
     assert len(learned) == 2

@@ -477,10 +477,10 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         "(default: 1)",
     )
     parser.add_argument(
-        "--no-ranking",
+        "--ranking",
         action="store_true",
-        help="do not reweight the candidates by the ranking learned from the tactics earlier attempts tried "
-        "(default: learned from every recorded attempt, once there are enough)",
+        help="reweight the candidates by how likely Lean is to accept each, as learned from every tactic earlier "
+        "attempts tried (once 200 are recorded; default: off, it has not yet proved more: docs/search.md)",
     )
     parser.add_argument(
         "--workers",
@@ -519,5 +519,5 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         build_timeout=None if args.no_build else args.build_timeout,
         workers=args.workers,
         index=index_options(args),
-        ranking=not args.no_ranking,
+        ranking=args.ranking,
     )
