@@ -76,6 +76,13 @@ class LexicalRetriever:
                 self._by_namespace[namespace].append(index)
         self._shapes: dict[int, Counter[tuple[str, str]]] = {}
 
+    def _uses(self, index: int) -> set[str]:
+        """The names a premise's code uses; a fact field's, its class's too (what it is about)."""
+        names = _names(self._code(index))
+        if index in self._facts:
+            names.add(self.corpus.premises[index].full_name.rpartition(".")[0])
+        return names
+
     def _code(self, index: int) -> str:
         """What a premise says: its code, or a fact field's own statement."""
         premise = self.corpus.premises[index]
@@ -91,7 +98,7 @@ class LexicalRetriever:
         own = [int(i) for i in self.corpus.file_premises(location, theorem.path) if allowed[i]][::-1]
         own_names = {n for i in own for n in _names(self.corpus.premises[i].full_name)}
         own = [i for i in own if self._usable[i]]
-        uses = {i: _names(self._code(i)) for i in own}
+        uses = {i: self._uses(i) for i in own}
         notation = {i: _notation(self._code(i)) for i in own}
         spread = Counter(symbol for symbols in notation.values() for symbol in symbols)
         rarity = {symbol: math.log((1 + len(own)) / (1 + count)) for symbol, count in spread.items()}

@@ -156,6 +156,18 @@ def test_a_field_that_states_a_fact_is_a_lemma_of_its_class_stated_by_its_own_li
     assert found[0][1] == "theorem LawfulApplicative.pure_seq (g : α → β) (x : f α) : pure g <*> x = g <$> x"
 
 
+def test_a_fact_field_of_the_file_is_about_its_class() -> None:
+    """`mul_comm` shares no notation with `b⁻¹ * a⁻¹ = a⁻¹ * b⁻¹` beyond `*`, which every
+    lemma of the file has: it is found as a lemma about `CommGroup`, which the goal names."""
+    comm = "class CommGroup (α : Type u) extends Group α where\n  mul_comm (a b : α) : a * b = b * a"
+    declared = [
+        *_type_declaration("CommGroup", comm, ["mul_comm"], kind=DeclKind.CLASS),
+        premise("mul_one", line=6, code="theorem mul_one (a : α) : a * 1 = a"),
+    ]
+    goal = "α : Type u_1\ninst✝ : CommGroup α\na b : α\n⊢ b⁻¹ * a⁻¹ = a⁻¹ * b⁻¹"
+    assert [name for name, _ in _premises_for_file(declared)(goal)][:1] == ["CommGroup.mul_comm"]
+
+
 @pytest.mark.parametrize(
     ("code", "field", "signature", "fact"),
     [
