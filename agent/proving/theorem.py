@@ -124,7 +124,8 @@ class ProvingConfig:
             "tactic_timeout": self.tactic_timeout,
             "check_timeout": self.check_timeout,
             "learn": self.learn,
-            "ranking": self.ranking,
+            # Only when on: the runs of before the ranking existed resume as they were.
+            **({"ranking": True} if self.ranking else {}),
         }
 
     @property
