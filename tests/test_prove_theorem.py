@@ -152,20 +152,21 @@ def _group_running(pgid: int) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("backend", "at_intro", "hanging"),
+    ("kind", "at_intro", "hanging"),
     [
-        pytest.param(FileCheckBackend(timeout=60), ["spin"], {"intro h\nspin": HANGS}, id="tactic-lean-run"),
-        pytest.param(ServerCheckBackend(timeout=60), ["spin"], {"intro h\nspin": HANGS}, id="tactic-server"),
-        pytest.param(ServerCheckBackend(timeout=60), [], {"opening": HANGS}, id="opening-server"),
-        pytest.param(FileCheckBackend(timeout=60), ["exact h"], {"later": HANGS}, id="final-check"),
+        pytest.param(FileCheckBackend, ["spin"], {"intro h\nspin": HANGS}, id="tactic-lean-run"),
+        pytest.param(ServerCheckBackend, ["spin"], {"intro h\nspin": HANGS}, id="tactic-server"),
+        pytest.param(ServerCheckBackend, [], {"opening": HANGS}, id="opening-server"),
+        pytest.param(FileCheckBackend, ["exact h"], {"later": HANGS}, id="final-check"),
     ],
 )
 def test_an_attempt_ends_within_its_time_limit_when_lean_hangs(
-    tmp_path: Path, monkeypatch, backend: FileCheckBackend, at_intro: list[str], hanging: dict
+    tmp_path: Path, monkeypatch, kind: type[FileCheckBackend], at_intro: list[str], hanging: dict
 ) -> None:
     """Lean hanging anywhere in an attempt (opening the theorem, a tactic whose own timeout is
-    60 s, the final check whose own is 120 s) ends it at the time limit as a timeout, the
-    hanging Lean's whole process group killed."""
+    60 s, the final check whose own is 120 s) ends it at the time limit as a timeout; once the
+    backend is closed (the server backend keeps an idle server for the file's next theorem),
+    no Lean process is left."""
     entry = {**SCRIPT["theorems"]["Demo.imp_self'"]}
     entry["steps"] = {**entry["steps"], **{k: v for k, v in hanging.items() if "\n" in k}}
     if "opening" in hanging:
@@ -175,16 +176,20 @@ def test_an_attempt_ends_within_its_time_limit_when_lean_hangs(
     (repo / "Demo.lean").write_text(LATER_SOURCE, encoding="utf-8")
     monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "lean.log"))
     theorem = fake_lean.theorem_record(LATER_SOURCE, "Demo.imp_self'", "Demo.lean")
+    backend = kind(timeout=60)
     started = time.monotonic()
-    attempt = prove_theorem(
-        theorem,
-        repo_dir=repo,
-        backend=backend,
-        generator=Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: at_intro}),
-        runner=LeanRunner.for_project(repo),
-        config=ProvingConfig(search=SearchConfig(num_candidates=8, time_limit=LIMIT), check_timeout=120),
-    )
-    wall = time.monotonic() - started
+    try:
+        attempt = prove_theorem(
+            theorem,
+            repo_dir=repo,
+            backend=backend,
+            generator=Scripted({GOALS["start"]: ["intro h"], GOALS["intro"]: at_intro}),
+            runner=LeanRunner.for_project(repo),
+            config=ProvingConfig(search=SearchConfig(num_candidates=8, time_limit=LIMIT), check_timeout=120),
+        )
+        wall = time.monotonic() - started
+    finally:
+        backend.close()
     assert attempt.outcome is AttemptOutcome.TIMEOUT, attempt.detail
     assert wall < LIMIT + MARGIN
     assert wall - 0.5 < attempt.seconds <= wall  # the final check's time is counted once
