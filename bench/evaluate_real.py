@@ -26,7 +26,7 @@ anything else). The corpora (``--corpus``, a comma-separated list):
   in none of them.
 
 Every project has a ``lean-toolchain`` and is ingested by source extraction; then the
-library's :func:`agent.evaluation.job.evaluate` runs on every theorem with a proof of each
+library's :func:`agent.evaluation.evaluate.evaluate` runs on every theorem with a proof of each
 half (or a seeded ``--sample`` of it), one theorem at a time with the built-in suggester and
 the file check (through Lean's language server by default, ``--lean-servers`` of them checking
 candidates at once; ``--proof-backend file`` for one ``lean`` run per check), and the table
@@ -57,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.evaluation.job import EvaluationResult, PassRate, Selection, evaluate, select_theorems  # noqa: E402
+from agent.evaluation.evaluate import EvaluationResult, PassRate, Selection, evaluate, select_theorems  # noqa: E402
 from agent.proving.theorem import ProvingConfig  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from agent.search.tree import SearchConfig  # noqa: E402

@@ -140,7 +140,7 @@ def test_a_proof_that_needs_sorry_ax_as_the_original_does_counts(data: Path, cap
 
 
 def test_the_audit_judges_against_the_original_axioms() -> None:
-    from agent.evaluation.job import judged_against
+    from agent.evaluation.evaluate import judged_against
     from agent.proving.theorem import ProofAttempt
     from lean_env.proofs.final_check import FinalCheckResult, Verdict
     from lean_env.records import AttemptOutcome
@@ -160,7 +160,7 @@ def test_the_audit_judges_against_the_original_axioms() -> None:
 
 
 def test_the_test_split_is_the_retrievers_held_out_side(data: Path) -> None:
-    from agent.evaluation.job import Selection, select_theorems
+    from agent.evaluation.evaluate import Selection, select_theorems
     from retrieval.corpus import PremiseCorpus
     from retrieval.progressive import split
 
@@ -196,7 +196,7 @@ def test_a_benchmark_split_evaluates_its_test_theorems(data: Path, capsys: pytes
 
 
 def test_a_sample_is_seeded(data: Path, capsys) -> None:
-    from agent.evaluation.job import Selection, select_theorems
+    from agent.evaluation.evaluate import Selection, select_theorems
 
     with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
 
@@ -212,9 +212,9 @@ def test_a_sample_is_seeded(data: Path, capsys) -> None:
 def test_an_interrupted_evaluation_resumes_without_repeating_work(
     data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent.evaluation.job
+    import agent.evaluation.evaluate
 
-    judged, calls = agent.evaluation.job.judged_against, []
+    judged, calls = agent.evaluation.evaluate.judged_against, []
 
     def interrupted_after_two(*args: object, **kwargs: object) -> object:
         calls.append(1)
@@ -222,10 +222,10 @@ def test_an_interrupted_evaluation_resumes_without_repeating_work(
             raise KeyboardInterrupt
         return judged(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(agent.evaluation.job, "judged_against", interrupted_after_two)
+    monkeypatch.setattr(agent.evaluation.evaluate, "judged_against", interrupted_after_two)
     code, _ = _evaluate(capsys, data)
     assert code == 130
-    monkeypatch.setattr(agent.evaluation.job, "judged_against", judged)
+    monkeypatch.setattr(agent.evaluation.evaluate, "judged_against", judged)
     code, payload = _evaluate(capsys, data)
     assert code == 0 and payload["resumed"] is True
     assert list(_outcomes(payload)) == ALL

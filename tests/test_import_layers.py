@@ -193,10 +193,10 @@ def test_a_circle_through_type_checking_and_a_relative_import_is_found(tmp_path:
         pytest.param("retrieval.index", "curriculum.store", True, id="sideways-between-siblings"),
         pytest.param("lean_env.records", "agent.cli.main", True, id="up"),
         pytest.param("agent.cli.main", "verify.errors", False, id="cli-imports-verify"),
-        pytest.param("agent.proving.job", "verify.errors", True, id="verify-outside-the-cli"),
+        pytest.param("agent.proving.repositories", "verify.errors", True, id="verify-outside-the-cli"),
         pytest.param("verify.model.spec", "lean_env.errors", True, id="verify-stands-alone"),
-        pytest.param("agent.search.tree", "agent.proving.job", True, id="up-the-rooms"),
-        pytest.param("agent.proving.job", "agent.search.tree", False, id="down-the-rooms"),
+        pytest.param("agent.search.tree", "agent.proving.repositories", True, id="up-the-rooms"),
+        pytest.param("agent.proving.repositories", "agent.search.tree", False, id="down-the-rooms"),
         pytest.param("verify.smt.encoding", "verify.errors", False, id="outside-any-room"),
     ],
 )

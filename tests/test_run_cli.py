@@ -18,7 +18,7 @@ from projects import lean_project
 from prove_cases import AFTER_INTRO, START, VACUOUS_SCRIPT, VACUOUS_SOURCE, demo_lake_repo, taught_generator
 
 import agent.lifelong.job
-import agent.proving.job
+import agent.proving.repositories
 import agent.proving.theorem
 from agent.cli.main import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, main
 from curriculum.store import Store
@@ -189,16 +189,16 @@ def test_an_interrupted_run_resumes_without_repeating_finished_work(
     encoder, generator = models
     data = tmp_path / "data"
     args = ("--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH)
-    real = agent.proving.job.prove_targets
+    real = agent.proving.repositories.prove_targets
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(agent.proving.job, "prove_targets", interrupted)
+    monkeypatch.setattr(agent.proving.repositories, "prove_targets", interrupted)
     code, _, _ = _run(capsys, data, demo, *args)
     assert code == EXIT_INTERRUPTED
 
-    monkeypatch.setattr(agent.proving.job, "prove_targets", real)
+    monkeypatch.setattr(agent.proving.repositories, "prove_targets", real)
     code, payload, _ = _run(capsys, data, demo, *args)
     assert code == 0 and payload["resumed"] is True
     # the step finished before the interruption is picked up, not taken again
@@ -263,7 +263,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
     source.write_text(source.read_text(encoding="utf-8") + "\n-- a newer version\n", encoding="utf-8")
 
     events: list[str] = []
-    real_step, real_prove = ProgressiveTrainer.step, agent.proving.job.prove_targets
+    real_step, real_prove = ProgressiveTrainer.step, agent.proving.repositories.prove_targets
 
     def step(self, *a, **k):
         events.append("step")
@@ -274,7 +274,7 @@ def test_a_newer_commit_is_proved_after_its_own_step(demo, models, capsys, tmp_p
         return real_prove(*a, **k)
 
     monkeypatch.setattr(ProgressiveTrainer, "step", step)
-    monkeypatch.setattr(agent.proving.job, "prove_targets", prove)
+    monkeypatch.setattr(agent.proving.repositories, "prove_targets", prove)
     code, second, _ = _run(
         capsys, data, demo, "--model", str(encoder), "--generator", str(generator), "--proof-backend", "file", *SEARCH
     )
@@ -611,7 +611,7 @@ def test_carried_proofs_alone_are_checked_after_their_repositorys_step(tmp_path,
 def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path, monkeypatch, capsys, generator):
     """Interrupted right after the carried proofs were checked (before any search), the
     resumed run reports imp_self''s checked proof once, still as carried, and patches it."""
-    real, calls = agent.proving.job.prove_targets, []
+    real, calls = agent.proving.repositories.prove_targets, []
 
     def second_interrupted(*args, **kwargs):  # run 1 proves; run 2 is stopped before its search
         calls.append(1)
@@ -619,7 +619,7 @@ def test_a_run_resumed_after_checking_carried_proofs_reports_them_once(tmp_path,
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(agent.proving.job, "prove_targets", second_interrupted)
+    monkeypatch.setattr(agent.proving.repositories, "prove_targets", second_interrupted)
     with pytest.raises(AssertionError, match="assert 130 == 0"):  # run 2: exit 130, no payload
         _run_after_a_new_commit(tmp_path, monkeypatch, capsys, generator, _exact_h({"error": "no h"}))
     code, third, err = _run_untrained(capsys, tmp_path / "data", tmp_path / "repos.txt", generator)
@@ -752,7 +752,7 @@ def _upstream_moves_on_while_proving(monkeypatch: pytest.MonkeyPatch, work: Path
     """After the sorries are proved (at the commit ingested), upstream pushes UPSTREAM."""
     from projects import git
 
-    real = agent.proving.job.prove_targets
+    real = agent.proving.repositories.prove_targets
 
     def prove_then_push(*args, **kwargs):
         done = real(*args, **kwargs)
@@ -763,7 +763,7 @@ def _upstream_moves_on_while_proving(monkeypatch: pytest.MonkeyPatch, work: Path
             then()
         return done
 
-    monkeypatch.setattr(agent.proving.job, "prove_targets", prove_then_push)
+    monkeypatch.setattr(agent.proving.repositories, "prove_targets", prove_then_push)
 
 
 def test_proofs_of_a_url_repository_go_onto_its_newest_commit(remote, tmp_path, monkeypatch, capsys, generator):

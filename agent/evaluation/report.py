@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent.evaluation.job import CONFIDENCE, EvaluationResult, PassRate, budget_marks, repository_name
+from agent.evaluation.evaluate import CONFIDENCE, EvaluationResult, PassRate, budget_marks, repository_name
 from agent.reports.files import new_figure, save_figure
 from agent.reports.output import table
 

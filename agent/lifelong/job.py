@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.lifelong.report import draw_plots, report_payload, report_sections
-from agent.lifelong.results import LifelongResult, ProvingOutcome
-from agent.proving.job import RepositoryProver
+from agent.lifelong.results import LifelongResult
+from agent.proving.outcome import ProvingOutcome
+from agent.proving.repositories import RepositoryProver
 from agent.proving.theorem import ProvingConfig
 from agent.reports.files import check_directory, write_report
 from agent.workspace.data import ingest_repositories
@@ -157,15 +158,6 @@ def nothing_to_prove(store: Store, location: str, options: LifelongOptions, skip
     return len(store.attempted([t.id for t in sorries])) == len(sorries)
 
 
-def toolchain_bump(store: Store, location: str) -> str | None:
-    """``"X -> Y"`` when the newest stored version of ``location`` names another Lean
-    toolchain than the version before it; None when it does not, or there is none before."""
-    toolchains = [v.lean_version for v in store.versions() if v.location == location]
-    if len(toolchains) < 2 or toolchains[-2] == toolchains[-1]:
-        return None
-    return f"{toolchains[-2] or 'none'} -> {toolchains[-1] or 'none'}"
-
-
 class LifelongJob:
     """One run of the lifelong loop; :meth:`run` does the work (nothing happens before).
     While it works it holds the data directory's and the database's job lock
@@ -207,25 +199,7 @@ class LifelongJob:
             # whose unchanged remote was not even fetched: they have nothing to prove.
             mine = {o.location for o in outcomes}
             unchanged = {o.location for o in outcomes if o.status is IngestStatus.UNCHANGED_REMOTE}
-            prover = skipped = None
-            if options.proving is not None:
-                targets = [t.spec.location for t in ordered if t.spec.location in mine - unchanged]
-                try:
-                    prover = RepositoryProver.start(
-                        store,
-                        run.id,
-                        ordered,
-                        targets,
-                        options.proving,
-                        data_dir=settings.data_dir,
-                        skip=skip,
-                        include_exercises=options.include_exercises,
-                    )
-                except LeanNotFoundError as error:
-                    if not options.lean_optional:
-                        raise
-                    reason = str(error)
-                    skipped = f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
+            prover, skipped = self._start_prover(store, run.id, ordered, mine - unchanged, skip)
             training, indexes = None, None
             try:
                 if options.training is not None:
@@ -237,28 +211,7 @@ class LifelongJob:
                 if prover is not None:
                     prover.close()
             name = f"run-{run.id}"
-            proving = None
-            if prover is not None:
-                # Written first: it flags the proofs that restate a lemma in the attempts.
-                written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
-                if options.pull_requests is not None and options.proving is not None:
-                    from agent.lifelong.pull_requests import open_pull_requests
-
-                    written = open_pull_requests(written, prover.attempts, options.proving, options.pull_requests)
-                exercises: dict[str, list[tuple[str, str, str]]] = {}
-                for (location, path, theorem), why in prover.job.exercises.items():
-                    exercises.setdefault(location, []).append((path, theorem, why))
-                rechecked = {location: tuple(found) for location, found in prover.rechecked.items() if found}
-                proving = ProvingOutcome(
-                    tuple(prover.attempts),
-                    prover.target_count,
-                    written,
-                    prover.job.skipped,
-                    exercises,
-                    rechecked,
-                    {loc: bump for loc in rechecked if (bump := toolchain_bump(store, loc)) is not None},
-                    dict(prover.builds),
-                )
+            proving = None if prover is None else self._proofs_out(prover, name)
             result = LifelongResult(
                 run_id=run.id,
                 resumed=resumed,
@@ -292,6 +245,53 @@ class LifelongJob:
                 # Reported, and the run left unfinished: started again, it writes them back.
                 raise WriteBackFailed(proving.written.failed, paths[1])
         return dataclasses.replace(result, report=tuple(paths))
+
+    def _start_prover(
+        self,
+        store: Store,
+        run_id: int,
+        ordered: list[RepoTrace],
+        targets: set[str],
+        skip: Mapping[str, Sequence[str]],
+    ) -> tuple[RepositoryProver | None, str | None]:
+        """The prover of the repositories ``targets`` (in curriculum order), started before
+        any training; or None and why proving is skipped (not asked, or no Lean where Lean
+        is optional)."""
+        options = self.options
+        if options.proving is None:
+            return None, None
+        try:
+            prover = RepositoryProver.start(
+                store,
+                run_id,
+                ordered,
+                [t.spec.location for t in ordered if t.spec.location in targets],
+                options.proving,
+                data_dir=self.settings.data_dir,
+                skip=skip,
+                include_exercises=options.include_exercises,
+            )
+        except LeanNotFoundError as error:
+            if not options.lean_optional:
+                raise
+            reason = str(error)
+            return None, f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
+        return prover, None
+
+    def _proofs_out(self, prover: RepositoryProver, name: str) -> ProvingOutcome:
+        """What proving gave, with the proofs written back and, when asked, pushed as pull
+        requests."""
+        options = self.options
+        assert options.proving is not None
+        proving = prover.write_patches(
+            prover.outcome(), self.reports_dir, name, keep_restatements=options.keep_restatements
+        )
+        if options.pull_requests is not None:
+            from agent.lifelong.pull_requests import open_pull_requests
+
+            written = open_pull_requests(proving.written, proving.attempts, options.proving, options.pull_requests)
+            proving = dataclasses.replace(proving, written=written)
+        return proving
 
     def _train(
         self,

@@ -1,4 +1,6 @@
-"""Proving stored theorems: one theorem's search and final check (``theorem.py``); for a job,
-which sorries and where (``targets.py``), the attempts recorded and reported (``attempts.py``),
-carried proofs confirmed (``carried.py``), the lifelong loop (``job.py``), write-back
-(``write_back.py``), Ray (``scale.py``), and what is checked after a search."""
+"""Proving stored theorems: one theorem's search and final check (``theorem.py``); the one
+pipeline of ``prove`` (``prove.py``) and ``run``, which sorries and where (``targets.py``), each
+repository built, its carried proofs confirmed (``carried.py``) and its sorries attempted
+(``repositories.py``), the attempts recorded (``attempts.py``) into one outcome
+(``outcome.py``), written back as patches (``patches.py``); the prover's recipe and Ray
+(``scale.py``)."""

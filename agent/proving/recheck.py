@@ -1,5 +1,5 @@
 """Checking found proofs again with Lean: the proofs carried over to a repository's new
-version before it is proved (:class:`agent.proving.job.RepositoryProver`), and on demand every
+version before it is proved (:class:`agent.proving.repositories.RepositoryProver`), and on demand every
 proof found for a repository's newest version (``leanagent recheck``), after a toolchain or
 dependency bump the stored versions do not show (a new Lean on PATH, a rebuilt cache).
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +30,11 @@ from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem
 from retrieval.formats import RETRIEVER_LENGTH
-from retrieval.model_files import save_model
+from retrieval.model_files import model_key, save_model
 
 if TYPE_CHECKING:
     from agent.generators.ranking import TacticRanking
+    from curriculum.results import StoredTheorem
     from curriculum.store import Store
     from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
@@ -75,6 +76,50 @@ class ProverRecipe:
     ranking: TacticRanking | None = None
     # The final check's Lean for a checkout (tests give an in-memory one: lean_env.lean.mock).
     runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project
+
+    @classmethod
+    def of_store(
+        cls,
+        store: Store,
+        config: ProvingConfig,
+        data_dir: Path,
+        *,
+        traces: Sequence[RepoTrace],
+        retriever: str | None = None,
+        retriever_len: int = RETRIEVER_LENGTH,
+        leave_out: Sequence[StoredTheorem] = (),
+        runner_for: Callable[[Path], FileRunner] = LeanRunner.for_project,
+    ) -> ProverRecipe:
+        """The recipe of every proving job (``prove``, ``evaluate``, ``run``): the stored
+        ``traces`` are the premise corpus and the suggester's memory, the attempts recorded in
+        ``store`` teach the ranking (when ``config`` asks for one). Nothing of the theorems
+        ``leave_out`` reaches the prover (an evaluation's targets): neither their proofs'
+        steps nor what earlier attempts at them tried."""
+        ranking = None
+        if config.ranking:
+            from agent.generators.ranking import TacticRanking
+
+            tried = store.tried_tactics(leave_out={t.id for t in leave_out})
+            ranking = TacticRanking.train([t for _, t in tried])
+        return cls(
+            config,
+            data_dir,
+            retriever=retriever,
+            retriever_len=retriever_len,
+            corpus=tuple(traces),
+            memory=StepMemory.from_traces(traces, leave_out={t.key for t in leave_out}),
+            ranking=ranking,
+            runner_for=runner_for,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """What of the recipe a resumed ``prove`` or ``evaluate`` run must match: the config's
+        identity and the retriever (a model directory by its content)."""
+        return {
+            **self.config.identity(),
+            "retriever": model_key(self.retriever) if self.retriever else None,
+            "retriever_len": self.retriever_len if self.retriever else None,
+        }
 
     def check(self) -> None:
         """Load the models once here, so that a bad name or directory is the user's error
@@ -120,17 +165,6 @@ class ProverRecipe:
         from retrieval.encoder import TextEncoder
 
         return TextEncoder.load(self.retriever, max_length=self.retriever_len, device=self.config.device)
-
-
-def learned_ranking(store: Store, config: ProvingConfig, *, leave_out: Collection[int] = ()) -> TacticRanking | None:
-    """The tactic ranking the attempts recorded in ``store`` teach (agent.generators.ranking),
-    none of those at the theorems ``leave_out`` (ids: an evaluation's targets); None when the
-    config asks for none or too few are recorded."""
-    if not config.ranking:
-        return None
-    from agent.generators.ranking import TacticRanking
-
-    return TacticRanking.train([tried for _, tried in store.tried_tactics(leave_out=leave_out)])
 
 
 def prove_here(jobs: Sequence[ProofJob], prover: TheoremProver) -> Iterator[ProofDone]:

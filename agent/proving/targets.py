@@ -1,11 +1,12 @@
 """Which sorry theorems a job proves, and where: chosen by name, repository and skip globs
-(:func:`select_targets`, ``prove``), or per repository of a lifelong run with the exercises
-left alone (:func:`job_targets`); checked out at their stored commit (:func:`checkout_all`)
+(:func:`chosen_targets`, ``prove``), or per repository of a lifelong run (:func:`job_targets`),
+the exercises left alone; checked out at their stored commit (:func:`checkout_all`)
 and built before Lean is asked about them (:func:`build_checkout`)."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +28,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Targets:
-    """The sorry theorems a job proves, and how many it leaves alone (their paths are skipped)."""
+    """The sorry theorems a job proves, and how many each repository leaves alone (their paths
+    are skipped)."""
 
     theorems: list[StoredTheorem]
-    skipped: int
+    skipped: dict[str, int]
 
 
 def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, *, skip: Sequence[str] = ()) -> Targets:
@@ -43,14 +45,15 @@ def select_targets(store: Store, names: Sequence[str] | None, repo: str | None, 
     if repo and not store.theorems(location=location):
         raise UserInputError(f"no stored repository is {location}")
     if names is None:
-        return Targets(*left_alone(sorries, skip))
+        kept, _ = left_alone(sorries, skip)
+        return Targets(kept, dict(Counter(t.location for t in sorries if is_skipped(t.theorem.path, skip))))
     chosen = resolve_refs(
         [TheoremRef.parse(n) for n in names], sorries, what="stored sorry theorem", whats="stored sorry theorems"
     )
     for stored in chosen:
         if is_skipped(stored.theorem.path, skip):
             raise UserInputError(f"{stored.theorem.full_name!r} is in {stored.theorem.path}, which --skip leaves alone")
-    return Targets(chosen, 0)
+    return Targets(chosen, {})
 
 
 def left_alone(sorries: Sequence[StoredTheorem], skip: Sequence[str]) -> tuple[list[StoredTheorem], int]:
@@ -61,7 +64,7 @@ def left_alone(sorries: Sequence[StoredTheorem], skip: Sequence[str]) -> tuple[l
 
 @dataclass(frozen=True, slots=True)
 class JobTargets:
-    """The sorries of a lifelong run's repositories, in curriculum order, checked out."""
+    """The sorries a job proves, by repository (a lifelong run's in curriculum order), checked out."""
 
     targets: dict[str, list[StoredTheorem]]  # location -> its sorry theorems to prove
     skipped: dict[str, int]  # location -> its sorries the skip globs leave alone (not targets)
@@ -79,12 +82,10 @@ def job_targets(
     include_exercises: bool,
     cache_dir: Path,
 ) -> JobTargets:
-    """The sorries of ``locations`` to prove, but those in the paths ``skip`` gives a
-    repository (globs; one that matches no file is warned of) and, unless
+    """A lifelong run's targets: the sorries of ``locations`` to prove, but those in the paths
+    ``skip`` gives a repository (globs; one that matches no file is warned of) and, unless
     ``include_exercises``, the exercises (:mod:`agent.proving.exercises`); every repository
     checked out (a resumed run writes the patches of proofs it found before too)."""
-    from agent.proving.exercises import exercises
-
     by_location = {t.spec.location: t for t in traces}
     for loc in locations:
         files = [f.path for f in by_location[loc].files] if loc in by_location else []
@@ -96,9 +97,45 @@ def job_targets(
         if count:
             skipped[loc] = count
     known = [t for loc in locations for t in store.theorems(location=loc)]
+    return _checked_out(targets, skipped, known, by_location, include_exercises=include_exercises, cache_dir=cache_dir)
+
+
+def chosen_targets(
+    store: Store,
+    traces: Sequence[RepoTrace],
+    names: Sequence[str] | None,
+    repo: str | None,
+    *,
+    skip: Sequence[str],
+    include_exercises: bool,
+    cache_dir: Path,
+) -> JobTargets:
+    """``prove``'s targets: the sorries :func:`select_targets` chooses, unless
+    ``include_exercises`` but the exercises, checked out."""
+    chosen = select_targets(store, names, repo, skip=skip)
+    targets: dict[str, list[StoredTheorem]] = {}
+    for stored in chosen.theorems:
+        targets.setdefault(stored.location, []).append(stored)
+    by_location = {t.spec.location: t for t in traces}
+    return _checked_out(
+        targets, chosen.skipped, chosen.theorems, by_location, include_exercises=include_exercises, cache_dir=cache_dir
+    )
+
+
+def _checked_out(
+    targets: dict[str, list[StoredTheorem]],
+    skipped: dict[str, int],
+    known: list[StoredTheorem],
+    traces: Mapping[str, RepoTrace],
+    *,
+    include_exercises: bool,
+    cache_dir: Path,
+) -> JobTargets:
+    from agent.proving.exercises import exercises
+
     checkouts = checkout_all(known, cache_dir=cache_dir)
     sorries = [t for here in targets.values() for t in here]
-    left = {} if include_exercises else exercises(sorries, by_location, checkouts)
+    left = {} if include_exercises else exercises(sorries, traces, checkouts)
     targets = {loc: [t for t in here if t.key not in left] for loc, here in targets.items()}
     return JobTargets(targets, skipped, left, known, checkouts)
 

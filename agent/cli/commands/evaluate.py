@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 @holding_job_lock("evaluate")
 def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.evaluation.job import Selection, evaluate
+    from agent.evaluation.evaluate import Selection, evaluate
     from agent.evaluation.report import plot_budget_curve, summary_text, theorems_table
     from agent.reports.files import check_directory, write_report
     from agent.workspace.data import open_store

@@ -61,83 +61,45 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 @holding_job_lock("prove")
 def _prove(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.generators.suggester import StepMemory
-    from agent.proving.attempts import flag_restatements, prove_targets
-    from agent.proving.exercises import exercises
-    from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
-    from agent.proving.targets import build_checkout, checkout_all, select_targets
+    from agent.proving.prove import ProveRequest, prove
     from agent.reports.tables import attempts_table, audit_summary
     from agent.workspace.data import open_store
-    from curriculum.runs import tracked_run
-    from retrieval.model_files import model_key
 
-    config = proving_config(args)
-    identity = {
-        "command": "prove",
-        **config.identity(),
-        "retriever": model_key(args.retriever) if args.retriever else None,
-        "retriever_len": args.retriever_len if args.retriever else None,
-        "theorems": args.theorem,
-        "repo": args.repo,
-        "skip": args.skip,
-        **({"include_exercises": True} if args.include_exercises else {}),
-    }
+    request = ProveRequest(
+        theorems=None if args.theorem is None else tuple(args.theorem),
+        repo=args.repo,
+        skip=tuple(args.skip or ()),
+        include_exercises=args.include_exercises,
+        retriever=args.retriever,
+        retriever_len=args.retriever_len,
+    )
     with open_store(settings) as store:
-        chosen = select_targets(store, args.theorem, args.repo, skip=args.skip or ())
-        targets = chosen.theorems
-        checkouts = checkout_all(targets, cache_dir=settings.data_dir / "cache")
-        traces = tuple(store.latest_traces())
-        by_location = {t.spec.location: t for t in traces}
-        left = {} if args.include_exercises else exercises(targets, by_location, checkouts)
-        targets = [t for t in targets if t.key not in left]
-        builds = {}
-        for location, directory in checkouts.items():
-            paths = [t.theorem.path for t in targets if t.location == location]
-            trace = by_location.get(location)
-            if paths and (build := build_checkout(trace, directory, paths, config, data_dir=settings.data_dir)):
-                builds[location] = build
-        # A checkout that did not build is a repository-level outcome: no attempts there.
-        targets = [t for t in targets if t.location not in builds or builds[t.location].usable]
-        recipe = ProverRecipe(
-            config,
-            settings.data_dir,
-            retriever=args.retriever,
-            retriever_len=args.retriever_len,
-            corpus=traces,
-            memory=StepMemory.from_traces(traces),
-            ranking=learned_ranking(store, config),
-        )
-        # Models load before the run starts: a bad name is the user's error, not a failed run
-        # (nor a dead Ray worker).
-        runner = ProofRunner.start(recipe)
-        try:
-            with tracked_run(store, identity) as (run, _):
-                attempts = prove_targets(store, run.id, targets, checkouts=checkouts, prove=runner.run)
-        finally:
-            runner.close()
-    attempts = flag_restatements(attempts, traces)
+        result = prove(store, request, proving_config(args), data_dir=settings.data_dir)
+    outcome = result.proving
+    attempts = outcome.made_now
     proved = sum(a.proved for a in attempts)
-    skipped = len(targets) - len(attempts)
+    skipped = sum(outcome.skipped.values())
+    exercises = [(path, name, why) for found in outcome.exercises.values() for path, name, why in found]
     human = "\n".join(
         [
             attempts_table(attempts) if attempts else "nothing to prove",
-            f"run {run.id}: {proved} of {len(attempts)} proved and checked by Lean"
-            + (f"; {skipped} attempted before this run resumed" if skipped else "")
-            + (f"; {chosen.skipped} sorry theorem(s) left alone (--skip)" if chosen.skipped else "")
-            + (f"; {len(left)} left alone as exercises (--include-exercises proves them)" if left else ""),
-            *(f"  {path}:{name}: exercise: {why}" for (_, path, name), why in left.items()),
-            *(f"{location}: {build.text()}" for location, build in builds.items() if not build.usable),
+            f"run {result.run_id}: {proved} of {len(attempts)} proved and checked by Lean"
+            + (f"; {outcome.resumed} attempted before this run resumed" if outcome.resumed else "")
+            + (f"; {skipped} sorry theorem(s) left alone (--skip)" if skipped else "")
+            + (f"; {len(exercises)} left alone as exercises (--include-exercises proves them)" if exercises else ""),
+            *(f"  {path}:{name}: exercise: {why}" for path, name, why in exercises),
+            *(f"{location}: {build.text()}" for location, build in outcome.builds.items() if not build.usable),
             *audit_summary(attempts),
         ]
     )
     emit(
         {
-            "run": run.id,
+            "run": result.run_id,
             "attempts": [a.to_json() for a in attempts],
-            "resumed_skipped": skipped,
-            "skipped_sorries": chosen.skipped,
-            "exercises": [{"path": path, "theorem": name, "why": why} for (_, path, name), why in left.items()],
-            "builds": {location: dataclasses.asdict(build) for location, build in builds.items()},
+            "resumed_skipped": outcome.resumed,
+            "skipped_sorries": skipped,
+            "exercises": [{"path": path, "theorem": name, "why": why} for path, name, why in exercises],
+            "builds": {location: dataclasses.asdict(build) for location, build in outcome.builds.items()},
         },
         human,
         as_json=args.json,

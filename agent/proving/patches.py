@@ -29,9 +29,12 @@ class WrittenBack:
     newest commit of its branch, with a branch of one commit in its clone, ready to push, and
     the proofs whose sorry is gone or changed there left out (stale)."""
 
-    patches: dict[str, str]  # repository -> its patch file (git apply format)
-    branches: dict[str, FreshBranch]  # URL repository -> the branch in its clone
-    stale: dict[str, tuple[StaleProof, ...]]  # URL repository -> the proofs left out
+    # repository -> its patch file (git apply format)
+    patches: dict[str, str] = dataclasses.field(default_factory=dict)
+    # URL repository -> the branch in its clone
+    branches: dict[str, FreshBranch] = dataclasses.field(default_factory=dict)
+    # URL repository -> the proofs left out
+    stale: dict[str, tuple[StaleProof, ...]] = dataclasses.field(default_factory=dict)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)  # repository -> why its write-back failed
     # URL repository -> the pull request of its branch (run --pull-request)
     pull_requests: dict[str, PullRequest] = dataclasses.field(default_factory=dict)

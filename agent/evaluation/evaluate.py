@@ -25,6 +25,7 @@ proved already, so nothing is marked proved and nothing is written back.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import random
@@ -304,56 +305,47 @@ def evaluate(
     """Evaluate the theorems ``selection`` chooses under ``config`` (learning turned off),
     with premises from ``retriever`` when given; resumes an unfinished evaluation of the same
     options. ``runner_for`` finds Lean for a checkout (the original proofs' audit)."""
-    from agent.generators.suggester import StepMemory
-    from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
+    from agent.proving.scale import ProofRunner, ProverRecipe
     from curriculum.ordering import curriculum_of
     from curriculum.runs import tracked_run
-    from retrieval.model_files import model_key
 
     config = dataclasses.replace(config, learn=False)
     targets = select_theorems(store, selection)
-    identity = {
-        "command": "evaluate",
-        **config.identity(),
-        **selection.identity(),
-        "retriever": model_key(retriever) if retriever else None,
-        "retriever_len": retriever_len if retriever else None,
-    }
     checkouts = checkout_all(targets, cache_dir=data_dir / "cache")
     for directory in checkouts.values():
         runner_for(directory)  # a missing Lean is said before any work
     traces = tuple(store.latest_traces())
     thresholds = curriculum_of(store).thresholds
     buckets = {t.key: bucket(t.theorem.status, t.theorem.num_steps, thresholds) for t in targets}
-    recipe = ProverRecipe(
+    # The suggester never sees an evaluated proof, the one being proved or any other, nor
+    # the ranking what earlier attempts at an evaluated theorem tried.
+    recipe = ProverRecipe.of_store(
+        store,
         config,
         data_dir,
+        traces=traces,
         retriever=retriever,
         retriever_len=retriever_len,
-        corpus=traces,
-        # The suggester never sees an evaluated proof, the one being proved or any other, nor
-        # the ranking what earlier attempts at an evaluated theorem tried.
-        memory=StepMemory.from_traces(traces, leave_out={t.key for t in targets}),
-        ranking=learned_ranking(store, config, leave_out={t.id for t in targets}),
+        leave_out=targets,
         runner_for=runner_for,
     )
-    runner = ProofRunner.start(recipe)
-    try:
-        with tracked_run(store, identity) as (run, resumed):
-            done = {a.theorem_id for a in store.attempts(run_id=run.id)}
-            waiting = [t for t in targets if t.id not in done]
-            originals = audit_originals(waiting, checkouts, runner_for=runner_for, timeout=config.check_timeout)
+    identity = {"command": "evaluate", **recipe.identity(), **selection.identity()}
+    with (
+        contextlib.closing(ProofRunner.start(recipe)) as runner,
+        tracked_run(store, identity) as (run, resumed),
+    ):
+        done = {a.theorem_id for a in store.attempts(run_id=run.id)}
+        waiting = [t for t in targets if t.id not in done]
+        originals = audit_originals(waiting, checkouts, runner_for=runner_for, timeout=config.check_timeout)
 
-            def judged(jobs: list[ProofJob]) -> Iterator[ProofDone]:
-                for finished in runner.run(jobs):
-                    original = originals.get(theorem_key(finished.job.location, finished.job.theorem))
-                    attempt = judged_against(finished.attempt, original)
-                    yield dataclasses.replace(finished, attempt=attempt)
+        def judged(jobs: list[ProofJob]) -> Iterator[ProofDone]:
+            for finished in runner.run(jobs):
+                original = originals.get(theorem_key(finished.job.location, finished.job.theorem))
+                attempt = judged_against(finished.attempt, original)
+                yield dataclasses.replace(finished, attempt=attempt)
 
-            before = earlier_attempts(store, run.id, targets)
-            now = prove_targets(store, run.id, targets, checkouts=checkouts, prove=judged)
-    finally:
-        runner.close()
+        before = earlier_attempts(store, run.id, targets)
+        now = prove_targets(store, run.id, targets, checkouts=checkouts, prove=judged)
     by_key = {a.key: a for a in [*before, *now]}
     attempts = tuple(by_key[t.key] for t in targets if t.key in by_key)
     return EvaluationResult(run.id, resumed, attempts, buckets, config.search.time_limit)

@@ -1,12 +1,14 @@
-"""The proving loop of a lifelong run: each repository's sorries attempted once per run, right
-after the retriever's step of it, with the premises of the retriever as trained so far;
-every attempt of the run collected (those of before an interruption too), then the proofs
-written back.
+"""The one proving pipeline of ``prove`` and ``run``: each repository's sorries attempted once
+per run (in a lifelong run right after the retriever's step of it, with the premises of the
+retriever as trained so far); every attempt of the run collected (those of before an
+interruption too) into a :class:`~agent.proving.outcome.ProvingOutcome`; for ``run``, the
+proofs written back.
 
 Before a repository's sorries its checkout is built (:func:`agent.proving.targets.build_checkout`;
 a build that fails is the repository's outcome, with no attempts) and the proofs carried over
-to it are checked (:mod:`agent.proving.carried`). Which sorries are targets is
-:func:`agent.proving.targets.job_targets`'s business; writing back, :mod:`agent.proving.write_back`'s.
+to it are checked (:mod:`agent.proving.carried`; ``run`` only). Which sorries are targets is
+:mod:`agent.proving.targets`' business; writing back, :mod:`agent.proving.patches`'s. The
+prover's recipe is :meth:`agent.proving.scale.ProverRecipe.of_store`, as for ``evaluate``.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.generators.suggester import StepMemory
 from agent.proving.attempts import AttemptReport, earlier_attempts, flag_restatements, prove_targets
 from agent.proving.carried import CarriedProofs
+from agent.proving.outcome import ProvingOutcome
+from agent.proving.patches import write_patches
 from agent.proving.recheck import RecheckResult
-from agent.proving.scale import ProofRunner, ProverRecipe, learned_ranking
+from agent.proving.scale import ProofRunner, ProverRecipe
 from agent.proving.targets import JobTargets, build_checkout, job_targets
 from agent.proving.theorem import ProvingConfig
-from agent.proving.write_back import WrittenBack, write_patches
-from curriculum.results import TheoremKey
+from curriculum.results import FoundProof, TheoremKey
 from curriculum.store import Store
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.records import RepoTrace
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
 
 class RepositoryProver:
     """Proves the sorries of a job's repositories, each at most once per run (:meth:`prove`),
-    and writes the proofs back (:meth:`write_patches`); :meth:`close` when done."""
+    says what that gave (:meth:`outcome`) and writes the proofs back (:meth:`write_patches`).
+    It proves with ``runner``, which its caller closes (:meth:`start`'s: :meth:`close`)."""
 
     def __init__(
         self,
@@ -45,22 +48,23 @@ class RepositoryProver:
         run_id: int,
         runner: ProofRunner,
         job: JobTargets,
-        carried: CarriedProofs,
         traces: Sequence[RepoTrace],
         *,
         data_dir: Path,
+        carried: CarriedProofs | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.runner = runner
         self.job = job
-        self.carried = carried
+        self.carried = carried  # None: carried proofs are left for a lifelong run to check
         self.data_dir = data_dir  # the embedding store's, the builds' and the clones' home
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         # A resumed run reports the attempts it made before the interruption too (by then
         # proved_by_us, those it proved are no sorry targets any more).
         self.attempts: list[AttemptReport] = earlier_attempts(store, run_id, job.known)
+        self._resumed = len(self.attempts)
         # location -> Lean's verdicts on the proofs carried over to it (the report's "rechecked")
         self.rechecked: dict[str, list[RecheckResult]] = {}
         # location -> how building its checkout went (none when the config asks for no build)
@@ -95,16 +99,9 @@ class RepositoryProver:
         )
         for directory in job.checkouts.values():
             runner_for(directory)  # raises LeanNotFoundError, with how to install
-        recipe = ProverRecipe(
-            config,
-            data_dir,
-            corpus=tuple(traces),
-            memory=StepMemory.from_traces(traces),
-            ranking=learned_ranking(store, config),
-            runner_for=runner_for,
-        )
+        recipe = ProverRecipe.of_store(store, config, data_dir, traces=traces, runner_for=runner_for)
         carried = CarriedProofs(store, list(job.targets), skip)
-        return cls(store, run_id, ProofRunner.start(recipe), job, carried, traces, data_dir=data_dir)
+        return cls(store, run_id, ProofRunner.start(recipe), job, traces, data_dir=data_dir, carried=carried)
 
     @property
     def locations(self) -> list[str]:
@@ -115,7 +112,10 @@ class RepositoryProver:
         return sum(len(found) for found in self.job.targets.values())
 
     def has_work(self, location: str) -> bool:
-        return location not in self._proved and bool(self.job.targets.get(location) or self.carried.waiting(location))
+        return location not in self._proved and bool(self.job.targets.get(location) or self._waiting(location))
+
+    def _waiting(self, location: str) -> list[FoundProof]:
+        return self.carried.waiting(location) if self.carried is not None else []
 
     def prove(self, location: str, *, retriever: TextEncoder | None, indexes: PremiseIndexes | None = None) -> None:
         """Attempt the sorries of ``location`` (once per run), with premises from
@@ -127,12 +127,22 @@ class RepositoryProver:
         targets, directory = self.job.targets, self.job.checkouts[location]
         recipe = self.runner.recipe
         paths = [t.theorem.path for t in targets.get(location, ())]
-        paths += [c.stored.theorem.path for c in self.carried.waiting(location)]
+        paths += [c.stored.theorem.path for c in self._waiting(location)]
         build = build_checkout(self._traces.get(location), directory, paths, recipe.config, data_dir=self.data_dir)
         if build is not None:
             self.builds[location] = build
             if not build.usable:  # a repository-level outcome: no attempt is a failure for it
                 return
+        if self.carried is not None:
+            self._confirm(location, directory)
+        if targets.get(location):  # none: only carried proofs to check, no retriever needed
+            self._prove_targets(location, retriever, indexes)
+
+    def _confirm(self, location: str, directory: Path) -> None:
+        """Have Lean check the proofs carried over to ``location``: those that hold are the
+        run's proofs, the theorems of those that broke are targets again."""
+        assert self.carried is not None
+        recipe, targets = self.runner.recipe, self.job.targets
         confirmed = self.carried.confirm(
             location,
             directory,
@@ -145,8 +155,9 @@ class RepositoryProver:
         self._withdrawn |= confirmed.withdrawn
         if confirmed.reopened:
             targets[location] = sorted([*targets.get(location, ()), *confirmed.reopened], key=lambda t: t.id)
-        if not targets.get(location):  # only carried proofs to check: no retriever needed
-            return
+
+    def _prove_targets(self, location: str, retriever: TextEncoder | None, indexes: PremiseIndexes | None) -> None:
+        targets, recipe = self.job.targets, self.runner.recipe
         runner = self.runner
         if retriever is not None:
             from retrieval.embeddings import EmbeddingStore, PremiseIndexes
@@ -169,13 +180,32 @@ class RepositoryProver:
             for r in reports
         ]
 
-    def write_patches(self, directory: Path, name: str, *, keep_restatements: bool = False) -> WrittenBack:
-        """The run's proofs written back (:func:`agent.proving.write_back.write_patches`),
-        after the proofs that only restate a lemma of their repository are flagged in
-        :attr:`attempts` (left out unless ``keep_restatements``)."""
-        self.attempts = flag_restatements(self.attempts, list(self._traces.values()))
-        return write_patches(
-            self.attempts,
+    def outcome(self) -> ProvingOutcome:
+        """What proving gave so far, the proofs that only restate a lemma of their repository
+        flagged (:func:`agent.proving.attempts.flag_restatements`)."""
+        exercises: dict[str, list[tuple[str, str, str]]] = {}
+        for (location, path, theorem), why in self.job.exercises.items():
+            exercises.setdefault(location, []).append((path, theorem, why))
+        rechecked = {location: tuple(found) for location, found in self.rechecked.items() if found}
+        return ProvingOutcome(
+            tuple(flag_restatements(self.attempts, list(self._traces.values()))),
+            self._resumed,
+            self.target_count,
+            dict(self.job.skipped),
+            exercises,
+            rechecked,
+            {loc: bump for loc in rechecked if (bump := toolchain_bump(self.store, loc)) is not None},
+            dict(self.builds),
+        )
+
+    def write_patches(
+        self, outcome: ProvingOutcome, directory: Path, name: str, *, keep_restatements: bool = False
+    ) -> ProvingOutcome:
+        """``outcome`` (this prover's) with its proofs written back
+        (:func:`agent.proving.patches.write_patches`); those that only restate a lemma are left
+        out unless ``keep_restatements``."""
+        written = write_patches(
+            outcome.attempts,
             self.locations,
             {t.key: t for t in self.job.known},
             self._traces,
@@ -185,6 +215,16 @@ class RepositoryProver:
             keep_restatements=keep_restatements,
             cache_dir=self.data_dir / "cache",
         )
+        return dataclasses.replace(outcome, written=written)
 
     def close(self) -> None:
         self.runner.close()
+
+
+def toolchain_bump(store: Store, location: str) -> str | None:
+    """``"X -> Y"`` when the newest stored version of ``location`` names another Lean
+    toolchain than the version before it; None when it does not, or there is none before."""
+    toolchains = [v.lean_version for v in store.versions() if v.location == location]
+    if len(toolchains) < 2 or toolchains[-2] == toolchains[-1]:
+        return None
+    return f"{toolchains[-2] or 'none'} -> {toolchains[-1] or 'none'}"
