@@ -143,3 +143,29 @@ def test_bad_options_are_one_line_and_exit_2(data, generator_dir, capsys, extra:
 def test_a_missing_generator_is_a_user_error(data, capsys, tmp_path: Path) -> None:
     code, _, err = _prove(capsys, data, tmp_path / "no-model")
     assert code == EXIT_USAGE and "no such directory" in err
+
+
+def test_the_library_prove_job_returns_the_runs_outcome(data, generator_dir) -> None:
+    """``prove`` as a library (agent/proving/prove.py) returns the run's ProvingOutcome, each
+    attempt recorded under the run."""
+    from agent.proving.prove import ProveRequest, prove
+    from agent.proving.theorem import ProofBackendChoice, ProvingConfig
+    from agent.search.tree import SearchConfig
+
+    config = ProvingConfig(
+        generator=str(generator_dir),
+        backend=ProofBackendChoice.FILE,
+        search=SearchConfig(num_candidates=2, max_expansions=6),
+        tactic_timeout=20,
+        check_timeout=20,
+    )
+    request = ProveRequest(theorems=("Demo.imp_self'",))
+    with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
+        result = prove(store, request, config, data_dir=data)
+        (attempt,) = result.proving.attempts
+        assert not result.resumed and result.proving.resumed == 0 and result.proving.made_now == (attempt,)
+        assert attempt.outcome is AttemptOutcome.PROVED and attempt.theorem == "Demo.imp_self'"
+        assert result.proving.targets == 1 and result.proving.written.patches == {}
+        assert [a.theorem_id for a in store.attempts(run_id=result.run_id)] == [
+            t.id for t in store.theorems() if t.theorem.full_name == "Demo.imp_self'"
+        ]
