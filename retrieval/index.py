@@ -322,6 +322,11 @@ class PremiseRetriever:
     def __init__(self, index: PremiseIndex, encoder: Encoder, *, k: int) -> None:
         self.index, self.encoder, self.k = index, encoder, k
 
+    @property
+    def quality(self) -> IndexQuality:
+        """The index's kind and recall, measured on its calibration and served queries so far."""
+        return self.index.quality
+
     def premises_for(self, location: str, theorem: Theorem) -> PremisesFor:
         """A goal -> premises function for ``theorem`` of the repository ``location`` (the
         prover's :class:`~agent.proving.theorem.PremiseSource` seam)."""

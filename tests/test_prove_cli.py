@@ -169,3 +169,20 @@ def test_the_library_prove_job_returns_the_runs_outcome(data, generator_dir) -> 
         assert [a.theorem_id for a in store.attempts(run_id=result.run_id)] == [
             t.id for t in store.theorems() if t.theorem.full_name == "Demo.imp_self'"
         ]
+
+
+def test_prove_shows_the_premise_index_it_searched(data, generator_dir, capsys, tmp_path) -> None:
+    """With a retriever, ``prove`` says which premise index it searched and the recall it
+    measured (issue 41: served queries included); without one, there is none to show."""
+    from fakes.tiny_encoder import tiny_encoder
+
+    tiny_encoder(0).save(tmp_path / "encoder")
+    code, payload, _ = _prove(
+        capsys, data, generator_dir, "--theorem", "Demo.two", "--retriever", str(tmp_path / "encoder")
+    )
+    assert code == 0
+    index = payload["premise_index"]
+    # A demo corpus is searched exactly: exact by construction, no served query checked.
+    assert index["kind"] == "exact" and index["recall_at_10"] == 1.0 and index["served_queries"] == 0
+    code, payload, _ = _prove(capsys, data, generator_dir, "--theorem", "Demo.two", "--max-expansions", "1")
+    assert code == 0 and payload["premise_index"] is None

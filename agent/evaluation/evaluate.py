@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.proving.attempts import AttemptReport, earlier_attempts, prove_targets
 from agent.proving.scale import ProofDone, ProofJob
@@ -48,6 +48,9 @@ from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, TheoremStatus
 from retrieval.formats import RETRIEVER_LENGTH
+
+if TYPE_CHECKING:
+    from retrieval.calibration import IndexQuality
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +131,9 @@ class EvaluationResult:
     attempts: tuple[AttemptReport, ...]
     buckets: Mapping[TheoremKey, Bucket]  # each evaluated theorem's curriculum bucket
     time_limit: float  # the search's wall-clock budget per theorem
+    # The retriever's premise index: its kind and measured recall, served queries included
+    # (None: no retriever, or Ray workers').
+    index: IndexQuality | None = None
 
     @property
     def overall(self) -> PassRate:
@@ -173,6 +179,7 @@ class EvaluationResult:
             "by_repository": {name: rate.to_json() for name, rate in self.by_repository.items()},
             "by_bucket": {name: rate.to_json() for name, rate in self.by_bucket.items()},
             "pass_at_budget": {f"{t:g}": round(self.pass_at(t), 4) for t in budget_marks(self.time_limit)},
+            "premise_index": None if self.index is None else self.index.to_json(),
             "theorems": [
                 {
                     "path": a.path,
@@ -346,9 +353,10 @@ def evaluate(
 
         before = earlier_attempts(store, run.id, targets)
         now = prove_targets(store, run.id, targets, checkouts=checkouts, prove=judged)
+        index = runner.index_quality
     by_key = {a.key: a for a in [*before, *now]}
     attempts = tuple(by_key[t.key] for t in targets if t.key in by_key)
-    return EvaluationResult(run.id, resumed, attempts, buckets, config.search.time_limit)
+    return EvaluationResult(run.id, resumed, attempts, buckets, config.search.time_limit, index)
 
 
 def budget_marks(time_limit: float) -> list[float]:

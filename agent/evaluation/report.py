@@ -27,6 +27,7 @@ def summary_text(result: EvaluationResult) -> str:
             ["budget (s)", "Pass@1"],
             [[f"{t:g}", f"{100 * result.pass_at(t):.1f}%"] for t in budget_marks(result.time_limit)],
         ),
+        *([] if result.index is None else ["", result.index.text()]),
     ]
     return "\n".join(lines)
 

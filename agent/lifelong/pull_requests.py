@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import httpx
 
 from agent.proving.attempts import AttemptReport
-from agent.proving.theorem import ProvingConfig
 from agent.proving.patches import WrittenBack
+from agent.proving.theorem import ProvingConfig
 from agent.reports.tables import plural
 from lean_env.errors import LeanAgentError
 from lean_env.proofs.github import GITHUB_API, GitHub, GitHubRepository

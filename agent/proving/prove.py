@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.proving.outcome import ProvingOutcome
 from agent.proving.repositories import RepositoryProver
@@ -31,6 +31,9 @@ from curriculum.runs import tracked_run
 from curriculum.store import Store
 from lean_env.lean.runner import FileRunner, LeanRunner
 from retrieval.formats import RETRIEVER_LENGTH
+
+if TYPE_CHECKING:
+    from retrieval.calibration import IndexQuality
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class ProveResult:
     run_id: int
     resumed: bool  # an interrupted run of the same options was picked up
     proving: ProvingOutcome
+    # The retriever's premise index: its kind and measured recall, served queries included
+    # (None: no retriever, or Ray workers').
+    index: IndexQuality | None = None
 
 
 def prove(
@@ -102,4 +108,4 @@ def prove(
         prover = RepositoryProver(store, run.id, runner, job, traces, data_dir=data_dir)
         for location in prover.locations:
             prover.prove(location, retriever=None)
-    return ProveResult(run.id, resumed, prover.outcome())
+    return ProveResult(run.id, resumed, prover.outcome(), runner.index_quality)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agent.generators.ranking import TacticRanking
     from curriculum.results import StoredTheorem
     from curriculum.store import Store
+    from retrieval.calibration import IndexQuality
     from retrieval.embeddings import PremiseIndexes
     from retrieval.encoder import TextEncoder
 
@@ -216,6 +217,16 @@ class ProofRunner:
             self.recipe, retriever=str(snapshot), retriever_len=encoder.max_length, corpus=corpus
         )
         return ProofRunner(recipe, None, self._learned)
+
+    @property
+    def index_quality(self) -> IndexQuality | None:
+        """The kind and measured recall of the premise index this process's prover searches,
+        served queries included; None without one (no retriever, the suggester's lexical
+        premises, or Ray workers, whose indexes measure themselves in their own processes)."""
+        from retrieval.index import PremiseRetriever
+
+        premises = None if self._prover is None else self._prover.premises
+        return premises.quality if isinstance(premises, PremiseRetriever) else None
 
     def run(self, jobs: list[ProofJob]) -> Iterator[ProofDone]:
         if self._prover is not None:

@@ -366,6 +366,11 @@ class TheoremProver:
             runner_for=runner_for,
         )
 
+    @property
+    def premises(self) -> PremiseSource | None:
+        """Where its generator's premises come from (None: none)."""
+        return self.generator.premises
+
     def with_premises(self, premises: PremiseSource | None) -> TheoremProver:
         """This prover with its generator conditioned on ``premises``; it shares this one's
         proof environments (close this one, not it)."""

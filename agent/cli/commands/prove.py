@@ -90,6 +90,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             *(f"  {path}:{name}: exercise: {why}" for path, name, why in exercises),
             *(f"{location}: {build.text()}" for location, build in outcome.builds.items() if not build.usable),
             *audit_summary(attempts),
+            *([] if result.index is None else [result.index.text()]),
         ]
     )
     emit(
@@ -100,6 +101,7 @@ def _prove(args: argparse.Namespace, settings: Settings) -> int:
             "skipped_sorries": skipped,
             "exercises": [{"path": path, "theorem": name, "why": why} for path, name, why in exercises],
             "builds": {location: dataclasses.asdict(build) for location, build in outcome.builds.items()},
+            "premise_index": None if result.index is None else result.index.to_json(),
         },
         human,
         as_json=args.json,
