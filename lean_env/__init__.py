@@ -1,5 +1,7 @@
 """Everything that talks to Lean, arranged by job:
 
+* :mod:`lean_env.syntax` -- Lean syntax read as text (lexer, declarations, tactic steps,
+  name resolution, corpus code), below everything else but the records;
 * :mod:`lean_env.lean` -- the toolchain on PATH, one ``lean FILE`` run, its diagnostics;
 * :mod:`lean_env.trace` -- a checkout turned into records: LeanDojo tracing, Lean-free
   source extraction, and the choice between them;

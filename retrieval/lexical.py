@@ -21,7 +21,7 @@ import numpy as np
 
 from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import DeclKind, Premise, Theorem
-from lean_env.trace.source.lexer import IDENT_RE
+from lean_env.syntax.lexer import IDENT_RE
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
 from retrieval.statements import conclusion, declares_proposition, field_signature, shape, states_fact

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from lean_env.trace.source.lexer import CLOSING_BRACKETS, OPENING_BRACKETS, top_level_at
+from lean_env.syntax.lexer import CLOSING_BRACKETS, OPENING_BRACKETS, top_level_at
 
 # A name, a numeral, Lean's multi-character punctuation, or one other character.
 _TOKEN_RE = re.compile(r"[^\W\d][\w.'!?]*|\d+|:=|=>|==|!=|<->|->|[^\s\w]")

@@ -7,8 +7,8 @@ import pytest
 
 from lean_env.benchmark.dojo_shapes import premise_from_json
 from lean_env.records import DeclKind
+from lean_env.syntax.corpus_code import premise_code
 from lean_env.trace.source import extract_file
-from lean_env.trace.source.corpus_code import premise_code
 
 
 @pytest.mark.parametrize(

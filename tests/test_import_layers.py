@@ -2,7 +2,9 @@
 effect hides or adds an edge): no circle between modules, and every import along the layers
 of DESIGN.md, ``agent -> {retrieval, curriculum} -> lean_env``, with ``verify`` apart
 (only the CLI imports it), and inside ``agent`` and ``verify`` along their rooms' order
-(``agent/__init__.py``, ``verify/__init__.py``).
+(``agent/__init__.py``, ``verify/__init__.py``). Folders do not import one another around a
+loop either (a package's top folders, each taken whole), and ``lean_env.syntax``, the Lean
+text reading that every layer uses, sits at the bottom of ``lean_env``.
 
 Every import counts, those under ``if TYPE_CHECKING:`` and inside functions too: either one
 ties two modules together as much as a module-level import (a circle of annotations is
@@ -40,6 +42,10 @@ ROOMS = {
 }
 # Circles known and left for later, each with the reason; none at present.
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
+# The bottom of lean_env: Lean syntax read as text, used by every folder of lean_env and by
+# retrieval and the agent; it imports only itself and these.
+SYNTAX = "lean_env.syntax"
+SYNTAX_IMPORTS = frozenset({"lean_env.records", "lean_env.errors"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,27 @@ def circles(edges: Iterable[Edge]) -> list[frozenset[str]]:
     return [frozenset(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
 
 
+def folder_circles(edges: Iterable[Edge]) -> list[frozenset[str]]:
+    """The sets of folders (a package's top folders, ``lean_env.trace`` for
+    ``lean_env.trace.source.repo``; a module at a package's top stands for itself) that
+    import one another, directly or around a loop."""
+    edges = list(edges)
+    names = {name for e in edges for name in (e.importer, e.imported)}
+    folders = {".".join(name.split(".")[:2]) for name in names if name.count(".") >= 2}
+
+    def folder(name: str) -> str:
+        top = ".".join(name.split(".")[:2])
+        return top if top in folders else name
+
+    between = [Edge(folder(e.importer), folder(e.imported), e.line) for e in edges]
+    return circles(e for e in between if e.importer != e.imported)
+
+
+def inside(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or one of its modules."""
+    return f"{module}.".startswith(f"{package}.")
+
+
 def against_layers(
     edges: Iterable[Edge],
     allowed: Mapping[str, set[str]],
@@ -157,6 +184,40 @@ def test_no_import_against_the_layers(package_imports: list[Edge]) -> None:
     assert not wrong, "imports against the layers:\n" + "\n".join(e.text() for e in wrong)
 
 
+def test_no_circle_between_folders(package_imports: list[Edge]) -> None:
+    found = folder_circles(package_imports)
+    lines = [
+        f"{sorted(circle)}: "
+        + "; ".join(
+            sorted(
+                e.text()
+                for e in package_imports
+                if any(inside(e.importer, f) for f in circle)
+                and any(inside(e.imported, f) for f in circle)
+                and not any(inside(e.importer, f) and inside(e.imported, f) for f in circle)
+            )
+        )
+        for circle in found
+    ]
+    assert not found, "folders that import one another:\n" + "\n".join(lines)
+
+
+def test_lean_syntax_is_the_bottom_of_lean_env(package_imports: list[Edge]) -> None:
+    """``lean_env.syntax`` imports only itself, the records and the errors; not vacuous: it
+    imports itself and the records, and the tracer and the agent import it."""
+    found = {(e.importer, e.imported) for e in package_imports}
+    assert ("lean_env.syntax.reader", "lean_env.syntax.names") in found
+    assert ("lean_env.syntax.lexer", "lean_env.records") in found
+    assert ("lean_env.trace.source.extract", "lean_env.syntax.reader") in found
+    assert ("agent.search.tree", "lean_env.syntax.lexer") in found
+    wrong = [
+        e
+        for e in package_imports
+        if inside(e.importer, SYNTAX) and not inside(e.imported, SYNTAX) and e.imported not in SYNTAX_IMPORTS
+    ]
+    assert not wrong, f"{SYNTAX} imports above it:\n" + "\n".join(e.text() for e in wrong)
+
+
 def write_tree(root: Path, files: Mapping[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -183,6 +244,28 @@ def test_a_circle_through_type_checking_and_a_relative_import_is_found(tmp_path:
         ("pkg.d", "pkg.a", 1),
     }
     assert circles(edges) == [frozenset({"pkg.a", "pkg.b", "pkg.c"})]
+
+
+def test_a_circle_between_folders_is_found_where_modules_make_none(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/top.py": "",
+            "pkg/a/__init__.py": "",
+            "pkg/a/x.py": "from pkg.b.y import thing\nimport pkg.top\n",
+            "pkg/a/z.py": "",
+            "pkg/b/__init__.py": "",
+            "pkg/b/y.py": "",
+            "pkg/b/deep/__init__.py": "",
+            "pkg/b/deep/w.py": "from pkg.a import z\n",
+            "pkg/c/__init__.py": "",
+            "pkg/c/v.py": "import pkg.a.x\nimport pkg.top\n",
+        },
+    )
+    edges = imports(tmp_path, ["pkg"])
+    assert circles(edges) == []
+    assert folder_circles(edges) == [frozenset({"pkg.a", "pkg.b"})]
 
 
 @pytest.mark.parametrize(

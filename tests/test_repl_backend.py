@@ -21,7 +21,7 @@ from lean_env.interactive.interface import (
 )
 from lean_env.interactive.repl.backend import ReplBackend, ReplStateHandle
 from lean_env.interactive.repl.errors import ReplOpenError, ReplProtocolError
-from lean_env.interactive.repl.locate import describe_repl
+from lean_env.interactive.repl.find import describe_repl
 from lean_env.interactive.repl.pool import PoolKey, Recycling, ReplCrashed, ReplPool, ReplReply, ReplTimedOut
 from lean_env.interactive.repl.protocol import (
     CommandRequest,
@@ -31,7 +31,7 @@ from lean_env.interactive.repl.protocol import (
 )
 from lean_env.interactive.repl.theorem_text import split_header, theorem_command
 from lean_env.lean import budget
-from lean_env.proofs.locate import TheoremSourceError
+from lean_env.proofs.theorem_source import TheoremSourceError
 from lean_env.records import Position
 
 G_ADD = "n : Nat\n⊢ n + 0 = n"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from lean_env.records import Position, RepoSpec
+from lean_env.syntax.lexer import IDENT_RE, mask
+from lean_env.syntax.reader import _NOT_BRACKET
 from lean_env.trace.source import extract_file, extract_repo
-from lean_env.trace.source.lexer import IDENT_RE, mask
-from lean_env.trace.source.reader import _NOT_BRACKET
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from lean_env.trace.source.lexer import IDENT, IDENT_RE
+from lean_env.syntax.lexer import IDENT, IDENT_RE
 
 # Identifiers (dotted, with Lean's characters), numbers, runs of operator symbols, any
 # other single character. Whitespace separates and is dropped.

@@ -41,7 +41,7 @@ import numpy as np
 from agent.search.tree import Candidate
 from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import TacticOutcome, TriedTactic
-from lean_env.trace.source.lexer import IDENT_RE
+from lean_env.syntax.lexer import IDENT_RE
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from curriculum.results import TheoremKey, theorem_key
 from lean_env.interactive.interface import LeanError, TacticResult, TacticState, normalize_goals
 from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
-from lean_env.trace.source.lexer import IDENT_RE, top_level_at
+from lean_env.syntax.lexer import IDENT_RE, top_level_at
 from retrieval.formats import PremiseCode
 from retrieval.statements import converse
 

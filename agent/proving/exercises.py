@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from curriculum.results import StoredTheorem, TheoremKey
 from lean_env.records import RepoTrace, Theorem, TheoremStatus
-from lean_env.trace.source.lexer import IDENT
+from lean_env.syntax.lexer import IDENT
 
 _EXERCISE_RE = re.compile(r"exercise", re.IGNORECASE)
 # The declaration keyword and name that a statement starts with (`theorem foo`, `example`).

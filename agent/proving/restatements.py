@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from agent.generators.goals import GoalView, statement_view, tokens
 from lean_env.records import Premise, Theorem
-from lean_env.trace.source.lexer import IDENT
+from lean_env.syntax.lexer import IDENT
 
 # `by exact X`, `by apply X`, or the term `X`, optionally applied to the theorem's own
 # binders or holes (`exact X a b`, `X _ _`).

@@ -45,7 +45,7 @@ from lean_env.interactive.interface import (
     normalize_goals,
     tactic_outcomes,
 )
-from lean_env.trace.source.lexer import IDENT_RE
+from lean_env.syntax.lexer import IDENT_RE
 
 # Tactics asked of the generator per expanded goal: LeanDojo's evaluation's (ReProver's
 # prover/proof_search.py), the default of every command; a CPU runs far fewer (docs/search.md).

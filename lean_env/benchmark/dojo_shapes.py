@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lean_env.records import DeclKind, Position, Premise
-from lean_env.trace.source.corpus_code import premise_code
+from lean_env.syntax.corpus_code import premise_code
 
 # LeanDojo's benchmark leaves out tactics that start with no goals and `·` focusing dots.
 NO_GOALS = "no goals"
@@ -81,7 +81,7 @@ def premise_from_json(data: Mapping[str, Any], path: str) -> Premise | None:
 
     None for entries without a name (LeanDojo leaves some, ReProver skips them too);
     ValueError when a field is missing or has the wrong type. The code is brought to the
-    corpus form (:func:`~lean_env.trace.source.corpus_code.premise_code`): LeanDojo's own
+    corpus form (:func:`~lean_env.syntax.corpus_code.premise_code`): LeanDojo's own
     comes back as it is, a whole declaration's source (as an older leanagent exported it) is
     cut as LeanDojo would have cut it.
     """

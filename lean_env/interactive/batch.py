@@ -36,7 +36,7 @@ from lean_env.interactive.probe import declaration_probe, says_undeclared
 from lean_env.lean.diagnostics import Diagnostic
 from lean_env.proofs.text import offset_of, position_of, splice_proof
 from lean_env.records import Position, Theorem
-from lean_env.trace.source.lexer import CLOSING_BRACKETS, IDENT_RE, OPENING_BRACKETS, mask
+from lean_env.syntax.lexer import CLOSING_BRACKETS, IDENT_RE, OPENING_BRACKETS, mask
 
 # What a copy's name gets after the declared name, then its index.
 BATCH_MARK = "_leanagent_batch"

@@ -42,7 +42,7 @@ def open_backend(
     from lean_env.interactive.dojo import DojoBackend
     from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
     from lean_env.interactive.repl.backend import ReplBackend
-    from lean_env.interactive.repl.locate import describe_repl
+    from lean_env.interactive.repl.find import describe_repl
     from lean_env.lean.server import ServerRunner
 
     repl_cache = data_dir / "repl"

@@ -11,7 +11,7 @@ from typing import Any
 
 from lean_env.errors import LeanNotFoundError
 from lean_env.interactive.choice import ProofBackendChoice
-from lean_env.interactive.repl.locate import describe_repl
+from lean_env.interactive.repl.find import describe_repl
 from lean_env.lean.toolchain import find_tool, read_toolchain, tool_version
 
 # The command-line tools looked up on PATH (and in elan's directory), with what to do

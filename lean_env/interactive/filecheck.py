@@ -55,8 +55,8 @@ from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
 from lean_env.lean.diagnostics import Diagnostic
 from lean_env.lean.runner import FileRunner, LeanRun, LeanRunner, PendingRun
 from lean_env.lean.server import ServerRunner
-from lean_env.proofs.locate import read_theorem_file
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof, tactic_proof
+from lean_env.proofs.theorem_source import read_theorem_file
 from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)

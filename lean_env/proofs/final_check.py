@@ -37,8 +37,8 @@ from pathlib import Path
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
 from lean_env.lean.runner import FileRunner, LeanRun
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
-from lean_env.proofs.locate import TheoremSourceError, read_theorem_file
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
+from lean_env.proofs.theorem_source import TheoremSourceError, read_theorem_file
 from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)

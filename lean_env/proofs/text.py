@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from lean_env.errors import LeanAgentError
 from lean_env.records import Position, Theorem
-from lean_env.trace.source.lexer import mask
+from lean_env.syntax.lexer import mask
 
 # `sorry` and `admit` close any goal without proof; a proof that uses them proves nothing.
 _GIVE_UP_RE = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'!?])")

@@ -61,7 +61,7 @@ from lean_env.records import (
     TheoremStatus,
     TracedTactic,
 )
-from lean_env.trace.source.lexer import mask
+from lean_env.syntax.lexer import mask
 
 logger = logging.getLogger(__name__)
 

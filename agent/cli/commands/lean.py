@@ -109,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _check(args: argparse.Namespace, settings: Settings) -> int:
     from lean_env.lean.runner import LeanRunner
     from lean_env.proofs.final_check import check_proof
-    from lean_env.proofs.locate import locate_theorem
+    from lean_env.proofs.theorem_source import locate_theorem
 
     repo = args.repo.expanduser().resolve()
     theorem = locate_theorem(repo, args.file, args.theorem)
@@ -208,7 +208,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     if args.build_repl:
         from tqdm import tqdm
 
-        from lean_env.interactive.repl.locate import build_repl
+        from lean_env.interactive.repl.find import build_repl
 
         with tqdm(total=1, desc="building the Lean REPL (git clone, lake build)", disable=None) as bar:
             build_repl(project, cache_dir=settings.data_dir / "repl")

@@ -49,7 +49,7 @@ from lean_env.interactive.repl.errors import (
     ReplProtocolError,
     ReplTimeoutError,
 )
-from lean_env.interactive.repl.locate import repl_command
+from lean_env.interactive.repl.find import repl_command
 from lean_env.interactive.repl.pool import (
     Launcher,
     PoolKey,
@@ -72,7 +72,7 @@ from lean_env.interactive.repl.protocol import (
 )
 from lean_env.interactive.repl.theorem_text import TheoremCommand, theorem_command
 from lean_env.interactive.session import SORRY_REJECTED, GuardedSession
-from lean_env.proofs.locate import read_theorem_file
+from lean_env.proofs.theorem_source import read_theorem_file
 from lean_env.records import Theorem
 
 logger = logging.getLogger(__name__)
@@ -332,9 +332,9 @@ class ReplBackend(ClosesOnExit):
         """A backend with its own pool; no process starts before the first :meth:`open`.
 
         ``launcher`` overrides how processes start (tests, custom wrappers); otherwise the
-        search of :func:`~lean_env.interactive.repl.locate.repl_command` decides per project, given
+        search of :func:`~lean_env.interactive.repl.find.repl_command` decides per project, given
         ``repl`` (an explicit binary) and ``cache_dir`` (where
-        :func:`~lean_env.interactive.repl.locate.build_repl` builds).
+        :func:`~lean_env.interactive.repl.find.build_repl` builds).
         """
 
         def locate(project_dir: Path) -> ReplCommand:

@@ -11,14 +11,14 @@ these exceptions are for the infrastructure. The tree::
           ├── ReplTimeoutError        a request ran past its time limit; the process tree was killed
           ├── ReplOpenError           Lean could not elaborate a theorem's statement to a goal
           ├── ReplStateLostError      a state could not be rebuilt after a restart (backend.py)
-          └── ReplBuildError          cloning or building the REPL failed (locate.py)
+          └── ReplBuildError          cloning or building the REPL failed (find.py)
     LeanNotFoundError (lean_env.errors)
      └── ReplNotFoundError            no REPL binary anywhere; the message says how to get one
     UserInputError (lean_env.errors)
      ├── TheoremSourceError           the theorem's file is missing or its positions do not fit it
-     │                                (lean_env.proofs.locate, shared with the other backends)
+     │                                (lean_env.proofs.theorem_source, shared with the other backends)
      └── ReplPathError                a REPL binary named by --repl or $LEANAGENT_REPL that cannot run
-                                      (locate.py)
+                                      (find.py)
 """
 
 from __future__ import annotations

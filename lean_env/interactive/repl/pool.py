@@ -46,7 +46,7 @@ from lean_env.lean import budget
 
 logger = logging.getLogger(__name__)
 
-# Starts the REPL for a project directory (see lean_env.interactive.repl.locate.repl_command).
+# Starts the REPL for a project directory (see lean_env.interactive.repl.find.repl_command).
 Launcher = Callable[[Path], ReplCommand]
 # The resident memory, in MB, of a process and its descendants (``lake env repl`` runs the
 # REPL as lake's child).

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from lean_env.interactive.repl.protocol import ReplPos
-from lean_env.proofs.locate import TheoremSourceError
 from lean_env.proofs.text import ProofTextError, offset_of
+from lean_env.proofs.theorem_source import TheoremSourceError
 from lean_env.records import Position, Theorem
 
 # The header's tokens: whitespace and comments (block comments nest; handled below), then

@@ -4,7 +4,7 @@ What becomes what:
 
 * Every named declaration is a :class:`~lean_env.records.Premise` (kind from its keyword,
   code as LeanDojo's corpus has it: comments removed, a ``theorem`` cut before its ``:=``,
-  see :mod:`~lean_env.trace.source.corpus_code`), and so are the names it introduces:
+  see :mod:`~lean_env.syntax.corpus_code`), and so are the names it introduces:
   constructors (``Foo.mk``, ``Nat.succ``-style), structure and class fields (``Foo.x``) and
   ``where`` items (``foo.go``). Those carry their parent's kind and code. The whole source
   of a theorem stays in its :class:`~lean_env.records.Theorem` (``statement``, ``proof``).
@@ -31,11 +31,11 @@ from lean_env.records import (
     TheoremStatus,
     TracedTactic,
 )
-from lean_env.trace.source.corpus_code import corpus_code
-from lean_env.trace.source.lexer import IDENT, IDENT_RE, MaskedText, mask
-from lean_env.trace.source.names import Entry, NameTable, Site
-from lean_env.trace.source.reader import Decl, ReadFile, read_file
-from lean_env.trace.source.tactics import tactic_steps
+from lean_env.syntax.corpus_code import corpus_code
+from lean_env.syntax.lexer import IDENT, IDENT_RE, MaskedText, mask
+from lean_env.syntax.names import Entry, NameTable, Site
+from lean_env.syntax.reader import Decl, ReadFile, read_file
+from lean_env.syntax.tactics import tactic_steps
 
 _THEOREM_KINDS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
 # Each alternative starts with a literal letter (the "not inside a name" lookbehind comes

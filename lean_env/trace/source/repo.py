@@ -26,10 +26,10 @@ from pathlib import Path
 from lean_env.errors import UserInputError
 from lean_env.records import CORE_PREFIX, IngestBackend, LeanFile, ParseProblem, RepoSpec, RepoTrace
 from lean_env.repos import lean_sources
+from lean_env.syntax.lexer import mask
+from lean_env.syntax.names import NameTable
+from lean_env.syntax.reader import ReadFile, read_file
 from lean_env.trace.source.extract import FileExtract, build, register
-from lean_env.trace.source.lexer import mask
-from lean_env.trace.source.names import NameTable
-from lean_env.trace.source.reader import ReadFile, read_file
 
 log = logging.getLogger(__name__)
 

@@ -5,32 +5,27 @@ Parses, calls :mod:`verify.queries.questions`, prints. Every verdict (SAT, UNSAT
 result and exits 0; a malformed model file, an unknown solver or bad options raise
 :class:`~verify.errors.VerifyInputError` (exit 2); Ctrl-C during a query is exit 130 with
 what was decided so far (:func:`agent.cli.commands.verify.options.interrupted`).
+
+This module builds the parsers (:func:`register`); the rest, one job each:
+:mod:`.handlers` (run a query, print its answer), :mod:`.words` (words given as text),
+:mod:`.options` (the solving options every query shares, progress, Ctrl-C) and
+:mod:`.train_example` (``verify train-example``, parser and handler).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from agent.cli.commands.verify import train_example
-from agent.cli.commands.verify.options import (
-    encoding,
-    encoding_options,
-    interrupted,
-    jsonable,
-    progress_lines,
-    query_options,
-    solver_options,
-)
+from agent.cli.commands.verify.handlers import run_equiv, run_eval, run_export, run_robust, run_trsat
+from agent.cli.commands.verify.options import encoding_options, solver_options
+from agent.cli.commands.verify.words import WORD_HELP
 from agent.cli.options import at_least
-from agent.reports.output import emit, table
-from agent.workspace.settings import Settings
-
-WORD_HELP = "symbols separated by spaces or commas; a single run of one-character symbols may be written 'abba'"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``verify`` and its queries (and ``train-example``) to the ``leanagent`` commands."""
     parser = subparsers.add_parser(
         "verify",
         help="exact SMT verification of quantized transformer encoders (trSAT and friends)",
@@ -109,187 +104,3 @@ def _word_options(p: argparse.ArgumentParser, *, affixes: bool = True) -> None:
 def _solving_options(p: argparse.ArgumentParser) -> None:
     solver_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-# --- handlers -------------------------------------------------------------------------------------
-
-
-def run_trsat(args: argparse.Namespace, settings: Settings) -> int:
-    """Handler of ``leanagent verify trsat``."""
-    from verify.errors import Interrupted, VerifyInputError
-    from verify.model.spec import load_spec
-    from verify.queries.completeness import length_bound
-    from verify.queries.questions import trsat
-
-    del settings
-    spec = load_spec(args.model)
-    constraints = _constraints(args, spec)
-    max_len = args.max_len
-    if args.all_lengths:
-        alphabet = constraints.alphabet or spec.word_alphabet
-        bound = length_bound(
-            spec, alphabet_size=len(alphabet), fixes_affixes=bool(constraints.prefix or constraints.suffix)
-        )
-        if bound.bound is None:
-            raise VerifyInputError(f"--all-lengths needs the complete class of docs/verify.md, but {bound.reason}")
-        if args.exact_len:
-            raise VerifyInputError("--all-lengths and --exact-len contradict each other")
-        max_len = bound.bound
-    options = query_options(args)
-    try:
-        result = trsat(
-            spec,
-            max_len=max_len,
-            exact_len=args.exact_len,
-            label=args.label,
-            constraints=constraints,
-            options=options,
-            progress=progress_lines(),
-        )
-    except Interrupted as e:
-        return interrupted(e, as_json=args.json)
-    human = [f"{result.verdict.value.upper()}: {result.claim}"]
-    if result.witness is not None:
-        human.append(
-            f"output: scores {list(result.witness.output.scores)}, label {result.witness.output.label} (replayed)"
-        )
-    human += ["", _checks_table(result.checks), f"solver: {result.solver}"]
-    emit(jsonable(result), "\n".join(human), as_json=args.json)
-    return 0
-
-
-def run_robust(args: argparse.Namespace, settings: Settings) -> int:
-    """Handler of ``leanagent verify robust``."""
-    from verify.errors import Interrupted
-    from verify.model.spec import load_spec
-    from verify.queries.questions import robust
-
-    del settings
-    spec = load_spec(args.model)
-    word = _word(args.word, spec, "--word")
-    options = query_options(args)
-    try:
-        result = robust(spec, word, distance=args.distance, constraints=_constraints(args, spec), options=options)
-    except Interrupted as e:
-        return interrupted(e, as_json=args.json)
-    progress_lines()(result.check)
-    human = [
-        f"{result.verdict.value.upper()}: {result.claim}",
-        f"original output: scores {list(result.original.scores)}, label {result.original.label}",
-    ]
-    if result.counterexample is not None:
-        human.append(f"counterexample output: scores {list(result.counterexample.output.scores)} (replayed)")
-    human += ["", _checks_table([result.check]), f"solver: {result.solver}"]
-    emit(jsonable(result), "\n".join(human), as_json=args.json)
-    return 0
-
-
-def run_equiv(args: argparse.Namespace, settings: Settings) -> int:
-    """Handler of ``leanagent verify equiv``."""
-    from verify.errors import Interrupted
-    from verify.model.spec import load_spec
-    from verify.queries.questions import equiv
-
-    del settings
-    first, second = load_spec(args.model), load_spec(args.other)
-    options = query_options(args)
-    try:
-        result = equiv(
-            first,
-            second,
-            max_len=args.max_len,
-            constraints=_constraints(args, first),
-            options=options,
-            progress=progress_lines(),
-        )
-    except Interrupted as e:
-        return interrupted(e, as_json=args.json)
-    human = [
-        f"{result.verdict.value.upper()}: {result.claim}",
-        "",
-        _checks_table(result.checks),
-        f"solver: {result.solver}",
-    ]
-    emit(jsonable(result), "\n".join(human), as_json=args.json)
-    return 0
-
-
-def run_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Handler of ``leanagent verify export-smt``."""
-    from verify.errors import VerifyInputError
-    from verify.model.spec import load_spec
-    from verify.queries.questions import export_smt
-
-    del settings
-    spec = load_spec(args.model)
-    script = export_smt(
-        spec, length=args.length, label=args.label, constraints=_constraints(args, spec), encoding=encoding(args)
-    )
-    if args.out is not None:
-        try:
-            args.out.write_text(script, encoding="utf-8")
-        except OSError as e:
-            raise VerifyInputError(f"cannot write {args.out}: {e.strerror or e}") from e
-        emit({"out": str(args.out), "bytes": len(script)}, f"wrote {args.out} ({len(script)} bytes)", as_json=args.json)
-    else:
-        emit({"script": script}, script, as_json=args.json)
-    return 0
-
-
-def run_eval(args: argparse.Namespace, settings: Settings) -> int:
-    """Handler of ``leanagent verify eval``: the reference interpreter on one word."""
-    from verify.model.interpreter import run
-    from verify.model.spec import load_spec
-
-    del settings
-    spec = load_spec(args.model)
-    word = _word(args.word, spec, "WORD")
-    out = run(spec, word)
-    decision = "accepted" if out.accepted else "rejected"
-    human = f"word {' '.join(word)!r}: scores {list(out.scores)}, label {out.label}, {decision}"
-    emit({"word": list(word), **jsonable(out)}, human, as_json=args.json)
-    return 0
-
-
-# --- helpers ---------------------------------------------------------------------------------------
-
-
-def _checks_table(checks: Any) -> str:
-    """One row per length: how it was answered and where the time went."""
-    rows = [
-        (
-            c.length,
-            c.verdict.value,
-            c.method.value,
-            c.solver or "-",
-            round(c.presearch_seconds, 3),
-            round(c.encode_seconds, 3),
-            round(c.solve_seconds, 3),
-        )
-        for c in checks
-    ]
-    return table(("length", "verdict", "by", "solver", "presearch s", "encode s", "solve s"), rows)
-
-
-def _word(text: str, spec: Any, option: str) -> tuple[str, ...]:
-    """Split a word given on the command line into symbols of ``spec``'s vocabulary."""
-    from verify.errors import VerifyInputError
-
-    parts = [p for p in text.replace(",", " ").split() if p]
-    if len(parts) == 1 and parts[0] not in spec.vocab and all(ch in spec.vocab for ch in parts[0]):
-        parts = list(parts[0])
-    unknown = [p for p in parts if p not in spec.word_alphabet]
-    if unknown:
-        raise VerifyInputError(
-            f"{option}: symbol(s) {unknown} are not in the model's alphabet {list(spec.word_alphabet)}"
-        )
-    return tuple(parts)
-
-
-def _constraints(args: argparse.Namespace, spec: Any) -> Any:
-    from verify.queries.words import WordConstraints
-
-    alphabet = None if args.alphabet is None else _word(args.alphabet, spec, "--alphabet")
-    prefix = _word(args.prefix, spec, "--prefix") if getattr(args, "prefix", None) else ()
-    suffix = _word(args.suffix, spec, "--suffix") if getattr(args, "suffix", None) else ()
-    return WordConstraints(alphabet=alphabet, prefix=prefix, suffix=suffix)

@@ -9,7 +9,7 @@ keywords that also occur inside proofs (``open``, ``set_option``, ``attribute``,
 is its last non-blank character, so trailing comments belong to nobody.
 
 Every declaration yields a :class:`Decl` carrying offsets into the file and the
-:class:`~lean_env.trace.source.names.Scope` its body is resolved in; turning offsets into records
+:class:`~lean_env.syntax.names.Scope` its body is resolved in; turning offsets into records
 is :mod:`lean_env.trace.source.extract`'s job.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from lean_env.records import DeclKind
-from lean_env.trace.source.lexer import (
+from lean_env.syntax.lexer import (
     BOM,
     IDENT,
     IDENT_RE,
@@ -30,7 +30,7 @@ from lean_env.trace.source.lexer import (
     skip_space,
     split_name,
 )
-from lean_env.trace.source.names import Scope
+from lean_env.syntax.names import Scope
 
 _MODIFIERS = r"(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped(?:\[[^\]\n]*\])?|local)"
 _ATTRIBUTE = r"@\[(?:[^\[\]]|\[[^\[\]]*\])*\]"

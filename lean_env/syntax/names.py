@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from lean_env.trace.source.lexer import normalize_name, split_name
+from lean_env.syntax.lexer import normalize_name, split_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,11 @@
-"""The lexical layer of source extraction: masking comments and literals, names, positions."""
+"""The lexical layer of Lean syntax: masking comments and literals, names, positions."""
 
 from __future__ import annotations
 
 import pytest
 
 from lean_env.records import Position
-from lean_env.trace.source.lexer import IDENT_RE, mask, normalize_name, split_name
+from lean_env.syntax.lexer import IDENT_RE, mask, normalize_name, split_name
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The lexical layer of source extraction: comments, strings, identifiers and positions.
+"""The lexical layer of Lean syntax read as text: comments, strings, identifiers and positions.
 
 Instead of a token stream, the lexer produces a *masked* copy of the file: every comment,
 string literal and character literal is overwritten with spaces (newlines kept), so the copy

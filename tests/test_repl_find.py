@@ -9,7 +9,7 @@ import pytest
 from fakes.repl_support import FAKE_GIT_SH, FAKE_LAKE_SH, executable
 
 from lean_env.errors import LeanNotFoundError, UserInputError
-from lean_env.interactive.repl.locate import (
+from lean_env.interactive.repl.find import (
     REPL_ENV_VAR,
     ReplBuildError,
     ReplSource,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 
-from lean_env.trace.source.lexer import rstrip_end, skip_space
+from lean_env.syntax.lexer import rstrip_end, skip_space
 
 # Words after which the rest of the step is a nested tactic sequence.
 _NESTING_WORDS = "by try repeat all_goals any_goals focus first iterate on_goal case next".split()

@@ -22,8 +22,8 @@ from bisect import bisect_left
 from operator import itemgetter
 
 from lean_env.records import DeclKind
-from lean_env.trace.source.lexer import MaskedText, mask, skip_space
-from lean_env.trace.source.reader import read_file
+from lean_env.syntax.lexer import MaskedText, mask, skip_space
+from lean_env.syntax.reader import read_file
 
 _START = itemgetter(0)
 
