@@ -198,3 +198,39 @@ def test_prove_builds_too_and_leaves_an_unbuilt_repository_alone(
     assert payload["attempts"] == [] and payload["builds"][str(book)]["status"] == "failed"
     assert main([*data, "prove", *SEARCH]) == 0
     assert f"{book}: build failed (lake build of 1 module(s)" in capsys.readouterr().out
+
+
+PROVED_SOURCE = """\
+import Book.Basic
+
+theorem keep (p : Prop) (h : p) : p := by
+  exact h
+"""
+
+
+def test_evaluate_builds_first_and_refuses_a_checkout_that_does_not_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evaluate`` proves through the pipeline of ``prove`` and ``run``: it builds the
+    checkout first, and where the build fails it says so and evaluates nothing (every check
+    would fail on the imports: a Pass@1 of 0 that says nothing about proving)."""
+    fake_lean.activate(monkeypatch, tmp_path / "bin", {**SCRIPT, "lake": {"build": {"exit": 1, "output": ERROR}}})
+    monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "calls.jsonl"))
+    root = _lake_project(tmp_path / "book", manifest=None, source=PROVED_SOURCE)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "a proof")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert main([*data, "ingest", str(root), "--tracer", "source"]) == 0
+    capsys.readouterr()
+    assert main([*data, "evaluate", *SEARCH, "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "does not build cannot be evaluated" in err and "unknown identifier 'x'" in err
+    assert "Traceback" not in err and ["build", "Book.Basic"] in _logged(tmp_path / "calls.jsonl")
+    with Store.open(f"sqlite:///{tmp_path / 'data' / 'leanagent.db'}") as store:
+        assert store.attempts() == []
+
+    fake_lean.activate(monkeypatch, tmp_path / "bin", SCRIPT)  # fixed upstream
+    assert main([*data, "evaluate", *SEARCH, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [(t["theorem"], t["outcome"]) for t in payload["theorems"]] == [("keep", "proved")]

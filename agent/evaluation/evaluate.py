@@ -30,14 +30,15 @@ import dataclasses
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.proving.attempts import AttemptReport, earlier_attempts, prove_targets
-from agent.proving.scale import ProofDone, ProofJob
-from agent.proving.targets import checkout_all
+from agent.proving.attempts import AttemptReport
+from agent.proving.repositories import RepositoryProver
+from agent.proving.scale import ProofDone
+from agent.proving.targets import JobTargets, checkout_all
 from agent.proving.theorem import ProofAttempt, ProvingConfig
 from agent.proving.theorem_refs import read_theorem_refs, resolve_refs
 from curriculum.difficulty import Bucket, bucket
@@ -337,24 +338,35 @@ def evaluate(
         runner_for=runner_for,
     )
     identity = {"command": "evaluate", **recipe.identity(), **selection.identity()}
+    by_location: dict[str, list[StoredTheorem]] = {}
+    for t in targets:
+        by_location.setdefault(t.location, []).append(t)
+    job = JobTargets(by_location, {}, {}, list(targets), checkouts)
+    originals: dict[TheoremKey, tuple[str, ...] | None] = {}
+
+    def judged(finished: ProofDone) -> ProofDone:
+        original = originals.get(theorem_key(finished.job.location, finished.job.theorem))
+        return dataclasses.replace(finished, attempt=judged_against(finished.attempt, original))
+
     with (
         contextlib.closing(ProofRunner.start(recipe)) as runner,
         tracked_run(store, identity) as (run, resumed),
     ):
+        # The pipeline `prove` and `run` prove with, each attempt judged before it is recorded.
+        prover = RepositoryProver(store, run.id, runner, job, traces, data_dir=data_dir, judge=judged)
+        unbuilt = [f"{loc}: {b.text()}" for loc in prover.locations if (b := prover.build(loc)) and not b.usable]
+        if unbuilt:
+            raise LeanAgentError(
+                "the theorems of a checkout that does not build cannot be evaluated (every check would fail on "
+                f"its imports): {'; '.join(unbuilt)}"
+            )
         done = {a.theorem_id for a in store.attempts(run_id=run.id)}
         waiting = [t for t in targets if t.id not in done]
-        originals = audit_originals(waiting, checkouts, runner_for=runner_for, timeout=config.check_timeout)
-
-        def judged(jobs: list[ProofJob]) -> Iterator[ProofDone]:
-            for finished in runner.run(jobs):
-                original = originals.get(theorem_key(finished.job.location, finished.job.theorem))
-                attempt = judged_against(finished.attempt, original)
-                yield dataclasses.replace(finished, attempt=attempt)
-
-        before = earlier_attempts(store, run.id, targets)
-        now = prove_targets(store, run.id, targets, checkouts=checkouts, prove=judged)
+        originals |= audit_originals(waiting, checkouts, runner_for=runner_for, timeout=config.check_timeout)
+        for location in prover.locations:
+            prover.prove(location, retriever=None)
         index = runner.index_quality
-    by_key = {a.key: a for a in [*before, *now]}
+    by_key = {a.key: a for a in prover.attempts}
     attempts = tuple(by_key[t.key] for t in targets if t.key in by_key)
     return EvaluationResult(run.id, resumed, attempts, buckets, config.search.time_limit, index)
 

@@ -14,7 +14,7 @@ prover's recipe is :meth:`agent.proving.scale.ProverRecipe.of_store`, as for ``e
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,7 @@ from agent.proving.carried import CarriedProofs
 from agent.proving.outcome import ProvingOutcome
 from agent.proving.patches import write_patches
 from agent.proving.recheck import RecheckResult
-from agent.proving.scale import ProofRunner, ProverRecipe
+from agent.proving.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.proving.targets import JobTargets, build_checkout, job_targets
 from agent.proving.theorem import ProvingConfig
 from curriculum.results import FoundProof, TheoremKey
@@ -52,12 +52,16 @@ class RepositoryProver:
         *,
         data_dir: Path,
         carried: CarriedProofs | None = None,
+        judge: Callable[[ProofDone], ProofDone] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.runner = runner
         self.job = job
         self.carried = carried  # None: carried proofs are left for a lifelong run to check
+        # What each finished attempt becomes before it is recorded (an evaluation judges it
+        # against the original proof's axioms); None: as the search and final check left it.
+        self.judge = judge
         self.data_dir = data_dir  # the embedding store's, the builds' and the clones' home
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
@@ -70,6 +74,7 @@ class RepositoryProver:
         # location -> how building its checkout went (none when the config asks for no build)
         self.builds: dict[str, BuildOutcome] = {}
         self._proved: set[str] = set()
+        self._built: set[str] = set()
         # theorem -> why Lean withdrew its carried proof, for its new attempt's report
         self._withdrawn: dict[TheoremKey, str] = {}
 
@@ -125,18 +130,26 @@ class RepositoryProver:
             return
         self._proved.add(location)
         targets, directory = self.job.targets, self.job.checkouts[location]
-        recipe = self.runner.recipe
-        paths = [t.theorem.path for t in targets.get(location, ())]
-        paths += [c.stored.theorem.path for c in self._waiting(location)]
-        build = build_checkout(self._traces.get(location), directory, paths, recipe.config, data_dir=self.data_dir)
-        if build is not None:
-            self.builds[location] = build
-            if not build.usable:  # a repository-level outcome: no attempt is a failure for it
-                return
+        build = self.build(location)
+        if build is not None and not build.usable:  # a repository-level outcome: no attempt is a failure for it
+            return
         if self.carried is not None:
             self._confirm(location, directory)
         if targets.get(location):  # none: only carried proofs to check, no retriever needed
             self._prove_targets(location, retriever, indexes)
+
+    def build(self, location: str) -> BuildOutcome | None:
+        """Build the checkout of ``location`` for the files of its targets and carried proofs
+        (once; :meth:`prove` does it first); None when the config asks for no build."""
+        if location not in self._built:
+            self._built.add(location)
+            paths = [t.theorem.path for t in self.job.targets.get(location, ())]
+            paths += [c.stored.theorem.path for c in self._waiting(location)]
+            directory, config = self.job.checkouts[location], self.runner.recipe.config
+            build = build_checkout(self._traces.get(location), directory, paths, config, data_dir=self.data_dir)
+            if build is not None:
+                self.builds[location] = build
+        return self.builds.get(location)
 
     def _confirm(self, location: str, directory: Path) -> None:
         """Have Lean check the proofs carried over to ``location``: those that hold are the
@@ -172,9 +185,13 @@ class RepositoryProver:
             runner = runner.with_retriever(
                 retriever, (self._traces[location],), snapshot=self.data_dir / "retriever", indexes=indexes
             )
-        reports = prove_targets(
-            self.store, self.run_id, targets[location], checkouts=self.job.checkouts, prove=runner.run
-        )
+        judge = self.judge
+
+        def proved(jobs: list[ProofJob]) -> Iterator[ProofDone]:
+            finished = runner.run(jobs)
+            return finished if judge is None else map(judge, finished)
+
+        reports = prove_targets(self.store, self.run_id, targets[location], checkouts=self.job.checkouts, prove=proved)
         self.attempts += [
             dataclasses.replace(r, detail=f"{note}; {r.detail}") if (note := self._withdrawn.get(r.key)) else r
             for r in reports
