@@ -118,6 +118,11 @@ def test_exported_script_gives_the_same_verdict_as_trsat(capsys, model: Path, tm
         pytest.param(["trsat", "{model}", "--max-len", "2", "--canonical", "-3"], "--canonical", id="bad-canonical"),
         pytest.param(["trsat", "{model}", "--max-len", "2", "--enumerate", "-1"], "--enumerate", id="bad-enumerate"),
         pytest.param(
+            ["trsat", "{model}", "--max-len", "2", "--jobs", "2", "--workers", "2"],
+            "give one of them",
+            id="jobs-and-workers",
+        ),
+        pytest.param(
             ["robust", "{model}", "--word", "abc", "--distance", "1", "--solver", "yices"],
             "unknown solver",
             id="robust-unknown-solver",

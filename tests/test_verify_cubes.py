@@ -105,3 +105,43 @@ def test_robust_and_equiv_in_cubes() -> None:
         equiv(spec, other, max_len=2, options=options).verdict
         is equiv(spec, other, max_len=2, options=QueryOptions(presearch=0)).verdict
     )
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One Ray of two CPUs for the module's Ray tests (starting one costs seconds)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 1024**2)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.ray
+def test_cubes_on_ray_workers_give_the_verdicts_of_child_processes(ray_session) -> None:
+    """``--workers N``: the cubes decided on Ray give what the child processes give, for the
+    combination rules (a SAT cube, every cube UNSAT) and for trsat on a random encoder, whose
+    witnesses replay."""
+    from verify.smt.ray_cubes import solve_cubes_on_ray
+
+    portfolio = make_portfolio("z3")
+    for bounds, verdict, index in [([0, 0, 0], Verdict.UNSAT, -1), ([0, 0, 5], Verdict.SAT, 2)]:
+        found, outcome = solve_cubes_on_ray(portfolio, [_problem(b) for b in bounds], workers=2, timeout=60)
+        assert (outcome.verdict, found) == (verdict, index)
+        assert outcome.solver == "z3"
+    spec = random_spec(np.random.default_rng(91), CASES[0].values[0])
+    reachable = set(ref.run_batch(spec, np.array(list(itertools.product(range(3), repeat=3)))).labels.tolist())
+    for label in range(3):
+        on_ray = trsat(spec, max_len=3, exact_len=True, label=label, options=QueryOptions(presearch=0, workers=2))
+        assert on_ray.verdict is (Verdict.SAT if label in reachable else Verdict.UNSAT)
+        assert on_ray.checks[0].cubes == 9
+        if on_ray.witness is not None:
+            assert ref.run(spec, on_ray.witness.word).label == label
+
+
+def test_jobs_and_workers_together_are_refused() -> None:
+    from verify.errors import VerifyInputError
+
+    with pytest.raises(VerifyInputError, match="give one of them"):
+        QueryOptions(jobs=2, workers=2)

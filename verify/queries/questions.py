@@ -129,11 +129,12 @@ def _build_and_solve(
     """The encoding and the solver stage of one length, both within ``deadline``: past it,
     the length is UNKNOWN. The solver stage: the formula as text, raced in child processes;
     with ``options.jobs > 1`` one formula per cube of the words (:func:`~verify.queries.words.cubes`),
-    ``jobs`` cubes at a time."""
+    ``jobs`` cubes at a time; with ``options.workers > 1`` the cubes on Ray workers
+    (:mod:`verify.smt.ray_cubes`)."""
     n = len(domains)
     start = time.perf_counter()
     presearch, ran = (pre.seconds, pre.words) if pre else (0.0, 0)
-    parts = cubes(domains, CUBES_PER_JOB * options.jobs) if options.jobs > 1 else [domains]
+    parts = cubes(domains, CUBES_PER_JOB * options.parallel) if options.parallel > 1 else [domains]
     try:
         queries = [build(part, deadline) for part in parts]
     except OutOfTime:
@@ -150,7 +151,12 @@ def _build_and_solve(
         return LengthCheck(n, Verdict.UNKNOWN, encoded, seconds, CheckMethod.SMT, presearch, words=ran), None
     remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
     log.info("length %d: solving %d cube(s) with %s (timeout %s)", n, len(problems), solvers.name, remaining)
-    index, outcome = solve_cubes(solvers, problems, jobs=options.jobs, timeout=remaining)
+    if options.workers > 1:
+        from verify.smt.ray_cubes import solve_cubes_on_ray
+
+        index, outcome = solve_cubes_on_ray(solvers, problems, workers=options.workers, timeout=remaining)
+    else:
+        index, outcome = solve_cubes(solvers, problems, jobs=options.jobs, timeout=remaining)
     seconds = time.perf_counter() - start
     check = LengthCheck(
         n, outcome.verdict, encoded, seconds, CheckMethod.SMT, presearch, outcome.solver, ran, len(problems)

@@ -11,6 +11,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from verify.errors import VerifyInputError
 from verify.model.interpreter import EncoderOutput
 from verify.queries.completeness import LengthBound
 from verify.smt.encoding import EncodingOptions
@@ -59,6 +60,20 @@ class QueryOptions:
     # cubes, decided `jobs` at a time in child processes (SAT at the first SAT cube, UNSAT when
     # every cube is UNSAT). 1: the whole length as one question.
     jobs: int = 1
+    # The same cubes (CUBES_PER_JOB * workers) decided on Ray workers instead, `workers` at a
+    # time, each racing the solvers in its worker (verify.smt.ray_cubes). 1: not on Ray.
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.jobs > 1 and self.workers > 1:
+            raise VerifyInputError(
+                "--jobs decides cubes in child processes here and --workers on Ray workers: give one of them"
+            )
+
+    @property
+    def parallel(self) -> int:
+        """How many cubes are decided at once, here or on Ray."""
+        return max(self.jobs, self.workers)
 
     def enumeration_budget(self) -> float:
         """The seconds of :attr:`enumeration`, its default resolved."""

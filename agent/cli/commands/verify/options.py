@@ -31,7 +31,7 @@ def encoding_options(p: argparse.ArgumentParser) -> None:
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:
-    """--solver, --timeout, --presearch, --canonical, --jobs, --enumerate and the encoding switches."""
+    """--solver, --timeout, --presearch, --canonical, --jobs, --workers, --enumerate and the encoding switches."""
     p.add_argument("--solver", default="auto", help=SOLVER_HELP)
     p.add_argument(
         "--timeout",
@@ -71,6 +71,15 @@ def solver_options(p: argparse.ArgumentParser) -> None:
             "in child processes (SAT at the first SAT cube, UNSAT when all are; default: 1, the length as one "
             "question)",
         ),
+        (
+            "--workers",
+            1,
+            1,
+            "N",
+            "solver stage: the same cubes (4N) decided on N Ray workers, each racing the solvers in its worker; "
+            "joins the Ray cluster RAY_ADDRESS names, else starts one here (pip install 'leanagent[ray]'; "
+            "default: 1, no Ray)",
+        ),
     ]
     for flag, least, default, metavar, text in counts:
         p.add_argument(flag, type=at_least(least), default=default, metavar=metavar, help=text)
@@ -100,6 +109,10 @@ def query_options(args: argparse.Namespace) -> Any:
     from verify.smt.portfolio import make_portfolio
 
     make_portfolio(args.solver)
+    if args.workers > 1:
+        from verify.smt.ray_cubes import require_ray
+
+        require_ray()
     return QueryOptions(
         solver=args.solver,
         timeout=args.timeout,
@@ -108,6 +121,7 @@ def query_options(args: argparse.Namespace) -> Any:
         canonical=args.canonical,
         enumeration=args.enumeration,
         jobs=args.jobs,
+        workers=args.workers,
     )
 
 
