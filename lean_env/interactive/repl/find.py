@@ -23,15 +23,15 @@ import enum
 import logging
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_env import process
 from lean_env.errors import UserInputError
 from lean_env.interactive.repl.errors import ReplError, ReplNotFoundError
 from lean_env.interactive.repl.process import ReplCommand
-from lean_env.lean.runner import is_lake_project, tail
+from lean_env.lean.runner import is_lake_project
 from lean_env.lean.toolchain import find_tool, read_toolchain
 
 logger = logging.getLogger(__name__)
@@ -272,10 +272,11 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
 def _run(argv: list[str], *, cwd: Path, timeout: float, why: str) -> None:
     logger.info("running %s in %s", " ".join(argv), cwd)
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        done = process.run(argv, cwd=cwd, timeout=timeout)
+    except OSError as e:
         raise ReplBuildError(f"`{' '.join(argv)}` failed: {e}") from e
+    if done.timed_out:
+        raise ReplBuildError(f"`{' '.join(argv)}` did not finish within {timeout:g} s; its processes were killed")
     if done.returncode != 0:
-        raise ReplBuildError(
-            f"`{' '.join(argv)}` exited with code {done.returncode} ({why}): {tail(done.stderr or done.stdout)}"
-        )
+        output = process.text(done.stderr) or process.text(done.stdout)
+        raise ReplBuildError(f"`{' '.join(argv)}` exited with code {done.returncode} ({why}): {process.tail(output)}")
