@@ -1,4 +1,5 @@
-"""Child processes that end whole: the one way this project starts a program and stops it.
+"""Child processes that end whole: how the project starts a program it may have to stop
+(``lean``, ``lake``, the Lean REPL and server, ``git``).
 
 Every program started here runs in a session of its own (``start_new_session``), so that
 stopping it is one ``SIGKILL`` to its process group, which reaches what it started too
@@ -6,7 +7,8 @@ stopping it is one ``SIGKILL`` to its process group, which reaches what it start
 alone would leave them running, and holding its pipes. Two shapes:
 
 * :func:`run` runs a program to its end, or kills its group at a timeout, and returns what
-  it printed (:class:`Finished`): a ``lean FILE`` check, a build step, a git command;
+  it printed (:class:`Finished`): a ``lean FILE`` check, a build step, a git command,
+  ``lean --version``;
 * :class:`Child` keeps a program running while the caller talks to it over its stdin and
   stdout (the Lean REPL, Lean's language server). Its stderr goes to a temporary file,
   not a pipe: a pipe nobody reads fills up and blocks the program; error messages quote
