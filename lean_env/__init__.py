@@ -11,6 +11,9 @@
 * :mod:`lean_env.proofs` -- proof text surgery, the final check, writing proofs back.
 
 At the top: the data records every layer speaks (:mod:`lean_env.records`), the project's
-errors (:mod:`lean_env.errors`), repository specs and checkouts (:mod:`lean_env.repos`) and
-the close-on-exit mixin (:mod:`lean_env.closing`).
+errors (:mod:`lean_env.errors`), repository specs and checkouts (:mod:`lean_env.repos`), the
+one git runner (:mod:`lean_env.git`), and below everything, for every package (the verifier
+too), the process helper (:mod:`lean_env.process`: a child in a session of its own, the
+tail of its stderr, its process group killed) and the close-on-exit mixin
+(:mod:`lean_env.closing`).
 """

@@ -41,7 +41,6 @@ import re
 import shlex
 import shutil
 import stat
-import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -50,8 +49,10 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from lean_env.errors import RepoSpecError
+from lean_env.git import DEFAULT_TIMEOUT, GitError, run_git
 from lean_env.lean.toolchain import read_toolchain
 from lean_env.paths import check_path, shown
+from lean_env.process import Finished
 from lean_env.records import RepoSpec
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,6 @@ _SKIP = "skip="
 # globs fit many times over; a longer line is refused before it is split into words (which
 # takes time quadratic in its length: 41 s for a 1 MB line).
 MAX_LINE = 16_384
-# Generous: a first clone of a big repository over a slow link takes minutes.
-DEFAULT_GIT_TIMEOUT = 900.0
 
 
 class RepoUnavailableError(RepoSpecError):
@@ -174,7 +173,7 @@ def unmatched_globs(paths: Iterable[str], globs: Sequence[str]) -> list[str]:
     return [glob for glob in globs if not any(is_skipped(path, (glob,)) for path in paths)]
 
 
-def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> Checkout:
+def resolve(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_TIMEOUT) -> Checkout:
     """Pin ``spec`` to a local directory at a concrete commit (cloning or archiving into
     ``cache_dir`` when needed)."""
     if spec.is_remote:
@@ -230,7 +229,7 @@ def _resolve_remote(spec: RepoSpec, *, cache_dir: Path, timeout: float) -> Check
     return Checkout(spec, clone, sha, read_toolchain(clone))
 
 
-def remote_commit(spec: RepoSpec, *, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> str | None:
+def remote_commit(spec: RepoSpec, *, git_timeout: float = DEFAULT_TIMEOUT) -> str | None:
     """The commit the URL ``spec`` names at its remote now, asked with ``git ls-remote`` (no
     clone, no fetch; SorryDB's way to skip unchanged repositories): a full SHA is itself, a
     name is the remote's branch of that name, else its tag (peeled), no name its HEAD. None
@@ -271,7 +270,7 @@ class RemoteHead:
     commit: str  # its head, a full SHA
 
 
-def fetch_head(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_GIT_TIMEOUT) -> RemoteHead:
+def fetch_head(spec: RepoSpec, *, cache_dir: Path, git_timeout: float = DEFAULT_TIMEOUT) -> RemoteHead:
     """Fetch the remote of the URL ``spec`` into its clone in ``cache_dir`` and return the head
     of the branch proofs go to: ``spec.commit`` when it names a branch of the remote, else the
     remote's default branch (a pinned SHA or tag still gets its proofs on the branch people
@@ -449,7 +448,7 @@ def _git(repo: Path | None, *args: str, timeout: float, what: str) -> bytes:
     return out.stdout
 
 
-def _git_reason(stderr: str, returncode: int) -> str:
+def _git_reason(stderr: str, returncode: int | None) -> str:
     """The first diagnostic line of git's stderr: ssh's complaint comes before git's
     ``fatal:`` line, and the advice git appends after it ("Please make sure you have the
     correct access rights...") says nothing about the cause."""
@@ -460,27 +459,10 @@ def _git_reason(stderr: str, returncode: int) -> str:
     return lines[0] if lines else f"exit code {returncode}"
 
 
-def _run_git(repo: Path | None, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    # Never prompt (for a password, a passphrase or an unknown ssh host key): a private or
-    # mistyped URL must fail, not hang until the timeout.
-    env = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "true",
-        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
-        "LC_ALL": "C",
-    }
-    cmd = ["git", *(["-C", str(repo)] if repo is not None else []), *args]
+def _run_git(repo: Path | None, *args: str, timeout: float) -> Finished:
+    """git (:func:`~lean_env.git.run_git`); a repository that git cannot read is the user's
+    to fix (a URL, a path, the network), so its faults are :class:`RepoUnavailableError`."""
     try:
-        return subprocess.run(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except FileNotFoundError as e:
-        raise RepoUnavailableError("git is not installed; it is needed to read repositories") from e
-    except subprocess.TimeoutExpired as e:
-        raise RepoUnavailableError(f"git {args[0]} timed out after {timeout:.0f}s in {repo or Path.cwd()}") from e
+        return run_git(repo, *args, timeout=timeout)
+    except GitError as e:
+        raise RepoUnavailableError(str(e)) from e

@@ -11,13 +11,12 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
 
 import pytest
 from builders import premise, repo_trace, rich_trace, theorem
-from db_cases import POSTGRES_URL_ENV, db_url  # noqa: F401 (db_url is a fixture)
+from db_cases import POSTGRES_URL_ENV
 from sqlalchemy import Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
 
@@ -26,12 +25,6 @@ from curriculum import store as store_module
 from curriculum.db import SCHEMA_VERSION, Base, PremiseRow, SchemaRow, TacticPremiseRow
 from curriculum.store import DatabaseUnavailableError, RecordNotFoundError, Store
 from lean_env.records import AttemptOutcome, RunStatus, TacticOutcome, TheoremStatus, TracedTactic, TriedTactic
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[Store]:  # noqa: F811
-    with Store.open(db_url) as s:
-        yield s
 
 
 def counts(store: Store) -> tuple[object, ...]:
@@ -180,7 +173,7 @@ Store.open(sys.argv[1]).add_trace(rich_trace("https://example.org/killed.git", "
 """
 
 
-def test_a_process_killed_mid_transaction_leaves_the_database_as_before(db_url: str) -> None:  # noqa: F811
+def test_a_process_killed_mid_transaction_leaves_the_database_as_before(db_url: str) -> None:
     with Store.open(db_url) as store:
         store.add_trace(rich_trace())
         before = counts(store)
@@ -438,7 +431,7 @@ def _execute(url: str, *statements: str) -> None:
         engine.dispose()
 
 
-def test_a_fresh_database_gets_the_tables_and_the_schema_version(db_url: str) -> None:  # noqa: F811
+def test_a_fresh_database_gets_the_tables_and_the_schema_version(db_url: str) -> None:
     for _ in range(2):  # made, then opened as it is
         with Store.open(db_url) as store:
             assert store.stats().repositories == 0
@@ -475,7 +468,7 @@ def test_a_database_opened_to_read_is_read_and_never_written(tmp_path: Path) -> 
         assert counts(store) == before
 
 
-def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: str) -> None:  # noqa: F811
+def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: str) -> None:
     """Version 1 had the same tables but no identity: opening it adds the column, an
     identity and the version, and what it held stays."""
     with Store.open(db_url) as store:
@@ -493,7 +486,7 @@ def test_a_database_of_schema_version_1_is_given_its_identity_and_kept(db_url: s
 
 
 def test_a_database_of_schema_version_2_gets_the_tables_of_tried_tactics_and_keeps_the_rest(
-    db_url: str,  # noqa: F811
+    db_url: str,
 ) -> None:
     with Store.open(db_url) as store:
         store.add_trace(rich_trace())
@@ -530,7 +523,7 @@ def test_a_database_of_schema_version_2_gets_the_tables_of_tried_tactics_and_kee
     ],
 )
 def test_a_database_not_made_by_this_leanagent_is_refused_untouched(
-    db_url: str,  # noqa: F811
+    db_url: str,
     statements: list[str],
     message: str,
 ) -> None:
@@ -542,7 +535,7 @@ def test_a_database_not_made_by_this_leanagent_is_refused_untouched(
     assert _tables(db_url) == before  # no table of ours was added
 
 
-def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  # noqa: F811
+def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:
     Store.open(db_url).close()
     _execute(db_url, "UPDATE leanagent_schema SET version = 999")
     with pytest.raises(
@@ -552,7 +545,7 @@ def test_a_database_of_another_schema_version_is_refused(db_url: str) -> None:  
         Store.open(db_url)
 
 
-def test_making_the_schema_is_one_transaction(db_url: str) -> None:  # noqa: F811
+def test_making_the_schema_is_one_transaction(db_url: str) -> None:
     """A failure after the tables were created leaves none behind: the next open finds an
     empty database and makes it, not one with tables and no version."""
 
@@ -610,7 +603,7 @@ def _open_at_once(url: str, monkeypatch: pytest.MonkeyPatch, seen: int | None) -
 
 
 def test_stores_opening_a_fresh_database_at_once_all_succeed(
-    db_url: str,  # noqa: F811
+    db_url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every opener first sees an empty database, so all of them go on to make it: one
@@ -620,7 +613,7 @@ def test_stores_opening_a_fresh_database_at_once_all_succeed(
 
 
 def test_stores_upgrading_a_database_at_once_give_it_one_identity(
-    db_url: str,  # noqa: F811
+    db_url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     Store.open(db_url).close()
@@ -668,7 +661,7 @@ def test_the_switch_to_wal_mode_waits_out_a_lock_for_a_while_and_nothing_else(mo
         pytest.param("DROP TABLE parse_problems", "but no table 'parse_problems'", id="dropped-table"),
     ],
 )
-def test_a_database_changed_by_hand_is_refused(db_url: str, statement: str, message: str) -> None:  # noqa: F811
+def test_a_database_changed_by_hand_is_refused(db_url: str, statement: str, message: str) -> None:
     Store.open(db_url).close()
     _execute(db_url, statement)
     with pytest.raises(DatabaseUnavailableError, match=re.escape(message)):

@@ -1,5 +1,7 @@
 """The final check: whole file with the proof in place, no error, no sorry for the theorem;
-and the axiom audit in the same run (a theorem depending on sorryAx is vacuous)."""
+and the axiom audit in the same run (a theorem depending on sorryAx is vacuous). Against the
+fake Lean in memory, but where running it is the point (the user's file untouched, a
+timeout) and the real Lean's tests."""
 
 from __future__ import annotations
 
@@ -40,9 +42,12 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
     return fake_lean.demo_repo(tmp_path, monkeypatch, SCRIPT)
 
 
-def _check(repo: Path, name: str, proof: str, timeout: float = 20.0):
+def _check(repo: Path, name: str, proof: str, *, script: dict = SCRIPT, process: bool = False, timeout: float = 20.0):
+    """The final check of ``proof`` for ``name``, by the fake Lean run as a process (``lean``
+    on PATH: ``repo``'s script) or, for what is done with Lean's answer, in memory."""
     theorem = fake_lean.theorem_record(SOURCE, name, "Demo.lean")
-    return check_proof(repo, theorem, proof, runner=LeanRunner.for_project(repo), timeout=timeout)
+    runner = LeanRunner.for_project(repo) if process else fake_lean.in_memory(script)
+    return check_proof(repo, theorem, proof, runner=runner, timeout=timeout)
 
 
 @pytest.mark.parametrize(
@@ -104,7 +109,7 @@ def test_verdicts(repo, name, proof, verdict, reason):
 
 
 def test_accepted_result_and_the_users_file_untouched(repo):
-    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  exact h")
+    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  exact h", process=True)
     payload = result.to_json()
     assert payload["verdict"] == "accepted" and payload["theorem"] == "Demo.imp_self'"
     assert payload["diagnostics"] == [
@@ -114,18 +119,17 @@ def test_accepted_result_and_the_users_file_untouched(repo):
 
 
 def test_timeout_is_unknown_not_rejected(repo):
-    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  spin", timeout=1.0)
+    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  spin", process=True, timeout=1.0)
     assert result.verdict is Verdict.TIMEOUT
     assert not result.accepted
 
 
-def test_error_elsewhere_in_the_file_rejects(repo, monkeypatch, tmp_path):
+def test_error_elsewhere_in_the_file_rejects(repo):
     script = {**SCRIPT, "errors": [{"line": 1, "column": 0, "message": "unknown namespace"}]}
-    fake_lean.activate(monkeypatch, tmp_path / "bin2", script)
-    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  exact h")
+    result = _check(repo, "Demo.imp_self'", "by\n  intro h\n  exact h", script=script)
     assert result.verdict is Verdict.REJECTED and result.only_elsewhere  # the file is at fault
     assert "error elsewhere in the file (line 1): unknown namespace" in result.reasons
-    worse = _check(repo, "Demo.imp_self'", "by\n  intro h")  # and the proof too
+    worse = _check(repo, "Demo.imp_self'", "by\n  intro h", script=script)  # and the proof too
     assert worse.verdict is Verdict.REJECTED and not worse.only_elsewhere
 
 
@@ -153,13 +157,15 @@ _IMP = {
 AUDIT_SCRIPT = {"theorems": {"Demo.about_secret": {"terms": {"rfl": {"done": True}}}, "Demo.imp_self'": _IMP}}
 
 
-def _audit(tmp_path: Path, monkeypatch, *, name: str, proof: str, script: dict, source: str = AUDITED, rename=None):
-    repo = fake_lean.demo_repo(tmp_path, monkeypatch, script)
+def _audit(tmp_path: Path, *, name: str, proof: str, script: dict, source: str = AUDITED, rename=None):
+    """The final check of ``proof`` for ``name`` in ``source``, by the fake Lean in memory."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
     (repo / "Demo.lean").write_text(source, encoding="utf-8")
     theorem = fake_lean.theorem_record(source, name, "Demo.lean")
     if rename:
         theorem = dataclasses.replace(theorem, full_name=rename)
-    return check_proof(repo, theorem, proof, runner=LeanRunner.for_project(repo), timeout=20)
+    return check_proof(repo, theorem, proof, runner=fake_lean.in_memory(script), timeout=20)
 
 
 @pytest.mark.parametrize(
@@ -190,10 +196,10 @@ def _audit(tmp_path: Path, monkeypatch, *, name: str, proof: str, script: dict, 
     ],
 )
 @pytest.mark.parametrize("headers", [False, True], ids=["bare-info", "info-header"])
-def test_the_axiom_audit(tmp_path, monkeypatch, name, proof, extra, verdict, axioms, nonstandard, headers):
+def test_the_axiom_audit(tmp_path, name, proof, extra, verdict, axioms, nonstandard, headers):
     entry = {**AUDIT_SCRIPT["theorems"][name], **extra}
     script = {"info_headers": headers, "theorems": {**AUDIT_SCRIPT["theorems"], name: entry}}
-    result = _audit(tmp_path, monkeypatch, name=name, proof=proof, script=script)
+    result = _audit(tmp_path, name=name, proof=proof, script=script)
     assert (result.verdict, result.axioms, result.nonstandard_axioms) == (verdict, axioms, nonstandard)
     assert result.audit_note == "" and result.accepted is (verdict is Verdict.ACCEPTED)
     if verdict is Verdict.VACUOUS:
@@ -225,13 +231,9 @@ def test_the_axiom_audit(tmp_path, monkeypatch, name, proof, extra, verdict, axi
         ),
     ],
 )
-def test_an_audit_lean_does_not_make_is_unknown_not_a_rejection(
-    tmp_path, monkeypatch, source, rename, errors, verdict, note
-):
+def test_an_audit_lean_does_not_make_is_unknown_not_a_rejection(tmp_path, source, rename, errors, verdict, note):
     script = {**AUDIT_SCRIPT, "errors": errors}
-    result = _audit(
-        tmp_path, monkeypatch, name="Demo.imp_self'", proof="fun h => h", script=script, source=source, rename=rename
-    )
+    result = _audit(tmp_path, name="Demo.imp_self'", proof="fun h => h", script=script, source=source, rename=rename)
     assert result.verdict is verdict, result.reasons
     assert note in result.audit_note and bool(result.audit_note) is bool(note)
     if verdict is Verdict.ACCEPTED:
@@ -242,14 +244,12 @@ def test_an_audit_lean_does_not_make_is_unknown_not_a_rejection(
         )
 
 
-def test_a_proof_after_which_lean_silently_lacks_the_theorem_is_rejected(tmp_path, monkeypatch):
+def test_a_proof_after_which_lean_silently_lacks_the_theorem_is_rejected(tmp_path):
     """Lean reports no error, but the theorem is not declared after the file (the audit
     finds no such constant), while with `sorry` for its proof it is: the proof lost it."""
     imp = {**_IMP, "steps": {"intro h\nrename List α => xs": {"done": True, "undeclared": True}}}
     script = {"theorems": {**AUDIT_SCRIPT["theorems"], "Demo.imp_self'": imp}}
-    result = _audit(
-        tmp_path, monkeypatch, name="Demo.imp_self'", proof="by\n  intro h\n  rename List α => xs", script=script
-    )
+    result = _audit(tmp_path, name="Demo.imp_self'", proof="by\n  intro h\n  rename List α => xs", script=script)
     assert result.verdict is Verdict.REJECTED and result.axioms is None and result.audit_note == ""
     assert result.reasons == (
         "Lean reported no error, but Demo.imp_self' is not declared after the file with this proof (it is with "

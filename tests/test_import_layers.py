@@ -4,7 +4,8 @@ of DESIGN.md, ``agent -> {retrieval, curriculum} -> lean_env``, with ``verify`` 
 (only the CLI imports it), and inside ``agent`` and ``verify`` along their rooms' order
 (``agent/__init__.py``, ``verify/__init__.py``). Folders do not import one another around a
 loop either (a package's top folders, each taken whole), and ``lean_env.syntax``, the Lean
-text reading that every layer uses, sits at the bottom of ``lean_env``.
+text reading that every layer uses, sits at the bottom of ``lean_env``; below every package
+sit the few shared modules (``SHARED``), which any package may import.
 
 Every import counts, those under ``if TYPE_CHECKING:`` and inside functions too: either one
 ties two modules together as much as a module-level import (a circle of annotations is
@@ -34,6 +35,11 @@ ALLOWED = {
 }
 # verify shares only the command line with the prover.
 VERIFY_IMPORTERS = "agent.cli"
+# Below every package: modules any package may import, verify too, because they import
+# nothing of the project but each other (checked below), so importing one ties no layer to
+# another. The process helper is one: the prover's Lean and git processes and the verifier's
+# solver children are killed the same way (its process group), and one copy of that is enough.
+SHARED = frozenset({"lean_env.process", "lean_env.closing"})
 # Rooms from the top down: a room imports only itself and the rooms below it (and the
 # modules of its package outside any room, such as verify.errors).
 ROOMS = {
@@ -133,13 +139,17 @@ def against_layers(
     allowed: Mapping[str, set[str]],
     rooms: Mapping[str, tuple[str, ...]],
     verify_importers: str,
+    shared: frozenset[str] = SHARED,
 ) -> list[Edge]:
     """The imports that go up or sideways: against ``allowed`` between packages, into
-    ``verify`` from outside ``verify_importers``, or up the order of a package's ``rooms``."""
+    ``verify`` from outside ``verify_importers``, or up the order of a package's ``rooms``;
+    a ``shared`` module may be imported from anywhere, and may import only another one."""
     wrong = []
     for edge in edges:
         source, target = edge.importer.split("."), edge.imported.split(".")
-        if source[0] != target[0]:
+        if edge.importer in shared or edge.imported in shared:
+            bad = edge.importer in shared and edge.imported not in shared
+        elif source[0] != target[0]:
             bad = target[0] not in allowed[source[0]] or (
                 target[0] == "verify" and not f"{edge.importer}.".startswith(f"{verify_importers}.")
             )
@@ -281,6 +291,9 @@ def test_a_circle_between_folders_is_found_where_modules_make_none(tmp_path: Pat
         pytest.param("agent.search.tree", "agent.proving.repositories", True, id="up-the-rooms"),
         pytest.param("agent.proving.repositories", "agent.search.tree", False, id="down-the-rooms"),
         pytest.param("verify.smt.encoding", "verify.errors", False, id="outside-any-room"),
+        pytest.param("verify.smt.portfolio", "lean_env.process", False, id="verify-imports-a-shared-module"),
+        pytest.param("lean_env.process", "lean_env.closing", False, id="shared-imports-shared"),
+        pytest.param("lean_env.process", "lean_env.errors", True, id="shared-imports-the-rest"),
     ],
 )
 def test_the_layer_rules(importer: str, imported: str, wrong: bool) -> None:

@@ -1,6 +1,8 @@
 """Exact bit-vector SMT verification of quantized transformer encoders (trSAT and friends).
 
-Stands alone: it imports nothing from the prover packages and shares only the CLI.
+Stands alone: it imports nothing from the prover packages and shares only the CLI, and the
+process helper below every package (:mod:`lean_env.process`, which imports nothing of the
+project): a solver child's process group is killed as a Lean process's is.
 
 Rooms, each importing only the ones above it (and ``errors``, the exception root):
 

@@ -22,7 +22,6 @@ import enum
 import hashlib
 import json
 import logging
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from lean_env.lean.runner import is_lake_project, kill_group
+from lean_env import process
+from lean_env.lean.runner import is_lake_project
 from lean_env.lean.toolchain import require_tool
 
 log = logging.getLogger(__name__)
@@ -152,28 +152,13 @@ def _run(command: list[str], cwd: Path, timeout: float) -> tuple[BuildStatus, st
     if timeout <= 0:
         return BuildStatus.TIMED_OUT, f"no time left for {what}"
     log.info("%s in %s (at most %.0f s)", what, cwd, timeout)
-    proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,  # a timeout kills lake and every lean it started
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
+    # In a session of its own: a timeout kills lake and every lean it started.
+    done = process.run(command, cwd=cwd, timeout=timeout, merge_stderr=True)
+    if done.timed_out:
         return BuildStatus.TIMED_OUT, f"{what} did not finish within {timeout:.0f} s"
-    except BaseException:
-        kill_group(proc)
-        raise
-    if proc.returncode == 0:
+    if done.returncode == 0:
         return BuildStatus.BUILT, ""
-    return BuildStatus.FAILED, f"{what} exited with code {proc.returncode}: {first_error(output)}"
+    return BuildStatus.FAILED, f"{what} exited with code {done.returncode}: {first_error(process.text(done.stdout))}"
 
 
 def first_error(output: str) -> str:

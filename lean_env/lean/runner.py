@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from lean_env import process
 from lean_env.errors import BackendError
 from lean_env.lean import budget
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, parse_diagnostics
@@ -31,10 +28,6 @@ from lean_env.lean.toolchain import require_tool
 log = logging.getLogger(__name__)
 
 LAKEFILES = ("lakefile.lean", "lakefile.toml")
-# How long to wait for a killed process group to close its pipes before giving up on them.
-_REAP_SECONDS = 5.0
-# How much of stdout/stderr an error message quotes.
-_TAIL_CHARS = 800
 
 
 class LeanRunError(BackendError):
@@ -44,12 +37,6 @@ class LeanRunError(BackendError):
 def is_lake_project(project_dir: Path) -> bool:
     """True when ``project_dir`` has a Lake configuration file."""
     return any((project_dir / name).is_file() for name in LAKEFILES)
-
-
-def tail(text: str, limit: int = _TAIL_CHARS) -> str:
-    """The last ``limit`` characters of ``text`` (what error messages quote)."""
-    text = text.strip()
-    return text if len(text) <= limit else "..." + text[-limit:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,45 +164,28 @@ class LeanRunner:
         if timeout <= 0:
             return spent_run(command)
         log.debug("running %s in %s (timeout %.1fs)", " ".join(command), self.project_dir, timeout)
-        started = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                command,
-                cwd=self.project_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                # Its own process group, so a timeout kills lake, lean and their children.
-                start_new_session=True,
-            )
+            # In a session of its own, so a timeout kills lake, lean and their children.
+            done = process.run(command, cwd=self.project_dir, timeout=timeout)
         except OSError as e:
             raise LeanRunError(f"could not start {' '.join(command)}: {e}") from e
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stdout, stderr = kill_group(proc)
-            seconds = time.monotonic() - started
-            log.debug("%s timed out after %.1fs", file, seconds)
-            return LeanRun(command, None, parse_diagnostics(stdout), stdout, stderr, seconds, True)
-        except BaseException:
-            kill_group(proc)
-            raise
-        seconds = time.monotonic() - started
+        stdout, stderr = process.text(done.stdout), process.text(done.stderr)
         output = parse_diagnostics(stdout)
-        if proc.returncode < 0:
+        if done.returncode is None:
+            log.debug("%s timed out after %.1fs", file, done.seconds)
+            return LeanRun(command, None, output, stdout, stderr, done.seconds, True)
+        if done.returncode < 0:
             raise LeanRunError(
-                f"{' '.join(command)} was killed by signal {-proc.returncode}; stderr: {tail(stderr) or '(empty)'}"
+                f"{' '.join(command)} was killed by signal {-done.returncode}; "
+                f"stderr: {process.tail(stderr) or '(empty)'}"
             )
-        if proc.returncode != 0 and not output.errors:
+        if done.returncode != 0 and not output.errors:
             raise LeanRunError(
-                f"{' '.join(command)} exited with code {proc.returncode} but printed no "
-                f"error diagnostic; stdout: {tail(stdout) or '(empty)'}; "
-                f"stderr: {tail(stderr) or '(empty)'}"
+                f"{' '.join(command)} exited with code {done.returncode} but printed no "
+                f"error diagnostic; stdout: {process.tail(stdout) or '(empty)'}; "
+                f"stderr: {process.tail(stderr) or '(empty)'}"
             )
-        return LeanRun(command, proc.returncode, output, stdout, stderr, seconds)
+        return LeanRun(command, done.returncode, output, stdout, stderr, done.seconds)
 
     def close(self) -> None:
         """Nothing to release: every run's process has ended with it."""
@@ -225,21 +195,3 @@ def spent_run(command: tuple[str, ...]) -> LeanRun:
     """The timed-out answer to a run that did not start: the attempt's budget was spent."""
     log.debug("not running %s: the attempt's time is spent", " ".join(command))
     return LeanRun(command, None, ParsedOutput(()), "", "", 0.0, timed_out=True)
-
-
-def kill_group(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """Kill ``proc``'s whole process group and collect what it printed so far."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        return proc.communicate(timeout=_REAP_SECONDS)
-    except subprocess.TimeoutExpired:
-        # A grandchild that left the group still holds the pipes; stop reading them.
-        proc.kill()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-        return "", ""

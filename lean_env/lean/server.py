@@ -36,18 +36,16 @@ import logging
 import math
 import os
 import select
-import signal
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from lean_env.closing import ClosesOnExit
 from lean_env.lean import budget
 from lean_env.lean.diagnostics import Diagnostic, ParsedOutput, Severity
-from lean_env.lean.runner import FinishedRun, LeanRun, LeanRunError, LeanRunner, PendingRun, spent_run, tail
+from lean_env.lean.runner import FinishedRun, LeanRun, LeanRunError, LeanRunner, PendingRun, spent_run
+from lean_env.process import Child, tail
 from lean_env.records import Position
 
 log = logging.getLogger(__name__)
@@ -84,11 +82,10 @@ class _Document:
 class LeanServer(ClosesOnExit):
     """One running language server. Create with :meth:`start`; ``close()`` is idempotent."""
 
-    def __init__(self, command: tuple[str, ...], cwd: Path) -> None:
+    def __init__(self, command: tuple[str, ...], cwd: Path, child: Child) -> None:
         self.command = command
         self.cwd = cwd
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stderr: IO[bytes] | None = None
+        self._child: Child | None = child  # None once closed
         self._buffer = b""
         self._next_id = 0
         self._documents: dict[str, _Document] = {}  # uri -> what the server holds, oldest first
@@ -98,8 +95,14 @@ class LeanServer(ClosesOnExit):
     @classmethod
     def start(cls, command: tuple[str, ...], cwd: Path, *, timeout: float = START_TIMEOUT) -> LeanServer:
         """Start ``command`` in ``cwd`` and initialize it; LeanRunError when it cannot."""
-        server = cls(command, cwd)
-        server._spawn()
+        try:
+            # In a session of its own: killing its group reaches the file workers.
+            child = Child.spawn(command, cwd=cwd)
+        except OSError as e:
+            raise LeanRunError(f"could not start {' '.join(command)}: {e}") from e
+        os.set_blocking(child.stdout.fileno(), False)
+        log.debug("started %s (pid %d) in %s", " ".join(command), child.pid, cwd)
+        server = cls(command, cwd, child)
         try:
             server._request("initialize", _initialize_params(cwd), deadline=time.monotonic() + timeout)
             server._notify("initialized", {})
@@ -110,7 +113,7 @@ class LeanServer(ClosesOnExit):
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._child is not None and self._child.alive
 
     def check(self, path: Path, text: str, *, timeout: float) -> tuple[list[Diagnostic], bool]:
         """The diagnostics of ``text`` as the file ``path`` (absolute), and whether the server
@@ -179,24 +182,6 @@ class LeanServer(ClosesOnExit):
 
     # ---- the wire ----------------------------------------------------------------------
 
-    def _spawn(self) -> None:
-        self._stderr = tempfile.TemporaryFile(prefix="leanagent-server-stderr-")
-        try:
-            self._proc = subprocess.Popen(
-                list(self.command),
-                cwd=self.cwd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                start_new_session=True,  # its own process group: killpg reaches the file workers
-            )
-        except OSError as e:
-            self._stderr.close()
-            raise LeanRunError(f"could not start {' '.join(self.command)}: {e}") from e
-        assert self._proc.stdout is not None
-        os.set_blocking(self._proc.stdout.fileno(), False)
-        log.debug("started %s (pid %d) in %s", " ".join(self.command), self._proc.pid, self.cwd)
-
     def _notify(self, method: str, params: dict[str, Any]) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
@@ -228,9 +213,9 @@ class LeanServer(ClosesOnExit):
 
     def fileno(self) -> int:
         """The server's output, for ``select``."""
-        if self._proc is None or self._proc.stdout is None:
+        if self._child is None:
             raise self._crash("the Lean server is not running")
-        return self._proc.stdout.fileno()
+        return self._child.stdout.fileno()
 
     def _handle(self, message: dict[str, Any]) -> None:
         """Keep published diagnostics; refuse the server's own requests (none is needed)."""
@@ -244,12 +229,12 @@ class LeanServer(ClosesOnExit):
     def _send(self, message: dict[str, Any]) -> None:
         if not self.alive:
             raise self._crash("the Lean server is not running")
-        assert self._proc is not None and self._proc.stdin is not None
+        assert self._child is not None
         # Raw UTF-8, not \\u escapes: the 2021 server misreads escaped non-ASCII characters.
         body = json.dumps(message, ensure_ascii=False).encode("utf-8")
         try:
-            self._proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            self._proc.stdin.flush()
+            self._child.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            self._child.stdin.flush()
         except BrokenPipeError as e:
             raise self._crash("the Lean server closed its input") from e
 
@@ -297,34 +282,15 @@ class LeanServer(ClosesOnExit):
         return message
 
     def _crash(self, why: str) -> LeanRunError:
-        stderr = self._stderr_tail()
+        stderr = "" if self._child is None else self._child.stderr_tail()
         self.close()
         return LeanRunError(f"{why} ({' '.join(self.command)}); stderr: {stderr or '(empty)'}")
 
-    def _stderr_tail(self) -> str:
-        if self._stderr is None or self._stderr.closed:
-            return ""
-        self._stderr.seek(0)
-        return tail(self._stderr.read().decode("utf-8", errors="replace"))
-
     def close(self) -> None:
         """Kill the server's process tree and release its pipes; safe to call twice."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass  # it exited between poll() and killpg()
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass  # the pipe is already broken; nothing left to release
-        if self._stderr is not None:
-            self._stderr.close()
+        child, self._child = self._child, None
+        if child is not None:
+            child.close()
         self._documents.clear()
         self._published.clear()
         self._answers.clear()

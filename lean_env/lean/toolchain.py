@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
+from lean_env import process
 from lean_env.errors import LeanNotFoundError
 
 
@@ -43,10 +43,10 @@ def require_tool(name: str) -> Path:
 def tool_version(path: Path, *, timeout: float = 30.0) -> str | None:
     """The first line ``path --version`` prints, or None if it cannot be run."""
     try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = process.run([str(path), "--version"], timeout=timeout)
+    except OSError:
         return None
-    lines = (done.stdout or done.stderr).strip().splitlines()
+    lines = (process.text(done.stdout) or process.text(done.stderr)).strip().splitlines()
     return lines[0] if done.returncode == 0 and lines else None
 
 
@@ -64,11 +64,9 @@ def core_sources(project_dir: Path, *, timeout: float = 30.0) -> Path | None:
         return None
     candidates = []
     try:
-        done = subprocess.run(
-            [str(lean), "--print-prefix"], cwd=project_dir, capture_output=True, text=True, timeout=timeout, check=False
-        )
-        prefix = done.stdout.strip() if done.returncode == 0 else ""
-    except (OSError, subprocess.TimeoutExpired):
+        done = process.run([str(lean), "--print-prefix"], cwd=project_dir, timeout=timeout)
+        prefix = process.text(done.stdout).strip() if done.returncode == 0 else ""
+    except OSError:
         prefix = ""
     if prefix and "\n" not in prefix:
         candidates.append(Path(prefix) / "src" / "lean")

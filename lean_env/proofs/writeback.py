@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
-import subprocess
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,13 +35,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lean_env.errors import BackendError, UserInputError
+from lean_env.errors import UserInputError
+from lean_env.git import WRITE_BACK_TIMEOUT, GitError, run_git
+from lean_env.process import Finished
 from lean_env.proofs.text import offset_of, proof_span, splice_proof
 from lean_env.records import RepoSpec, Theorem, TheoremStatus
 
 log = logging.getLogger(__name__)
 
-_GIT_TIMEOUT = 60.0
 # Used only when the user has no git identity configured, so that commit-tree can run.
 _FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "leanagent",
@@ -55,10 +54,6 @@ _FALLBACK_IDENTITY = {
 
 class WriteBackError(UserInputError):
     """Proofs that cannot be written back as asked: overlapping edits, a dirty file, a taken branch."""
-
-
-class GitError(BackendError):
-    """A git command failed unexpectedly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +288,7 @@ def push_branch(repo_dir: Path, branch: str, remote: str, *, env: Mapping[str, s
     """Push ``branch`` of the git repository to the same branch of the URL ``remote``; git
     never asks for credentials (``env`` brings them)."""
     refspec = f"refs/heads/{branch}:refs/heads/{branch}"
-    _Git(repo_dir).run("push", "--quiet", remote, refspec, env={"GIT_TERMINAL_PROMPT": "0", **(env or {})})
+    _Git(repo_dir).run("push", "--quiet", remote, refspec, env=env)
 
 
 def _by_path(edits: Iterable[ProofEdit]) -> dict[str, list[ProofEdit]]:
@@ -304,7 +299,7 @@ def _by_path(edits: Iterable[ProofEdit]) -> dict[str, list[ProofEdit]]:
 
 
 class _Git:
-    """Runs git in one repository with a timeout; failures raise with git's stderr."""
+    """Runs git in one repository (:func:`~lean_env.git.run_git`); failures raise with git's stderr."""
 
     def __init__(self, repo_dir: Path) -> None:
         self._repo_dir = repo_dir
@@ -329,24 +324,13 @@ class _Git:
         check: bool = True,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
-    ) -> subprocess.CompletedProcess[bytes]:
-        command = ["git", "-C", str(self._repo_dir), *args]
-        try:
-            done = subprocess.run(
-                command,
-                input=stdin if stdin is not None else b"",
-                capture_output=True,
-                timeout=_GIT_TIMEOUT,
-                env={**os.environ, **(env or {})},
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise GitError(f"could not run {' '.join(command)}: {e}") from e
+    ) -> Finished:
+        done = run_git(self._repo_dir, *args, timeout=WRITE_BACK_TIMEOUT, env=env, input=stdin)
         if check and done.returncode != 0:
             stderr = done.stderr.decode("utf-8", "replace").strip()
             if "not a git repository" in stderr:
                 raise WriteBackError(f"{self._repo_dir} is not a git repository; a branch of proofs needs one")
-            raise GitError(f"{' '.join(command)} failed: {stderr}")
+            raise GitError(f"git -C {self._repo_dir} {' '.join(args)} failed: {stderr}")
         return done
 
     def out(self, *args: str, **kwargs: object) -> str:

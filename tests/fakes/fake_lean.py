@@ -456,11 +456,28 @@ def main(argv: list[str]) -> int:
         print(f"file not found: {file}", file=sys.stderr)
         return 1
     found = diagnostics(text, script)
-    for line, col, severity, message in found:
-        # Real `lean FILE` prints info messages without their position.
-        bare = severity == "info" and not script.get("info_headers")
-        sys.stdout.write(f"{message}\n" if bare else f"{file}:{line}:{col}: {severity}: {message}\n")
+    sys.stdout.write(printed(file, found, script))
     return 1 if any(severity == "error" for _, _, severity, _ in found) else 0
+
+
+def printed(file: str, found: list[tuple[int, int, str, str]], script: dict) -> str:
+    """What ``lean FILE`` prints of the diagnostics ``found`` in the file named ``file``."""
+    # Real `lean FILE` prints info messages without their position.
+    bare = not script.get("info_headers")
+    return "".join(
+        f"{message}\n" if severity == "info" and bare else f"{file}:{line}:{col}: {severity}: {message}\n"
+        for line, col, severity, message in found
+    )
+
+
+def in_memory(script: dict):
+    """This fake without a process: a :class:`~lean_env.lean.mock.MockLean` that answers each
+    run as ``lean FILE`` here answers in the normal mode, for tests of what is done with
+    Lean's answer rather than of running it. Outcomes that hang or sleep would do so in
+    the test itself: those need the process."""
+    from lean_env.lean.mock import MockLean
+
+    return MockLean(lambda file, text: printed(file, diagnostics(text, script), script))
 
 
 def lake_step(argv: list[str]) -> int:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from lean_env.process import kill_group
 from verify.errors import SolverError, VerifyError, VerifyInputError
 from verify.smt.solvers import (
     LIBRARY_SOLVERS,
@@ -126,9 +127,7 @@ def _kill(run: _Running) -> None:
     if run.killed:
         return
     run.killed = True
-    try:
-        os.killpg(run.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    if not kill_group(run.process.pid):
         run.process.kill()
     run.process.join()
     run.conn.close()

@@ -24,7 +24,7 @@ these exceptions are for the infrastructure. The tree::
 from __future__ import annotations
 
 from lean_env.errors import BackendError, LeanAgentError, LeanNotFoundError
-from lean_env.lean.runner import tail
+from lean_env.process import tail
 
 # How much of a process's stderr (or of a malformed response) an error message carries.
 TAIL_CHARS = 2000

@@ -23,15 +23,16 @@ import enum
 import logging
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_env import process
 from lean_env.errors import UserInputError
+from lean_env.git import GitError, run_git
 from lean_env.interactive.repl.errors import ReplError, ReplNotFoundError
 from lean_env.interactive.repl.process import ReplCommand
-from lean_env.lean.runner import is_lake_project, tail
+from lean_env.lean.runner import is_lake_project
 from lean_env.lean.toolchain import find_tool, read_toolchain
 
 logger = logging.getLogger(__name__)
@@ -253,12 +254,13 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
         if target.exists():
             shutil.rmtree(target)  # a clone that was interrupted
         target.parent.mkdir(parents=True, exist_ok=True)
-        _run(
-            [str(git), "clone", "--depth", "1", "--branch", tag, REPL_GIT_URL, str(target)],
-            cwd=target.parent,
-            timeout=timeout,
-            why=f"no REPL release is tagged {tag} (or the network is unreachable)",
-        )
+        clone = ("clone", "--depth", "1", "--branch", tag, REPL_GIT_URL, str(target.absolute()))
+        logger.info("running git %s", " ".join(clone))
+        try:
+            cloned = run_git(None, *clone, timeout=timeout)
+        except GitError as e:
+            raise ReplBuildError(f"cannot clone the Lean REPL: {e}") from e
+        _check(cloned, why=f"no REPL release is tagged {tag} (or the network is unreachable)")
     pinned = read_toolchain(target)
     if pinned is None or lean_version(pinned) != tag:
         raise ReplBuildError(f"the REPL clone at {target} pins {pinned!r}, not the project's {toolchain!r}")
@@ -272,10 +274,17 @@ def build_repl(project_dir: Path, *, cache_dir: Path, timeout: float = 3600.0) -
 def _run(argv: list[str], *, cwd: Path, timeout: float, why: str) -> None:
     logger.info("running %s in %s", " ".join(argv), cwd)
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        done = process.run(argv, cwd=cwd, timeout=timeout)
+    except OSError as e:
         raise ReplBuildError(f"`{' '.join(argv)}` failed: {e}") from e
+    if done.timed_out:
+        raise ReplBuildError(f"`{' '.join(argv)}` did not finish within {timeout:g} s; its processes were killed")
+    _check(done, why=why)
+
+
+def _check(done: process.Finished, *, why: str) -> None:
+    """Raise :class:`ReplBuildError` unless the build step ``done`` exited with 0."""
     if done.returncode != 0:
-        raise ReplBuildError(
-            f"`{' '.join(argv)}` exited with code {done.returncode} ({why}): {tail(done.stderr or done.stdout)}"
-        )
+        output = process.text(done.stderr) or process.text(done.stdout)
+        command = " ".join(done.argv)
+        raise ReplBuildError(f"`{command}` exited with code {done.returncode} ({why}): {process.tail(output)}")

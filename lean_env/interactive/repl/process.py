@@ -24,15 +24,11 @@ import math
 import os
 import resource
 import select
-import signal
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from lean_env.closing import ClosesOnExit
 from lean_env.interactive.repl.errors import (
@@ -41,9 +37,9 @@ from lean_env.interactive.repl.errors import (
     ReplProtocolError,
     ReplStartError,
     ReplTimeoutError,
-    tail,
 )
 from lean_env.interactive.repl.protocol import Request, Response, encode, parse_response
+from lean_env.process import Child, tail
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +89,7 @@ class ReplProcess(ClosesOnExit):
         self.command = command
         self.memory_limit_mb = memory_limit_mb
         self.state = ProcessState.UNSTARTED
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stderr: IO[bytes] | None = None
+        self._child: Child | None = None
         self._buffer = b""
         self._lock = threading.Lock()
 
@@ -106,51 +101,39 @@ class ReplProcess(ClosesOnExit):
         return process
 
     def _spawn(self) -> None:
-        self._stderr = tempfile.TemporaryFile(prefix="leanagent-repl-stderr-")
         try:
-            self._proc = subprocess.Popen(
-                list(self.command.argv),
+            # In a session of its own: killing its group reaches lake's children.
+            self._child = Child.spawn(
+                self.command.argv,
                 cwd=self.command.cwd,
                 env={**os.environ, **self.command.env},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                start_new_session=True,  # its own process group: killpg reaches lake's children
                 preexec_fn=_limit_memory(self.memory_limit_mb),
             )
         except OSError as e:
-            self._stderr.close()
             self.state = ProcessState.CLOSED
             raise ReplStartError(f"cannot start the Lean REPL {self.command.describe()}: {e}") from e
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        os.set_blocking(self._proc.stdin.fileno(), False)
-        os.set_blocking(self._proc.stdout.fileno(), False)
+        os.set_blocking(self._child.stdin.fileno(), False)
+        os.set_blocking(self._child.stdout.fileno(), False)
         self.state = ProcessState.RUNNING
-        logger.debug("started REPL pid %d: %s", self._proc.pid, self.command.describe())
+        logger.debug("started REPL pid %d: %s", self._child.pid, self.command.describe())
 
     @property
     def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
+        return None if self._child is None else self._child.pid
 
     @property
     def alive(self) -> bool:
         """True while the child runs and has not been killed by us."""
-        if self.state is not ProcessState.RUNNING or self._proc is None:
+        if self.state is not ProcessState.RUNNING or self._child is None:
             return False
-        if self._proc.poll() is not None:
+        if not self._child.alive:
             self.state = ProcessState.DEAD
             return False
         return True
 
     def stderr_tail(self, limit: int = TAIL_CHARS) -> str:
         """The last part of what the child wrote to stderr (empty when nothing)."""
-        if self._stderr is None or self._stderr.closed:
-            return ""
-        # pread leaves the file offset alone: the child shares it and may still be writing.
-        fd = self._stderr.fileno()
-        size = os.fstat(fd).st_size
-        start = max(0, size - 4 * limit)
-        return tail(os.pread(fd, size - start, start).decode("utf-8", errors="replace"), limit)
+        return "" if self._child is None else self._child.stderr_tail(limit)
 
     def request(self, request: Request, *, timeout: float) -> Response:
         """Send ``request`` and return the parsed answer, within ``timeout`` seconds.
@@ -183,8 +166,8 @@ class ReplProcess(ClosesOnExit):
             return self._read_block(deadline, timeout)
 
     def _write(self, data: bytes, deadline: float, timeout: float) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
-        fd = self._proc.stdin.fileno()
+        assert self._child is not None
+        fd = self._child.stdin.fileno()
         view = memoryview(data)
         while view:
             remaining = deadline - time.monotonic()
@@ -203,8 +186,8 @@ class ReplProcess(ClosesOnExit):
 
     def _read_block(self, deadline: float, timeout: float) -> str:
         """Read up to the blank line that ends one answer; keep any rest for the next one."""
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
+        assert self._child is not None
+        fd = self._child.stdout.fileno()
         while True:
             self._buffer = self._buffer.lstrip(b"\r\n")
             end = self._buffer.find(b"\n\n")
@@ -238,22 +221,14 @@ class ReplProcess(ClosesOnExit):
 
     def _crash(self, message: str) -> ReplCrashError:
         self._kill()
-        assert self._proc is not None
-        return ReplCrashError(message, returncode=self._proc.returncode, stderr_tail=self.stderr_tail())
+        assert self._child is not None
+        return ReplCrashError(message, returncode=self._child.returncode, stderr_tail=self.stderr_tail())
 
     def _kill(self) -> None:
         """Kill the child's whole process group and reap the child."""
-        if self._proc is None:
+        if self._child is None:
             return
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # it exited between poll() and killpg()
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            logger.warning("REPL pid %d survived SIGKILL for 5 s", self._proc.pid)
+        self._child.kill()
         if self.state is ProcessState.RUNNING:
             self.state = ProcessState.DEAD
 
@@ -264,18 +239,8 @@ class ReplProcess(ClosesOnExit):
 
     def close(self) -> None:
         """Stop the REPL (its process tree) and release the pipes; safe to call twice."""
-        if self.state is ProcessState.CLOSED:
-            return
-        self._kill()
-        if self._proc is not None:
-            for stream in (self._proc.stdin, self._proc.stdout):
-                if stream is not None:
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass  # the pipe is already broken; nothing left to release
-        if self._stderr is not None:
-            self._stderr.close()
+        if self._child is not None:
+            self._child.close()
         self.state = ProcessState.CLOSED
 
 
