@@ -181,6 +181,7 @@ class LifelongJob:
         return self.settings.data_dir / "reports"
 
     def run(self) -> LifelongResult:
+        from agent.lifelong import write_backs
         from curriculum.ingest import IngestStatus
         from curriculum.ordering import curriculum_of, traces_in_curriculum_order
         from curriculum.runs import tracked_run
@@ -194,12 +195,15 @@ class LifelongJob:
             tracked_run(store, options.identity()) as (run, resumed),
         ):
             skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
+            redo = write_backs.unfinished(store, run.id)  # proofs found, not written back: fetched again
             outcomes = ingest_repositories(
                 store,
                 specs,
                 settings,
                 options.tracer,
-                idle=lambda location: nothing_to_prove(store, location, options, skip.get(location, ())),
+                idle=lambda location: (
+                    location not in redo and nothing_to_prove(store, location, options, skip.get(location, ()))
+                ),
             )
             order = curriculum_of(store)
             ordered = traces_in_curriculum_order(store, order)
@@ -238,19 +242,24 @@ class LifelongJob:
                     prover.close()
             name = f"run-{run.id}"
             proving = None
-            if prover is not None:
+            if prover is not None and options.proving is not None:
                 # Written first: it flags the proofs that restate a lemma in the attempts.
                 written = prover.write_patches(self.reports_dir, name, keep_restatements=options.keep_restatements)
-                if options.pull_requests is not None and options.proving is not None:
-                    from agent.lifelong.pull_requests import open_pull_requests
-
-                    written = open_pull_requests(written, prover.attempts, options.proving, options.pull_requests)
+                written = write_backs.settle(
+                    store,
+                    run.id,
+                    written,
+                    prover.attempts,
+                    options.proving,
+                    options.pull_requests,
+                    rechecked=prover.rechecked,
+                )
                 exercises: dict[str, list[tuple[str, str, str]]] = {}
                 for (location, path, theorem), why in prover.job.exercises.items():
                     exercises.setdefault(location, []).append((path, theorem, why))
                 rechecked = {location: tuple(found) for location, found in prover.rechecked.items() if found}
                 proving = ProvingOutcome(
-                    tuple(prover.attempts),
+                    (*write_backs.attempts_elsewhere(store, run.id, prover.locations), *prover.attempts),
                     prover.target_count,
                     written,
                     prover.job.skipped,
@@ -287,6 +296,7 @@ class LifelongJob:
                 title=f"leanagent run {run.id}",
                 sections=report_sections(result),
                 images=result.plots,
+                keep_earlier=resumed,
             )
             if proving is not None and proving.written.failed:
                 # Reported, and the run left unfinished: started again, it writes them back.

@@ -237,6 +237,27 @@ class FreshBranch:
     checked: str  # the commit Lean checked the proofs at (their sorries are unchanged at `base`)
     theorems: tuple[tuple[str, str], ...]  # (path, full name) of each proof on it
 
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> FreshBranch:
+        """The branch :meth:`to_json` gave."""
+        theorems = tuple((str(t["path"]), str(t["theorem"])) for t in payload["theorems"])
+        return cls(
+            Path(payload["clone"]),
+            str(payload["branch"]),
+            str(payload["commit"]),
+            str(payload["onto"]),
+            str(payload["base"]),
+            str(payload["checked"]),
+            theorems,
+        )
+
+    def exists(self) -> bool:
+        """Whether the clone still has the branch, at its commit."""
+        if not self.clone.is_dir():
+            return False
+        done = _Git(self.clone).run("rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}", check=False)
+        return done.returncode == 0 and done.stdout.decode("utf-8").strip() == self.commit
+
     def to_json(self) -> dict[str, Any]:
         return {
             "clone": str(self.clone),
