@@ -141,14 +141,25 @@ def commit_to_branch(
     base: str | None = None,
 ) -> BranchResult:
     """Commit the edited files on a new branch off HEAD (or the commit ``base``, whose files
-    the edits' positions are then of), leaving worktree, index and HEAD alone."""
+    the edits' positions are then of), leaving worktree, index and HEAD alone. A ``branch``
+    that exists is refused; the default name (:func:`default_branch`) that exists already (two
+    write-backs within a second) gets ``-2``, ``-3``, ... after it."""
     if not edits:
         raise WriteBackError("there are no proofs to write back")
     git = _Git(repo_dir)
-    branch = branch or default_branch()
+
+    def taken(name: str) -> bool:
+        return git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).returncode == 0
+
+    if branch is None:
+        dated = branch = default_branch()
+        number = 1
+        while taken(branch):
+            number += 1
+            branch = f"{dated}-{number}"
     if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
         raise WriteBackError(f"{branch!r} is not a valid git branch name")
-    if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
+    if taken(branch):
         raise WriteBackError(f"branch {branch} already exists; choose another name")
     head = git.out("rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}")
     prefix = git.prefix
