@@ -8,8 +8,9 @@ The models hold data only; every session and commit lives in :mod:`curriculum.st
     (one per URL   │  (one per commit)├─ premises
      or path)      │                  ├─ theorems ── tactic_steps ── tactic_premises ─► premises
                    │                  └─ parse_problems
-    runs ── proof_attempts ─► theorems
-              └─ attempt_goals ── tried_tactics (every tactic a search ran, and what it did)
+    runs ─┬─ proof_attempts ─► theorems
+          │    └─ attempt_goals ── tried_tactics (every tactic a search ran, and what it did)
+          └─ write_backs (per repository: the patch, branch and pull request of its proofs)
     leanagent_schema (one row: the schema version and the database's identity)
 
 A repository is keyed by its location (URL, or absolute path of a local project); a version
@@ -24,7 +25,8 @@ Timestamps are timezone-aware UTC on every backend (SQLite stores them naive; th
 The database records the version of this schema it was made with (:class:`SchemaRow`);
 :meth:`curriculum.store.Store.open` opens only a database of :data:`SCHEMA_VERSION`, or an
 empty one, which it makes, or an older one, which it upgrades in place: version 1 gets its
-identity, versions 1 and 2 the tables of tried tactics.
+identity, versions 1 and 2 the tables of tried tactics, versions 1 to 3 the table of
+write-backs.
 """
 
 from __future__ import annotations
@@ -104,13 +106,16 @@ class Base(DeclarativeBase):
 # The version of the tables below: bump it with any change to them. A database made at
 # another version (or by an older leanagent, before versions were recorded) is refused,
 # not read with columns it lacks or written with rows it cannot hold.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Version 1 had no identity; curriculum.store upgrades such a database in place.
 IDENTITY_SINCE = 2
 # Versions before 3 kept no tried tactics; curriculum.store adds their tables in place.
 TRIED_SINCE = 3
 # The tables a version before TRIED_SINCE lacks.
 TRIED_TABLES = ("attempt_goals", "tried_tactics")
+# Versions before 4 kept no write-backs; curriculum.store adds the table in place.
+WRITE_BACKS_SINCE = 4
+WRITE_BACKS_TABLE = "write_backs"
 
 
 def new_identity() -> str:
@@ -343,3 +348,30 @@ class TriedTacticRow(Base):
     outcome: Mapped[TacticOutcome]
     goals_after: Mapped[int | None]
     on_proof: Mapped[bool]
+
+
+class WriteBackRow(Base):
+    """One write-back of a run's proofs of one repository: the patch, the branch in its clone
+    and the pull request of them, or why that failed. A resumed run finishes those that
+    failed (a write-back made again is a new row: the newest of a run and repository is its
+    state); a later run closes a pull request whose proofs no longer hold
+    (agent/lifelong/write_backs.py)."""
+
+    __tablename__ = WRITE_BACKS_TABLE
+    __table_args__ = (Index("ix_write_backs_location", "location"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    location: Mapped[str] = mapped_column(String)
+    # What write-back made, as agent/lifelong/write_backs.py writes it: the patch, the branch
+    # (with the proofs on it), the stale proofs, the pull request's title and body.
+    written: Mapped[dict[str, Any]]
+    # Its pull request ({"url", "number", "existed"}); None: none opened (yet).
+    pull_request: Mapped[dict[str, Any] | None]
+    # Why the latest try failed (write-back or pull request); None: done.
+    failed: Mapped[str | None] = mapped_column(Text)
+    # Why each earlier try of its pull request failed, oldest first (the report keeps them).
+    failures: Mapped[list[str]]
+    # Why a later run closed its pull request; None: open, or none.
+    closed: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -114,6 +114,20 @@ class AttemptRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteBackRecord:
+    """One run's write-back of one repository (curriculum.db.WriteBackRow)."""
+
+    id: int
+    run_id: int
+    location: str
+    written: Mapping[str, Any]
+    pull_request: Mapping[str, Any] | None
+    failed: str | None
+    failures: tuple[str, ...]
+    closed: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class DbStats:
     """Row counts over everything stored, and the merged view per repository."""
 

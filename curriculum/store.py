@@ -16,6 +16,9 @@ Callers speak records (:mod:`lean_env.records`) and the small result records of
 * **Only its own schema.** :meth:`Store.open` makes an empty database (tables and schema
   version in one transaction) and refuses, before writing anything, one that has tables
   but not this schema version (:data:`curriculum.db.SCHEMA_VERSION`).
+* **Write-backs are state.** What writing a run's proofs of a repository back made (patch,
+  branch, pull request) or why it failed is kept per run and repository
+  (:mod:`curriculum.write_backs`), so that a resumed run finishes it.
 * **One job at a time.** :meth:`Store.job_lock` holds the database's job lock
   (:mod:`curriculum.locks`: a file lock beside a SQLite file, an advisory lock on
   PostgreSQL) on this store's own engine; a lock that cannot be taken is an error
@@ -66,12 +69,14 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session
 
-from curriculum import bulk, found_proofs
+from curriculum import bulk, found_proofs, write_backs
 from curriculum.db import (
     IDENTITY_SINCE,
     SCHEMA_VERSION,
     TRIED_SINCE,
     TRIED_TABLES,
+    WRITE_BACKS_SINCE,
+    WRITE_BACKS_TABLE,
     AttemptGoalRow,
     AttemptOutcome,
     AttemptRow,
@@ -99,6 +104,7 @@ from curriculum.results import (
     StoredTheorem,
     TheoremSummary,
     VersionInfo,
+    WriteBackRecord,
 )
 from lean_env.closing import ClosesOnExit
 from lean_env.errors import BackendError, DiskFullError, LeanAgentError, UserInputError, first_line
@@ -153,9 +159,9 @@ class Store(ClosesOnExit):
         schema version (:data:`~curriculum.db.SCHEMA_VERSION`) and its identity, in one
         transaction; one of this schema version opens as it is; an older one is upgraded in
         one transaction (:func:`_upgrade`: version 1 gets its identity, versions 1 and 2 the
-        tables of tried tactics); any other (tables but no version: an older leanagent's or
-        another program's; a newer version) is refused with a
-        :class:`DatabaseUnavailableError` before anything is written to it."""
+        tables of tried tactics, versions 1 to 3 the table of write-backs); any other (tables
+        but no version: an older leanagent's or another program's; a newer version) is
+        refused with a :class:`DatabaseUnavailableError` before anything is written to it."""
         database = sqlite_file(url)
         try:
             engine = create_engine(url, connect_args={"timeout": _SQLITE_WAIT} if url.startswith("sqlite") else {})
@@ -617,6 +623,47 @@ class Store(ClosesOnExit):
                 for theorem_id, goal, row in session.execute(query)
             ]
 
+    # ---- write-backs -----------------------------------------------------------------
+
+    def add_write_back(
+        self, run_id: int, location: str, written: Mapping[str, Any], *, failed: str | None
+    ) -> WriteBackRecord:
+        """Record a write-back of run ``run_id``'s proofs of ``location``: what it made
+        (a JSON object), and why it failed (None: done)."""
+        with (
+            self._guard(f"recording the write-back of {location}"),
+            Session(self._engine) as session,
+            session.begin(),
+        ):
+            _get(session, RunRow, run_id)
+            return write_backs.add(session, run_id, location, written, failed=failed)
+
+    def update_write_back(
+        self, write_back_id: int, *, pull_request: Mapping[str, Any] | None = write_backs.KEEP, failed: str | None
+    ) -> WriteBackRecord:
+        """Record the pull request a write-back opened (unless not given) and why it failed
+        now (None: done); the failure before is kept (:func:`curriculum.write_backs.update`)."""
+        with self._guard("recording a pull request"), Session(self._engine) as session, session.begin():
+            return write_backs.update(session, write_back_id, pull_request=pull_request, failed=failed)
+
+    def close_pull_request(self, write_back_id: int, why: str) -> None:
+        """Mark the pull request of a write-back closed (a later run closed it, for ``why``)."""
+        with self._guard("recording a closed pull request"), Session(self._engine) as session, session.begin():
+            write_backs.close(session, write_back_id, why)
+
+    def write_backs(self, *, run_id: int | None = None, location: str | None = None) -> list[WriteBackRecord]:
+        """The write-backs recorded for run ``run_id`` and/or ``location``, oldest first; none
+        in a database of a schema before they were kept, opened to read only."""
+        with self._guard("reading the write-backs"), Session(self._engine) as session:
+            if WRITE_BACKS_TABLE not in inspect(session.connection()).get_table_names():
+                return []
+            return write_backs.read(session, run_id=run_id, location=location)
+
+    def run_locations(self, run_id: int, *, proved: bool = False) -> set[str]:
+        """The repositories where run ``run_id`` recorded an attempt (``proved``: a proof)."""
+        with self._guard(f"reading the repositories of run {run_id}"), Session(self._engine) as session:
+            return write_backs.run_locations(session, run_id, proved=proved)
+
     # ---- helpers ---------------------------------------------------------------------
 
     @contextmanager
@@ -709,7 +756,9 @@ def _check_columns(inspector: Inspector, tables: set[str], url: str, version: in
     changed by hand (a table dropped, a column renamed) is refused before it is used, not
     half-way through a run."""
     for table in Base.metadata.sorted_tables:
-        if version < TRIED_SINCE and table.name in TRIED_TABLES:
+        if (version < TRIED_SINCE and table.name in TRIED_TABLES) or (
+            version < WRITE_BACKS_SINCE and table.name == WRITE_BACKS_TABLE
+        ):
             continue  # what the upgrade adds
         if table.name not in tables:
             raise DatabaseUnavailableError(
@@ -754,7 +803,8 @@ def _make_schema(engine: Engine, url: str) -> None:
 def _upgrade(engine: Engine, url: str) -> None:
     """Upgrade a database of an older schema version to this one, in one transaction: one of
     version 1 gets the schema row's identity column and a new identity, one before
-    :data:`~curriculum.db.TRIED_SINCE` the tables of tried tactics, and the version is
+    :data:`~curriculum.db.TRIED_SINCE` the tables of tried tactics, one before
+    :data:`~curriculum.db.WRITE_BACKS_SINCE` the table of write-backs, and the version is
     this one's. Another process may be upgrading it at once: the transaction first takes the
     write lock (SQLite) or the schema table's exclusive lock (PostgreSQL: else each reader's
     share lock would deadlock the others' ALTER TABLE), so the second one waits and then
@@ -776,6 +826,8 @@ def _upgrade(engine: Engine, url: str) -> None:
                         values["identity"] = new_identity()
                     if version < TRIED_SINCE:
                         Base.metadata.create_all(conn, tables=[Base.metadata.tables[name] for name in TRIED_TABLES])
+                    if version < WRITE_BACKS_SINCE:
+                        Base.metadata.create_all(conn, tables=[Base.metadata.tables[WRITE_BACKS_TABLE]])
                     conn.execute(update(SchemaRow).values(**values))
                     log.info("upgraded the database %s from schema version %d to %d", url, version, SCHEMA_VERSION)
                 conn.commit()

@@ -502,6 +502,30 @@ def test_a_database_of_schema_version_2_gets_the_tables_of_tried_tactics_and_kee
     engine.dispose()
 
 
+def test_a_database_of_schema_version_3_gets_the_table_of_write_backs_and_keeps_the_rest(
+    db_url: str,  # noqa: F811
+) -> None:
+    with Store.open(db_url) as store:
+        store.add_trace(rich_trace())
+        run = store.start_run({"command": "run"})
+        identity = store.identity
+    _execute(db_url, "DROP TABLE write_backs", "UPDATE leanagent_schema SET version = 3")
+    with Store.open_to_read(db_url) as reader:
+        assert reader.write_backs() == []  # read as it is, not upgraded
+    with Store.open(db_url) as store:
+        assert store.identity == identity and store.stats().repositories == 1
+        made = store.add_write_back(run.id, "https://x.org/r.git", {"patch": "p"}, failed="pull request: 401")
+        done = store.update_write_back(made.id, pull_request={"url": "u", "number": 1}, failed=None)
+        assert (done.failed, done.failures, done.pull_request) == (
+            None,
+            ("pull request: 401",),
+            {"url": "u", "number": 1},
+        )
+        store.close_pull_request(done.id, "superseded by #2")
+        assert [w.closed for w in store.write_backs(location="https://x.org/r.git")] == ["superseded by #2"]
+    assert _tables(db_url) == sorted(Base.metadata.tables)
+
+
 @pytest.mark.parametrize(
     ("statements", "message"),
     [

@@ -133,6 +133,25 @@ def test_error_elsewhere_in_the_file_rejects(repo):
     assert worse.verdict is Verdict.REJECTED and not worse.only_elsewhere
 
 
+UNBUILT = "-- the file imports its package's module, which nothing built\nimport Book.Basic\n\n" + SOURCE
+
+
+def test_an_import_that_failed_blames_the_checkout_not_the_proof(repo, monkeypatch, tmp_path):
+    """The 2021 Lean's words for an import it cannot find ("unknown package") stand at the
+    header, and every declaration after it fails too, the theorem's own: the checkout is not
+    built, and the proof may be sound. Once built (the fake's build record), it is accepted."""
+    fake_lean.activate(monkeypatch, tmp_path / "bin2", {**SCRIPT, "imports_need_build": True})
+    (repo / "Demo.lean").write_text(UNBUILT, encoding="utf-8")
+    theorem = fake_lean.theorem_record(UNBUILT, "Demo.imp_self'", "Demo.lean")
+    runner = LeanRunner.for_project(repo)
+    result = check_proof(repo, theorem, "by\n  intro h\n  exact h", runner=runner, timeout=20)
+    assert (result.verdict, result.only_elsewhere) == (Verdict.REJECTED, True)
+    assert result.reasons == ("an import failed (line 2; are the imports built?): unknown package 'Book'",)
+    (repo / ".lake" / "build").mkdir(parents=True)
+    (repo / ".lake" / "build" / "fake-built").write_text("Book.Basic\n", encoding="utf-8")
+    assert check_proof(repo, theorem, "by\n  intro h\n  exact h", runner=runner, timeout=20).accepted
+
+
 # A placeholder definition, a theorem about it, and a theorem whose proof may use a sorry lemma.
 AUDITED = """\
 namespace Demo
@@ -366,3 +385,16 @@ def test_on_the_2021_lean_a_theorem_it_drops_without_a_word_is_rejected(tmp_path
     dropped = check_proof(tmp_path, theorem, "by\n  rename List α => xs\n  rfl", runner=runner, timeout=60)
     assert dropped.verdict is Verdict.REJECTED and "is not declared after the file" in dropped.reasons[0]
     assert check_proof(tmp_path, theorem, "by\n  rfl", runner=runner, timeout=60).accepted
+
+
+@pytest.mark.skipif(not OLD_LEAN, reason="LEANAGENT_TEST_OLD_LEAN does not name the 2021 Lean's bin directory")
+def test_on_the_2021_lean_an_import_it_cannot_find_blames_the_checkout(tmp_path, monkeypatch):
+    """What `leanagent recheck` met in a clone whose .lake/build was gone: `unknown package`
+    at the header, then `unknown identifier 'True'` in the theorem. Not a broken proof."""
+    monkeypatch.setenv("PATH", f"{OLD_LEAN}{os.pathsep}{os.environ.get('PATH', '')}")
+    source = "import Book.Basic\n\ntheorem t : True := by\n  sorry\n"
+    (tmp_path / "Old.lean").write_text(source, encoding="utf-8")
+    theorem = fake_lean.theorem_record(source, "t", "Old.lean")
+    result = check_proof(tmp_path, theorem, "by\n  trivial", runner=LeanRunner.for_project(tmp_path), timeout=60)
+    assert (result.verdict, result.only_elsewhere) == (Verdict.REJECTED, True), result.reasons
+    assert result.reasons == ("an import failed (line 1; are the imports built?): unknown package 'Book'",)

@@ -149,6 +149,18 @@ def test_apply_refuses_a_dirty_file_and_an_existing_branch(repo):
         commit_to_branch(repo, _edits(), branch="bad..name")
 
 
+def test_a_default_name_taken_within_the_same_second_gets_a_number(repo, monkeypatch):
+    import lean_env.proofs.writeback as writeback
+
+    monkeypatch.setattr(writeback, "default_branch", lambda: "leanagent/proofs-20261129-210507")
+    names = [commit_to_branch(repo, _edits()).branch for _ in range(3)]
+    assert names == [
+        "leanagent/proofs-20261129-210507",
+        "leanagent/proofs-20261129-210507-2",
+        "leanagent/proofs-20261129-210507-3",
+    ]
+
+
 def test_default_branch_is_dated():
     from datetime import UTC, datetime
 

@@ -215,6 +215,27 @@ def check_timeout_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def build_options(parser: argparse.ArgumentParser, *, before: str) -> None:
+    """``--build-timeout S`` and ``--no-build``: how a Lake checkout is built ``before`` Lean
+    checks its files (read back by :func:`build_timeout`)."""
+    parser.add_argument(
+        "--build-timeout",
+        type=positive_seconds,
+        default=DEFAULT_BUILD_TIMEOUT,
+        metavar="S",
+        help=f"seconds to build a Lake checkout before {before}: `lake exe cache get` when it uses Mathlib, "
+        f"then `lake build` of the modules its files import (default: {DEFAULT_BUILD_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--no-build", action="store_true", help=f"do not build checkouts before {before} (you built them)"
+    )
+
+
+def build_timeout(args: argparse.Namespace) -> float | None:
+    """The seconds :func:`build_options` allow a build; None: no build."""
+    return None if args.no_build else float(args.build_timeout)
+
+
 def json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -441,17 +462,7 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         help=f"seconds per tactic (default: {TACTIC_TIMEOUT:g})",
     )
     check_timeout_option(parser)
-    parser.add_argument(
-        "--build-timeout",
-        type=positive_seconds,
-        default=DEFAULT_BUILD_TIMEOUT,
-        metavar="S",
-        help="seconds to build a Lake checkout before proving it: `lake exe cache get` when it uses Mathlib, "
-        f"then `lake build` of the modules its sorries' files import (default: {DEFAULT_BUILD_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--no-build", action="store_true", help="do not build checkouts before proving (you built them)"
-    )
+    build_options(parser, before="proving it")
     parser.add_argument(
         "--repl-max-uses",
         type=positive_int,
@@ -516,7 +527,7 @@ def proving_config(args: argparse.Namespace) -> ProvingConfig:
         repl=Recycling(max_uses=args.repl_max_uses, max_memory_mb=args.repl_max_memory),
         servers=args.lean_servers,
         check_timeout=args.check_timeout,
-        build_timeout=None if args.no_build else args.build_timeout,
+        build_timeout=build_timeout(args),
         workers=args.workers,
         index=index_options(args),
         ranking=args.ranking,

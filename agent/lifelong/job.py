@@ -173,6 +173,7 @@ class LifelongJob:
         return self.settings.data_dir / "reports"
 
     def run(self) -> LifelongResult:
+        from agent.lifelong import write_backs
         from curriculum.ingest import IngestStatus
         from curriculum.ordering import curriculum_of, traces_in_curriculum_order
         from curriculum.runs import tracked_run
@@ -186,12 +187,15 @@ class LifelongJob:
             tracked_run(store, options.identity()) as (run, resumed),
         ):
             skip = {spec.location: (*spec.skip, *options.skip) for spec in specs}
+            redo = write_backs.unfinished(store, run.id)  # proofs found, not written back: fetched again
             outcomes = ingest_repositories(
                 store,
                 specs,
                 settings,
                 options.tracer,
-                idle=lambda location: nothing_to_prove(store, location, options, skip.get(location, ())),
+                idle=lambda location: (
+                    location not in redo and nothing_to_prove(store, location, options, skip.get(location, ()))
+                ),
             )
             order = curriculum_of(store)
             ordered = traces_in_curriculum_order(store, order)
@@ -211,7 +215,7 @@ class LifelongJob:
                 if prover is not None:
                     prover.close()
             name = f"run-{run.id}"
-            proving = None if prover is None else self._proofs_out(prover, name)
+            proving = None if prover is None else self._proofs_out(store, run.id, prover, name)
             result = LifelongResult(
                 run_id=run.id,
                 resumed=resumed,
@@ -240,6 +244,7 @@ class LifelongJob:
                 title=f"leanagent run {run.id}",
                 sections=report_sections(result),
                 images=result.plots,
+                keep_earlier=resumed,
             )
             if proving is not None and proving.written.failed:
                 # Reported, and the run left unfinished: started again, it writes them back.
@@ -278,20 +283,33 @@ class LifelongJob:
             return None, f"not attempted: proving checks tactics with Lean, and {reason[:1].lower()}{reason[1:]}"
         return prover, None
 
-    def _proofs_out(self, prover: RepositoryProver, name: str) -> ProvingOutcome:
+    def _proofs_out(self, store: Store, run_id: int, prover: RepositoryProver, name: str) -> ProvingOutcome:
         """What proving gave, with the proofs written back and, when asked, pushed as pull
-        requests."""
+        requests (:func:`agent.lifelong.write_backs.settle`: the run's write-backs before it
+        was resumed too, and the attempts of before at repositories not proved now)."""
+        from agent.lifelong import write_backs
+
         options = self.options
         assert options.proving is not None
         proving = prover.write_patches(
             prover.outcome(), self.reports_dir, name, keep_restatements=options.keep_restatements
         )
-        if options.pull_requests is not None:
-            from agent.lifelong.pull_requests import open_pull_requests
-
-            written = open_pull_requests(proving.written, proving.attempts, options.proving, options.pull_requests)
-            proving = dataclasses.replace(proving, written=written)
-        return proving
+        written = write_backs.settle(
+            store,
+            run_id,
+            proving.written,
+            proving.attempts,
+            options.proving,
+            options.pull_requests,
+            rechecked=prover.rechecked,
+        )
+        elsewhere = write_backs.attempts_elsewhere(store, run_id, prover.locations)
+        return dataclasses.replace(
+            proving,
+            attempts=(*elsewhere, *proving.attempts),
+            resumed=proving.resumed + len(elsewhere),
+            written=written,
+        )
 
     def _train(
         self,

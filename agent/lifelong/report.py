@@ -185,6 +185,10 @@ def _proving_section(result: LifelongResult) -> str:
         for p in proofs
     ]
     failed = [f"the proofs of {location} could not be written back: {why}" for location, why in written.failed.items()]
+    retried = [
+        f"earlier tries of the write-back of {location} failed (the run was resumed): {'; '.join(why)}"
+        for location, why in written.retried.items()
+    ]
     table = [attempts_table(proving.attempts)] if proving.attempts else []
     lines = [
         *table,
@@ -194,7 +198,9 @@ def _proving_section(result: LifelongResult) -> str:
         *patches,
         *branches,
         *pulls,
+        *written.closed,
         *stale,
+        *retried,
         *failed,
     ]
     return "\n".join(lines)

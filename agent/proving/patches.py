@@ -38,11 +38,19 @@ class WrittenBack:
     failed: dict[str, str] = dataclasses.field(default_factory=dict)  # repository -> why its write-back failed
     # URL repository -> the pull request of its branch (run --pull-request)
     pull_requests: dict[str, PullRequest] = dataclasses.field(default_factory=dict)
+    # repository -> why each earlier try of its write-back (or pull request) failed, oldest
+    # first: a resumed run retried it
+    retried: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # One line per pull request of an earlier run that this one closed (or could not close):
+    # a proof on it broke, or this run's pull request holds all of its proofs
+    closed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "patches": self.patches,
             "write_back_failed": self.failed,
+            "write_back_retried": {location: list(why) for location, why in self.retried.items()},
+            "pull_requests_closed": list(self.closed),
             "branches": {location: branch.to_json() for location, branch in self.branches.items()},
             "pull_requests": {location: dataclasses.asdict(pr) for location, pr in self.pull_requests.items()},
             "stale": [

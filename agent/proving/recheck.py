@@ -5,23 +5,30 @@ dependency bump the stored versions do not show (a new Lean on PATH, a rebuilt c
 
 One Lean accepts holds and is recorded as the run's proof at that version; one it rejects
 broke there and is withdrawn: its theorem is a `sorry` target again. A timeout, errors only
-outside the theorem (the file is broken, not the proof), or a check that could not run tell
-nothing: the proof is left as it was, for a later check."""
+outside the theorem (the file is broken, not the proof), an import that failed (the checkout
+is not built), or a check that could not run tell nothing: the proof is left as it was, for a
+later check. ``recheck`` builds each checkout first, as ``run`` does
+(:func:`recheck_repository`); where the build fails, no proof of it is checked."""
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from curriculum.results import FoundProof
 from curriculum.store import Store
-from lean_env.errors import LeanAgentError
+from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.lean.runner import FileRunner
 from lean_env.proofs.final_check import Verdict, check_proof
-from lean_env.records import AttemptOutcome
+from lean_env.records import AttemptOutcome, RepoSpec, RepoTrace
+from lean_env.repos import parse_spec
+
+if TYPE_CHECKING:
+    from lean_env.lean.build import BuildOutcome
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,69 @@ class RecheckResult:
             "seconds": self.seconds,
             "axioms": None if self.axioms is None else list(self.axioms),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryRecheck:
+    """``recheck`` of one repository: how its checkout was built, and Lean's verdicts."""
+
+    location: str
+    build: BuildOutcome | None  # None: no build asked (--no-build)
+    results: tuple[RecheckResult, ...]
+
+
+def recheck_repository(
+    store: Store,
+    run_id: int,
+    proofs: Sequence[FoundProof],
+    directory: Path,
+    *,
+    trace: RepoTrace | None,
+    runner: FileRunner,
+    check_timeout: float,
+    build_timeout: float | None,
+    data_dir: Path,
+) -> RepositoryRecheck:
+    """Build the checkout ``directory`` (the imports of the files of ``proofs``, as ``run``
+    builds before proving; ``build_timeout`` None: not), then :func:`recheck_proofs`. A build
+    that fails or times out checks nothing: every proof is UNKNOWN, left as it was (Lean
+    would reject every file on its imports, which says nothing of a proof)."""
+    from agent.proving.targets import build_imports
+
+    location = proofs[0].stored.location if proofs else str(directory)
+    paths = sorted({p.stored.theorem.path for p in proofs})
+    build = build_imports(trace, directory, paths, timeout=build_timeout, data_dir=data_dir)
+    if build is not None and not build.usable:
+        log.warning(
+            "%s: %d found proof(s) not checked, left as they were: the checkout could not be built (%s)",
+            location,
+            len(proofs),
+            build.text(),
+        )
+        why = f"not checked: {build.text()}"
+        return RepositoryRecheck(location, build, tuple(RecheckResult(p, Recheck.UNKNOWN, why, 0.0) for p in proofs))
+    results = recheck_proofs(store, run_id, proofs, directory, runner=runner, timeout=check_timeout)
+    return RepositoryRecheck(location, build, tuple(results))
+
+
+def stored_location(text: str, stored: Collection[str]) -> str:
+    """The stored repository ``text`` names: its location as stored, or as ingestion reads a
+    repos file's or the command line's (a relative path against the current directory, ``~``
+    expanded; a URL without its trailing ``/``); else the user's error, naming those stored
+    under the same name."""
+    if text in stored:
+        return text
+    try:
+        location = parse_spec(text).location
+    except UserInputError:
+        location = text
+    if location in stored:
+        return location
+    name = RepoSpec(location).name
+    alike = sorted(loc for loc in stored if RepoSpec(loc).name == name)
+    read = f" (read as {location})" if location != text else ""
+    hint = f"; stored under that name: {', '.join(alike)}" if alike else "; 'leanagent db stats' lists them"
+    raise UserInputError(f"no stored repository {text!r}{read}{hint}")
 
 
 def recheck_proofs(

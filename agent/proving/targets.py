@@ -163,12 +163,21 @@ def build_checkout(
 ) -> BuildOutcome | None:
     """Build the checkout ``directory`` for the files ``paths`` of ``trace`` (their imports),
     dependencies shared in DATA_DIR/builds, as ``config`` asks; None when it asks for none."""
+    return build_imports(trace, directory, paths, timeout=config.build_timeout, data_dir=data_dir)
+
+
+def build_imports(
+    trace: RepoTrace | None, directory: Path, paths: Iterable[str], *, timeout: float | None, data_dir: Path
+) -> BuildOutcome | None:
+    """Build the checkout ``directory`` for the files ``paths`` of ``trace`` (their imports)
+    within ``timeout`` seconds, dependencies shared in DATA_DIR/builds; None: no build asked
+    (``timeout`` None)."""
     from lean_env.lean.build import build_project
 
-    if config.build_timeout is None:
+    if timeout is None:
         return None
     wanted = set(paths)
     imports = [m for f in (trace.files if trace is not None else ()) if f.path in wanted for m in f.imports]
-    outcome = build_project(directory, imports, shared_root=data_dir / "builds", timeout=config.build_timeout)
+    outcome = build_project(directory, imports, shared_root=data_dir / "builds", timeout=timeout)
     (log.info if outcome.usable else log.error)("%s: %s", directory, outcome.text())
     return outcome

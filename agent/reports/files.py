@@ -33,17 +33,44 @@ def write_report(
     title: str,
     sections: Sequence[tuple[str, str]],
     images: Sequence[tuple[str, Path]] = (),
+    keep_earlier: bool = False,
 ) -> tuple[Path, Path]:
     """Write ``name.json`` (``payload``) and ``name.md`` (``title``, each section's plain-text
     body under its heading, then the ``images``, each under its heading, by a path relative
-    to ``directory``) into ``directory``; each file appears whole or not at all."""
+    to ``directory``) into ``directory``; each file appears whole or not at all. With
+    ``keep_earlier`` (a resumed run's report), a report of that name there already is kept
+    as ``name.K.json`` and ``name.K.md`` (K = 1, 2, ...), which the new one names (its JSON
+    under ``earlier_reports``, a payload that is an object): what it said is never lost."""
+    json_path, markdown_path = directory / f"{name}.json", directory / f"{name}.md"
+    earlier = _keep_earlier(directory, name) if keep_earlier else []
+    if earlier and isinstance(payload, dict):
+        payload = {**payload, "earlier_reports": [str(path) for path in earlier]}
     parts = [f"# {title}", *(f"## {heading}\n\n```\n{body}\n```" for heading, body in sections)]
     parts += [f"## {heading}\n\n![{heading}]({image.relative_to(directory).as_posix()})" for heading, image in images]
+    if earlier:
+        kept = ", ".join(f"[{path.name}]({path.name})" for path in earlier if path.suffix == ".md")
+        parts.append(f"## Earlier reports of this run\n\nWritten before it was resumed: {kept}")
     markdown = "\n\n".join(parts) + "\n"
-    json_path, markdown_path = directory / f"{name}.json", directory / f"{name}.md"
     write_text_atomically(json_path, json.dumps(payload, indent=2, default=str) + "\n")
     write_text_atomically(markdown_path, markdown)
     return json_path, markdown_path
+
+
+def _keep_earlier(directory: Path, name: str) -> list[Path]:
+    """Keep the report ``name`` in ``directory`` (its JSON and Markdown, where they are) as
+    ``name.K.*``, K the first number free; with those kept before, oldest first."""
+    kept = sorted(
+        (p for p in directory.glob(f"{name}.*.*") if p.suffixes[0][1:].isdigit()),
+        key=lambda p: (int(p.suffixes[0][1:]), p.suffix),
+    )
+    current = [p for p in (directory / f"{name}.json", directory / f"{name}.md") if p.is_file()]
+    if current:
+        number = 1 + max((int(p.suffixes[0][1:]) for p in kept), default=0)
+        for path in current:
+            target = directory / f"{name}.{number}{path.suffix}"
+            path.replace(target)
+            kept.append(target)
+    return kept
 
 
 Cell = tuple[int, int]  # (row, column) of a matrix

@@ -20,6 +20,11 @@ as before and ``axioms`` is None (``audit_note`` says why). But when the audit f
 constant, one more run asks whether the file declares the theorem with ``sorry`` for its
 proof: if so, the proof, not the name, is what lost it, and it is rejected (the 2021 Lean 4
 accepts a file whose theorem it silently dropped, for ``rename`` of an unbound type).
+
+An error on the file's import header (Lean puts "unknown package 'Foo'", "unknown module
+prefix", "object file ... does not exist" there) means the checkout's imports are not built:
+every declaration after it fails too, the theorem's included, and none of that is the
+proof's fault. Such a rejection is :attr:`FinalCheckResult.only_elsewhere`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_env.interactive.repl.theorem_text import split_header
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
 from lean_env.lean.runner import FileRunner, LeanRun
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
@@ -74,8 +80,9 @@ class FinalCheckResult:
     # Lean printed none (no run, a timeout, the audit refused: see `audit_note`).
     axioms: tuple[str, ...] | None = None
     audit_note: str = ""
-    # REJECTED only for errors outside the theorem (an upstream declaration broken, an import
-    # not built): the file is at fault, and the proof may be sound.
+    # REJECTED only for errors outside the theorem (an upstream declaration broken), or with
+    # an error on the import header (its imports not built, whatever fails after it): the
+    # file or its checkout is at fault, and the proof may be sound.
     only_elsewhere: bool = False
 
     @property
@@ -132,7 +139,14 @@ def check_proof(
         reason = f"Lean did not finish within {timeout:g}s"
         result = FinalCheckResult(theorem.full_name, theorem.path, proof, Verdict.TIMEOUT, (reason,), run.diagnostics)
     else:
-        result = _judge(theorem, proof, run.stdout, own=(theorem.start, span_end), audit_line=audit_line)
+        result = _judge(
+            theorem,
+            proof,
+            run.stdout,
+            own=(theorem.start, span_end),
+            audit_line=audit_line,
+            header_line=header_end_line(checked),
+        )
     seconds = run.seconds
     if result.verdict is Verdict.ACCEPTED and result.axioms is None and _UNDECLARED_RE.search(result.audit_note):
         declared, more = _declared_with_sorry(runner, text, theorem, timeout=timeout)
@@ -194,22 +208,39 @@ def _run_copy(runner: FileRunner, path: str, text: str, *, timeout: float) -> Le
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def header_end_line(text: str) -> int:
+    """The line (1-based) of the last command of ``text``'s import header; 0 without one."""
+    body_start = split_header(text).body_start
+    return text.count("\n", 0, body_start) + 1 if body_start else 0
+
+
 def _judge(
-    theorem: Theorem, proof: str, output: str, *, own: tuple[Position, Position], audit_line: int
+    theorem: Theorem,
+    proof: str,
+    output: str,
+    *,
+    own: tuple[Position, Position],
+    audit_line: int,
+    header_line: int = 0,
 ) -> FinalCheckResult:
     """The verdict on a finished run's ``output``: the theorem spans ``own`` in the checked
-    file, and the audit command is on ``audit_line``, after everything else."""
+    file, the audit command is on ``audit_line``, after everything else, and the import
+    header ends on ``header_line`` (0: none)."""
     found = find_axioms(output, theorem.full_name)
     # Printed bare, the audit's message would read as the last diagnostic's last lines.
     diagnostics = parse_diagnostics(output if found is None else found.rest).diagnostics
     axioms = None if found is None else found.axioms
     reasons, note = [], ""
     blamed = False  # a reason within the theorem's own span
+    # Errors on the import header: what fails after them (the theorem too) says nothing.
+    unbuilt: list[str] = []
     for d in diagnostics:
         first = d.message.splitlines()[0] if d.message else ""
         inside = own[0] <= d.start <= own[1]
         if d.is_error and d.start.line >= audit_line and is_audit_failure(d.message):
             note = f"Lean did not print the axioms: {first}"
+        elif d.is_error and d.start.line <= header_line:
+            unbuilt.append(f"an import failed (line {d.start.line}; are the imports built?): {first}")
         elif d.is_error:
             where = f"in {theorem.full_name}" if inside else "elsewhere in the file"
             reasons.append(f"error {where} (line {d.start.line}): {first}")
@@ -217,6 +248,8 @@ def _judge(
         elif inside and d.is_sorry_warning:
             reasons.append(f"theorem {theorem.full_name} still uses sorry (line {d.start.line})")
             blamed = True
+    if unbuilt:
+        reasons = unbuilt
     verdict = Verdict.REJECTED if reasons else Verdict.ACCEPTED
     if reasons:
         note = ""  # the audit of a rejected proof tells nothing
@@ -239,5 +272,5 @@ def _judge(
         diagnostics,
         axioms=axioms,
         audit_note=note,
-        only_elsewhere=verdict is Verdict.REJECTED and not blamed,
+        only_elsewhere=verdict is Verdict.REJECTED and (bool(unbuilt) or not blamed),
     )

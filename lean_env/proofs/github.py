@@ -1,6 +1,8 @@
 """Opening a pull request on GitHub for a branch of proofs that write-back made in a clone:
 push the branch (to the origin, or to a fork), then ask GitHub's REST API for the pull
-request (``POST /repos/{owner}/{repo}/pulls``), through httpx.
+request (``POST /repos/{owner}/{repo}/pulls``), through httpx. A pull request is read
+(``GET .../pulls/{number}``) and closed with a comment saying why (``POST
+.../issues/{number}/comments``, then ``PATCH .../pulls/{number}`` with ``state: closed``).
 
 The token never appears on a command line or in a message: git gets it as an HTTP header
 through ``GIT_CONFIG_*`` variables (as ``actions/checkout`` does), and the API as a bearer
@@ -148,6 +150,24 @@ class GitHub:
         raise PullRequestError(
             f"GitHub did not open the pull request of {head} into {repository}:{base}: {_why(answer)}"
         )
+
+    def pull_request_state(self, repository: GitHubRepository, number: int) -> str:
+        """``open``, ``closed`` or ``merged``: what became of pull request ``number``."""
+        answer = self._request("GET", f"/repos/{repository.owner}/{repository.name}/pulls/{number}")
+        if answer.status_code != 200:
+            raise PullRequestError(f"GitHub did not show the pull request #{number} of {repository}: {_why(answer)}")
+        payload = answer.json()
+        return "merged" if payload.get("merged") else str(payload.get("state", "open"))
+
+    def close_pull_request(self, repository: GitHubRepository, number: int, *, comment: str) -> None:
+        """Say ``comment`` on pull request ``number``, then close it."""
+        path = f"/repos/{repository.owner}/{repository.name}"
+        said = self._request("POST", f"{path}/issues/{number}/comments", json={"body": comment})
+        if said.status_code != 201:
+            raise PullRequestError(f"GitHub did not take a comment on #{number} of {repository}: {_why(said)}")
+        closed = self._request("PATCH", f"{path}/pulls/{number}", json={"state": "closed"})
+        if closed.status_code != 200:
+            raise PullRequestError(f"GitHub did not close the pull request #{number} of {repository}: {_why(closed)}")
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

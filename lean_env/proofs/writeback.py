@@ -136,14 +136,25 @@ def commit_to_branch(
     base: str | None = None,
 ) -> BranchResult:
     """Commit the edited files on a new branch off HEAD (or the commit ``base``, whose files
-    the edits' positions are then of), leaving worktree, index and HEAD alone."""
+    the edits' positions are then of), leaving worktree, index and HEAD alone. A ``branch``
+    that exists is refused; the default name (:func:`default_branch`) that exists already (two
+    write-backs within a second) gets ``-2``, ``-3``, ... after it."""
     if not edits:
         raise WriteBackError("there are no proofs to write back")
     git = _Git(repo_dir)
-    branch = branch or default_branch()
+
+    def taken(name: str) -> bool:
+        return git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).returncode == 0
+
+    if branch is None:
+        dated = branch = default_branch()
+        number = 1
+        while taken(branch):
+            number += 1
+            branch = f"{dated}-{number}"
     if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
         raise WriteBackError(f"{branch!r} is not a valid git branch name")
-    if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
+    if taken(branch):
         raise WriteBackError(f"branch {branch} already exists; choose another name")
     head = git.out("rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}")
     prefix = git.prefix
@@ -231,6 +242,27 @@ class FreshBranch:
     base: str  # its head: the parent of `commit`
     checked: str  # the commit Lean checked the proofs at (their sorries are unchanged at `base`)
     theorems: tuple[tuple[str, str], ...]  # (path, full name) of each proof on it
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> FreshBranch:
+        """The branch :meth:`to_json` gave."""
+        theorems = tuple((str(t["path"]), str(t["theorem"])) for t in payload["theorems"])
+        return cls(
+            Path(payload["clone"]),
+            str(payload["branch"]),
+            str(payload["commit"]),
+            str(payload["onto"]),
+            str(payload["base"]),
+            str(payload["checked"]),
+            theorems,
+        )
+
+    def exists(self) -> bool:
+        """Whether the clone still has the branch, at its commit."""
+        if not self.clone.is_dir():
+            return False
+        done = _Git(self.clone).run("rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}", check=False)
+        return done.returncode == 0 and done.stdout.decode("utf-8").strip() == self.commit
 
     def to_json(self) -> dict[str, Any]:
         return {

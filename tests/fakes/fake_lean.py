@@ -64,6 +64,12 @@ says, by step (``"build"``, ``"cache"``): ``{"exit": 1, "output": "error: ..."}`
 output and exits so, ``{"hang": true}`` sleeps; by default a step prints Lake's success line.
 A successful build writes ``.lake/build/fake-built`` (the modules asked for, one per line).
 
+With ``"imports_need_build": true``, a file that imports a module (the toolchain's ``Init``,
+``Lean``, ``Std`` and ``Lake`` aside) that no successful build listed in ``.lake/build/fake-built``
+(of the directory Lean runs in) gets what the 2021 Lean says of an import it cannot find:
+``unknown package 'X'`` at the header's first command, then an ``unknown identifier`` error at
+every theorem (nothing of the imports is there), and no axioms.
+
 ``lean --server`` (and ``lake env lean --server``) speaks the language server protocol on
 stdio, as much of it as :mod:`lean_env.lean.server` uses: ``initialize``, open, change (range
 edits in UTF-16 columns), close, and ``textDocument/waitForDiagnostics``, answered by
@@ -97,6 +103,7 @@ _DEF_RE = re.compile(
     r"(?P<kw>def|abbrev)\s+(?P<name>[^\s:({\[]+)"
 )
 _EXIT_RE = re.compile(r"^#exit\b", re.M)
+_IMPORT_RE = re.compile(r"^import\s+(\S+)", re.M)
 _PRINT_AXIOMS_RE = re.compile(r"^#print\s+axioms\s+(\S+)[ \t]*$", re.M)
 # `#check @NAME`, and the file check's probe (lean_env.interactive.filecheck.declaration_probe).
 _CHECK_RE = re.compile(r"^(?:#check\s+|example : True := \(fun _ => trivial\) )@(\S+)[ \t]*$", re.M)
@@ -290,6 +297,12 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
     out = [(e["line"], e["column"], "error", e["message"]) for e in script.get("errors", [])]
     if end := _EXIT_RE.search(text):  # Lean reads nothing after `#exit`
         text = text[: end.start()]
+    if script.get("imports_need_build") and (missing := unbuilt_imports(text)):
+        first = _IMPORT_RE.search(text)
+        assert first is not None  # there is a missing import
+        out.append((*line_col(text, first.start()), "error", f"unknown package '{missing[0].split('.')[0]}'"))
+        out += [(*line_col(text, t["name_offset"]), "error", "unknown identifier 'True'") for t in find_theorems(text)]
+        return sorted(out, key=lambda d: (d[0], d[1]))
     out += print_axioms(text, script)
     out += unknown_checked(text, script)
     theorems = script.get("theorems", {})
@@ -321,6 +334,14 @@ def diagnostics(text: str, script: dict) -> list[tuple[int, int, str, str]]:
             next_command = after + len(text[after:]) - len(text[after:].lstrip())
             out.append((*line_col(text, next_command), "error", result["reads_on"]))
     return sorted(out, key=lambda d: (d[0], d[1]))
+
+
+def unbuilt_imports(text: str) -> list[str]:
+    """The modules ``text`` imports that no build made here (the toolchain's own aside)."""
+    built_file = Path(".lake") / "build" / "fake-built"
+    built = set(built_file.read_text(encoding="utf-8").split()) if built_file.is_file() else set()
+    imported = [m.group(1) for m in _IMPORT_RE.finditer(text)]
+    return [m for m in imported if m.split(".")[0] not in ("Init", "Lean", "Std", "Lake") and m not in built]
 
 
 def log_event(event: dict) -> None:
