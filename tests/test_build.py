@@ -145,13 +145,19 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dic
 @pytest.fixture
 def book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A Lake project whose one sorry imports Book.Basic, with a lake whose build fails."""
+    root = _failing_build(tmp_path, monkeypatch, SOURCE)
+    (tmp_path / "repos.txt").write_text("book\n", encoding="utf-8")
+    return root
+
+
+def _failing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> Path:
+    """A committed Lake project of ``source`` importing Book.Basic, with a lake whose build fails."""
     fake_lean.activate(monkeypatch, tmp_path / "bin", {**SCRIPT, "lake": {"build": {"exit": 1, "output": ERROR}}})
     monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "calls.jsonl"))
-    root = _lake_project(tmp_path / "book", manifest=None, source=SOURCE)
+    root = _lake_project(tmp_path / "book", manifest=None, source=source)
     git(root, "init", "-q")
     git(root, "add", "-A")
-    git(root, "commit", "-qm", "a sorry")
-    (tmp_path / "repos.txt").write_text("book\n", encoding="utf-8")
+    git(root, "commit", "-qm", "a theorem")
     return root
 
 
@@ -214,12 +220,7 @@ def test_evaluate_builds_first_and_refuses_a_checkout_that_does_not_build(
     """``evaluate`` proves through the pipeline of ``prove`` and ``run``: it builds the
     checkout first, and where the build fails it says so and evaluates nothing (every check
     would fail on the imports: a Pass@1 of 0 that says nothing about proving)."""
-    fake_lean.activate(monkeypatch, tmp_path / "bin", {**SCRIPT, "lake": {"build": {"exit": 1, "output": ERROR}}})
-    monkeypatch.setenv("FAKE_LEAN_LOG", str(tmp_path / "calls.jsonl"))
-    root = _lake_project(tmp_path / "book", manifest=None, source=PROVED_SOURCE)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "a proof")
+    root = _failing_build(tmp_path, monkeypatch, PROVED_SOURCE)
     data = ["--data-dir", str(tmp_path / "data")]
     assert main([*data, "ingest", str(root), "--tracer", "source"]) == 0
     capsys.readouterr()

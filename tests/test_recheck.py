@@ -46,6 +46,11 @@ def proved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     root.mkdir()
     (root / "lean-toolchain").write_text("leanprover/lean4:v4.20.0\n", encoding="utf-8")
     (root / "Book.lean").write_text(SOURCE, encoding="utf-8")
+    return _proved_by_run(root, tmp_path, capsys)
+
+
+def _proved_by_run(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """``root`` committed and its two sorries proved by ``run``: the data directory."""
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "two sorries")
@@ -162,16 +167,7 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     (root / "Book" / "Basic.lean").write_text("def basic : Nat := 1\n", encoding="utf-8")
     (root / "Book.lean").write_text("import Book.Basic\n\n" + SOURCE, encoding="utf-8")
     (root / ".gitignore").write_text(".lake\n", encoding="utf-8")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "two sorries")
-    (tmp_path / "repos.txt").write_text("book\n", encoding="utf-8")
-    data = tmp_path / "data"
-    argv = ["--data-dir", str(data), "run", str(tmp_path / "repos.txt"), "--tracer", "source", "--no-train"]
-    assert main([*argv, *SEARCH, "--json"]) == 0
-    attempts = json.loads(capsys.readouterr().out)["proving"]["attempts"]
-    assert {a["theorem"]: a["outcome"] for a in attempts} == {"keep": "proved", "other": "proved"}
-    return data
+    return _proved_by_run(root, tmp_path, capsys)
 
 
 @pytest.mark.parametrize(

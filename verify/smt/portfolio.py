@@ -239,9 +239,18 @@ def solve_cubes(
     finally:
         for run in started:
             _kill(run)
+    return -1, no_sat_cube(portfolio, undecided=bool(undecided), errors=errors, winners=winners, start=start)
+
+
+def no_sat_cube(
+    portfolio: Portfolio, *, undecided: bool, errors: Sequence[str], winners: set[str], start: float
+) -> SolveOutcome:
+    """The answer of cubes none of which was SAT: UNKNOWN when one stayed ``undecided`` (the
+    first of ``errors`` raised, when members failed), else UNSAT by the solvers that answered
+    (``winners``); ``start`` is when deciding began (:func:`time.perf_counter`)."""
     if undecided and errors:
         raise SolverError(errors[0])
     seconds = time.perf_counter() - start
     if undecided:
-        return -1, SolveOutcome(Verdict.UNKNOWN, seconds, solver=portfolio.name)
-    return -1, SolveOutcome(Verdict.UNSAT, seconds, solver=",".join(sorted(winners)))
+        return SolveOutcome(Verdict.UNKNOWN, seconds, solver=portfolio.name)
+    return SolveOutcome(Verdict.UNSAT, seconds, solver=",".join(sorted(winners)))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from verify.errors import SolverError, VerifyInputError
-from verify.smt.portfolio import Portfolio, solve
+from verify.smt.portfolio import Portfolio, no_sat_cube, solve
 from verify.smt.solvers import Problem, SolveOutcome, Verdict
 
 log = logging.getLogger(__name__)
@@ -84,12 +84,7 @@ def solve_cubes_on_ray(
             ray.cancel(task, force=True)
         if started:
             ray.shutdown()
-    if undecided and errors:
-        raise SolverError(errors[0])
-    seconds = time.perf_counter() - start
-    if undecided:
-        return -1, SolveOutcome(Verdict.UNKNOWN, seconds, solver=portfolio.name)
-    return -1, SolveOutcome(Verdict.UNSAT, seconds, solver=",".join(sorted(winners)))
+    return -1, no_sat_cube(portfolio, undecided=bool(undecided), errors=errors, winners=winners, start=start)
 
 
 def _decide(portfolio: Portfolio, problem: Problem, timeout: float | None) -> tuple[str, Any]:
