@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from agent.generators.premises import PREMISES_PER_GOAL
 from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
-from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice
+from lean_env.interactive.choice import ProofBackendChoice
+from lean_env.interactive.interface import TACTIC_TIMEOUT
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT

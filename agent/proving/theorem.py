@@ -32,8 +32,8 @@ from agent.search.tree import (
     best_first_search,
 )
 from lean_env.errors import BackendError, LeanAgentError
-from lean_env.interactive.choice import TACTIC_TIMEOUT, ProofBackendChoice, open_backend
-from lean_env.interactive.interface import ProofBackend
+from lean_env.interactive.choice import ProofBackendChoice, open_backend
+from lean_env.interactive.interface import TACTIC_TIMEOUT, ProofBackend
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean import budget
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT

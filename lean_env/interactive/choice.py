@@ -21,10 +21,6 @@ class ProofBackendChoice(enum.StrEnum):
     DOJO = "dojo"  # LeanDojo's Dojo
 
 
-# Seconds one tactic may run in a proof environment, unless the caller says otherwise.
-TACTIC_TIMEOUT = 60.0
-
-
 def open_backend(
     choice: ProofBackendChoice,
     repo: Path,

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 from lean_env.errors import BackendError, UserInputError
 from lean_env.interactive.interface import (
+    TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
     TacticResult,
@@ -50,8 +51,6 @@ from lean_env.records import Theorem
 from lean_env.trace.dojo import configure_dojo_env
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TIMEOUT = 600.0
 
 
 class DojoUnavailableError(UserInputError):
@@ -102,7 +101,7 @@ class DojoBackend:
     name: ClassVar[str] = "dojo"
 
     # Seconds one interaction (one tactic) may take; LeanDojo's own per-interaction timeout.
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = TACTIC_TIMEOUT
     # repo dir -> lean_dojo.LeanGitRepo; the default uses the checkout's HEAD commit.
     repo_factory: Callable[[Path], Any] = _default_repo_factory
     # The Dojo class (lean_dojo.Dojo unless a test substitutes a fake).

@@ -44,6 +44,7 @@ from typing import ClassVar
 from lean_env.errors import BackendError
 from lean_env.interactive.batch import batch_file, batchable, needs_confirming
 from lean_env.interactive.interface import (
+    TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
     TacticResult,
@@ -61,7 +62,6 @@ from lean_env.records import Position, Theorem
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 120.0
 # The candidates of an expansion's first Lean run together; each next batch is twice as large.
 FIRST_BATCH = 8
 
@@ -80,7 +80,7 @@ class FileCheckBackend:
     name: ClassVar[str] = "file"
 
     # Seconds one `lean FILE` run (one tactic step) may take before it counts as a timeout.
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = TACTIC_TIMEOUT
     # Finds lean/lake for a project directory; tests and benchmarks substitute their own.
     runner_factory: Callable[[Path], FileRunner] = LeanRunner.for_project
     # Candidates in a check's first batch (each next one twice as many); 1: no batches.

@@ -143,6 +143,12 @@ def tactic_outcomes(session: ProofSession, state: TacticState, tactics: Sequence
             yield session.run_tactic(state, tactic)
 
 
+# Seconds one tactic may run in a proof environment unless the caller says otherwise: every
+# backend's default and the prover's (--tactic-timeout), so a backend opened on its own cuts a
+# tactic where a proof search would.
+TACTIC_TIMEOUT = 60.0
+
+
 @runtime_checkable
 class ProofBackend(Protocol):
     """Something that can open theorems of a repository checked out at ``repo_dir``."""

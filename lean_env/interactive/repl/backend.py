@@ -35,6 +35,7 @@ from pathlib import Path
 
 from lean_env.closing import ClosesOnExit
 from lean_env.interactive.interface import (
+    TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
     TacticResult,
@@ -51,6 +52,7 @@ from lean_env.interactive.repl.errors import (
 )
 from lean_env.interactive.repl.find import repl_command
 from lean_env.interactive.repl.pool import (
+    HEADER_TIMEOUT,
     Launcher,
     PoolKey,
     Recycling,
@@ -76,6 +78,10 @@ from lean_env.proofs.theorem_source import read_theorem_file
 from lean_env.records import Theorem
 
 logger = logging.getLogger(__name__)
+
+# Seconds the command that opens a theorem (the declarations of its file before it, then its
+# statement) may take, by default.
+COMMAND_TIMEOUT = 300.0
 
 _LEAN_ERROR_PREFIX = "Lean error:\n"
 
@@ -308,7 +314,9 @@ class ReplBackend(ClosesOnExit):
 
     name = "repl"
 
-    def __init__(self, pool: ReplPool, *, tactic_timeout: float = 10.0, command_timeout: float = 300.0) -> None:
+    def __init__(
+        self, pool: ReplPool, *, tactic_timeout: float = TACTIC_TIMEOUT, command_timeout: float = COMMAND_TIMEOUT
+    ) -> None:
         if not all(math.isfinite(t) and t > 0 for t in (tactic_timeout, command_timeout)):
             raise ValueError(f"REPL timeouts must be finite and positive, got {tactic_timeout}, {command_timeout}")
         self.pool = pool
@@ -324,9 +332,9 @@ class ReplBackend(ClosesOnExit):
         launcher: Launcher | None = None,
         max_processes: int = 2,
         memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
-        tactic_timeout: float = 10.0,
-        command_timeout: float = 300.0,
-        header_timeout: float = 600.0,
+        tactic_timeout: float = TACTIC_TIMEOUT,
+        command_timeout: float = COMMAND_TIMEOUT,
+        header_timeout: float = HEADER_TIMEOUT,
         recycling: Recycling = Recycling(),
     ) -> ReplBackend:
         """A backend with its own pool; no process starts before the first :meth:`open`.

@@ -51,6 +51,9 @@ Launcher = Callable[[Path], ReplCommand]
 # The resident memory, in MB, of a process and its descendants (``lake env repl`` runs the
 # REPL as lake's child).
 ResidentMemory = Callable[[int], float]
+# Seconds a fresh process may take to load a theorem file's imports (its header), by default:
+# loaded once per process, and far slower than a tactic where the imports are Mathlib's.
+HEADER_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +286,7 @@ class ReplPool(ClosesOnExit):
         *,
         max_size: int = 2,
         memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
-        header_timeout: float = 600.0,
+        header_timeout: float = HEADER_TIMEOUT,
         recycling: Recycling = Recycling(),
         resident_mb: ResidentMemory = resident_mb,
     ) -> None:
