@@ -129,7 +129,7 @@ def evaluate_in(
             selection,
             config,
             data_dir=data_dir,
-            retriever=str(data_dir / "retriever") if retriever else None,
+            retriever=str(settings.layout.retriever) if retriever else None,
         )
     return cell(result, time.monotonic() - started)
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lean_env.data_layout import DataLayout
 from lean_env.files import write_atomically
 from lean_env.records import RepoTrace
 from retrieval.corpus import PremiseCorpus
@@ -80,7 +81,7 @@ class EmbeddingStore:
     @classmethod
     def of_data_dir(cls, data_dir: Path) -> EmbeddingStore:
         """The store every job of the data directory ``data_dir`` shares."""
-        return cls(data_dir / "embeddings")
+        return cls(DataLayout(data_dir).embeddings)
 
     def path(self, identity: str) -> Path:
         """The file of the encoder whose :meth:`~IdentifiedEncoder.identity` is ``identity``."""

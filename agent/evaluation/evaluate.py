@@ -44,6 +44,7 @@ from agent.proving.theorem_refs import read_theorem_refs, resolve_refs
 from curriculum.difficulty import Bucket, bucket
 from curriculum.results import StoredTheorem, TheoremKey, theorem_key
 from curriculum.store import Store
+from lean_env.data_layout import DataLayout
 from lean_env.errors import LeanAgentError, UserInputError
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
@@ -319,7 +320,7 @@ def evaluate(
 
     config = dataclasses.replace(config, learn=False)
     targets = select_theorems(store, selection)
-    checkouts = checkout_all(targets, cache_dir=data_dir / "cache")
+    checkouts = checkout_all(targets, cache_dir=DataLayout(data_dir).cache)
     for directory in checkouts.values():
         runner_for(directory)  # a missing Lean is said before any work
     traces = tuple(store.latest_traces())

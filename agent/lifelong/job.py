@@ -170,7 +170,7 @@ class LifelongJob:
 
     @property
     def reports_dir(self) -> Path:
-        return self.settings.data_dir / "reports"
+        return self.settings.layout.reports
 
     def run(self) -> LifelongResult:
         from agent.lifelong import write_backs
@@ -222,7 +222,7 @@ class LifelongJob:
                 ingest=tuple(outcomes),
                 curriculum=order,
                 training=training,
-                retriever_dir=settings.data_dir / "retriever",
+                retriever_dir=settings.layout.retriever,
                 proving=proving,
                 proving_skipped=skipped,
                 embeddings=None if indexes is None else indexes.counts,
@@ -336,7 +336,7 @@ class LifelongJob:
         # starts another learner, it never mixes).
         encoder = TextEncoder.load(training.model, max_length=training.embed_length, device=training.device)
         name = learner_id(training.learner, embed_length=encoder.max_length, place=database)
-        learner = settings.data_dir / "learner" / f"{name}.pt"
+        learner = settings.layout.learner / f"{name}.pt"
         prepare_checkpoint(learner)
         newest = {t.spec.location: t.commit for t in ordered}
         indexes = PremiseIndexes(
@@ -356,5 +356,5 @@ class LifelongJob:
             report = run_progressive(
                 ordered, encoder, training.learner, on_step=after_step, checkpoint=learner, indexes=indexes
             )
-        save_model(encoder, settings.data_dir / "retriever", kept_in=learner)
+        save_model(encoder, settings.layout.retriever, kept_in=learner)
         return report, indexes

@@ -29,6 +29,7 @@ from agent.proving.targets import chosen_targets
 from agent.proving.theorem import ProvingConfig
 from curriculum.runs import tracked_run
 from curriculum.store import Store
+from lean_env.data_layout import DataLayout
 from lean_env.lean.runner import FileRunner, LeanRunner
 from retrieval.formats import RETRIEVER_LENGTH
 
@@ -87,7 +88,7 @@ def prove(
         request.repo,
         skip=request.skip,
         include_exercises=request.include_exercises,
-        cache_dir=data_dir / "cache",
+        cache_dir=DataLayout(data_dir).cache,
     )
     recipe = ProverRecipe.of_store(
         store,

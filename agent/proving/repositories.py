@@ -28,6 +28,7 @@ from agent.proving.targets import JobTargets, build_checkout, job_targets
 from agent.proving.theorem import ProvingConfig
 from curriculum.results import FoundProof, TheoremKey
 from curriculum.store import Store
+from lean_env.data_layout import DataLayout
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.records import RepoTrace
 
@@ -62,7 +63,7 @@ class RepositoryProver:
         # What each finished attempt becomes before it is recorded (an evaluation judges it
         # against the original proof's axioms); None: as the search and final check left it.
         self.judge = judge
-        self.data_dir = data_dir  # the embedding store's, the builds' and the clones' home
+        self.layout = DataLayout(data_dir)  # the embedding store's, the builds' and the clones' home
         # Each repository's newest trace: the premises its theorems may use.
         self._traces = {t.spec.location: t for t in traces}
         # A resumed run reports the attempts it made before the interruption too (by then
@@ -100,7 +101,12 @@ class RepositoryProver:
         ``runner_for`` is Lean for a checkout (the final checks)."""
         skip = skip or {}
         job = job_targets(
-            store, traces, locations, skip=skip, include_exercises=include_exercises, cache_dir=data_dir / "cache"
+            store,
+            traces,
+            locations,
+            skip=skip,
+            include_exercises=include_exercises,
+            cache_dir=DataLayout(data_dir).cache,
         )
         for directory in job.checkouts.values():
             runner_for(directory)  # raises LeanNotFoundError, with how to install
@@ -146,7 +152,7 @@ class RepositoryProver:
             paths = [t.theorem.path for t in self.job.targets.get(location, ())]
             paths += [c.stored.theorem.path for c in self._waiting(location)]
             directory, config = self.job.checkouts[location], self.runner.recipe.config
-            build = build_checkout(self._traces.get(location), directory, paths, config, data_dir=self.data_dir)
+            build = build_checkout(self._traces.get(location), directory, paths, config, data_dir=self.layout.root)
             if build is not None:
                 self.builds[location] = build
         return self.builds.get(location)
@@ -176,14 +182,14 @@ class RepositoryProver:
             from retrieval.embeddings import EmbeddingStore, PremiseIndexes
 
             indexes = indexes or PremiseIndexes(
-                EmbeddingStore.of_data_dir(self.data_dir),
+                EmbeddingStore.of_data_dir(self.layout.root),
                 options=recipe.config.index,
                 device=retriever.placement.index_device,
             )
             # The repository's own premises suffice: no other repository's are accessible
             # from its theorems (imports are followed within a repository).
             runner = runner.with_retriever(
-                retriever, (self._traces[location],), snapshot=self.data_dir / "retriever", indexes=indexes
+                retriever, (self._traces[location],), snapshot=self.layout.retriever, indexes=indexes
             )
         judge = self.judge
 
@@ -230,7 +236,7 @@ class RepositoryProver:
             directory,
             name,
             keep_restatements=keep_restatements,
-            cache_dir=self.data_dir / "cache",
+            cache_dir=self.layout.cache,
         )
         return dataclasses.replace(outcome, written=written)
 

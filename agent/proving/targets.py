@@ -16,6 +16,7 @@ from agent.proving.theorem import ProvingConfig
 from agent.proving.theorem_refs import TheoremRef, resolve_refs
 from curriculum.results import StoredTheorem, TheoremKey
 from curriculum.store import Store
+from lean_env.data_layout import DataLayout
 from lean_env.errors import UserInputError
 from lean_env.records import RepoSpec, RepoTrace, TheoremStatus
 from lean_env.repos import is_skipped, parse_spec, resolve, unmatched_globs
@@ -178,6 +179,6 @@ def build_imports(
         return None
     wanted = set(paths)
     imports = [m for f in (trace.files if trace is not None else ()) if f.path in wanted for m in f.imports]
-    outcome = build_project(directory, imports, shared_root=data_dir / "builds", timeout=timeout)
+    outcome = build_project(directory, imports, shared_root=DataLayout(data_dir).builds, timeout=timeout)
     (log.info if outcome.usable else log.error)("%s: %s", directory, outcome.text())
     return outcome

@@ -46,9 +46,8 @@ def ingest_repositories(
     from curriculum.ingest import ingest_specs
     from lean_env.trace.choice import make_tracer
 
-    trace = make_tracer(tracer, dojo_cache=settings.data_dir / "lean_dojo")
-    cache = settings.data_dir / "cache"
-    return ingest_specs(store, specs, cache_dir=cache, tracer=trace, progress=True, idle=idle)
+    trace = make_tracer(tracer, dojo_cache=settings.layout.lean_dojo)
+    return ingest_specs(store, specs, cache_dir=settings.layout.cache, tracer=trace, progress=True, idle=idle)
 
 
 def ordered_traces(settings: Settings) -> list[RepoTrace]:

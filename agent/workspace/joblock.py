@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from curriculum.locks import FileJobLock
     from curriculum.store import Store
 
-LOCK_NAME = "leanagent.lock"
 # A command handler: parsed arguments and settings in, exit code out.
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -79,7 +78,7 @@ def _directory_lock(settings: Settings) -> FileJobLock:
     from curriculum.locks import FileJobLock
 
     what = f"the data directory {settings.data_dir}"
-    return FileJobLock(settings.data_dir / LOCK_NAME, what=what, unavailable=UserInputError)
+    return FileJobLock(settings.layout.lock, what=what, unavailable=UserInputError)
 
 
 def holding_job_lock(command: str) -> Callable[[Handler], Handler]:

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_env.data_layout import DataLayout
+
 DATA_DIR_ENV = "LEANAGENT_HOME"
 DB_URL_ENV = "LEANAGENT_DB"
 
@@ -27,14 +29,19 @@ def default_data_dir() -> Path:
 class Settings:
     """Where the prover keeps its state."""
 
-    # Holds the SQLite database, LeanDojo's trace cache, checkpoints and reports.
+    # Holds the SQLite database, LeanDojo's trace cache, checkpoints and reports (``layout``).
     data_dir: Path
     # SQLAlchemy URL of the dynamic database; SQLite in data_dir unless the user says otherwise.
     db_url: str
+
+    @property
+    def layout(self) -> DataLayout:
+        """Where each thing the prover keeps lies in :attr:`data_dir`."""
+        return DataLayout(self.data_dir)
 
     @classmethod
     def resolve(cls, *, data_dir: Path | None = None, db_url: str | None = None) -> Settings:
         """Fill in what the user did not give from the environment, then from defaults."""
         data_dir = (data_dir or default_data_dir()).expanduser()
-        db_url = db_url or os.environ.get(DB_URL_ENV) or f"sqlite:///{data_dir / 'leanagent.db'}"
+        db_url = db_url or os.environ.get(DB_URL_ENV) or f"sqlite:///{DataLayout(data_dir).database}"
         return cls(data_dir=data_dir, db_url=db_url)

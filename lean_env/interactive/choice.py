@@ -7,6 +7,7 @@ import enum
 import functools
 from pathlib import Path
 
+from lean_env.data_layout import DataLayout
 from lean_env.interactive.interface import ProofBackend
 from lean_env.interactive.repl.pool import Recycling
 
@@ -41,14 +42,14 @@ def open_backend(
     from lean_env.interactive.repl.find import describe_repl
     from lean_env.lean.server import ServerRunner
 
-    repl_cache = data_dir / "repl"
+    layout = DataLayout(data_dir)
     if choice is ProofBackendChoice.AUTO:
-        found = describe_repl(repo, cache_dir=repl_cache).found
+        found = describe_repl(repo, cache_dir=layout.repl).found
         choice = ProofBackendChoice.REPL if found else ProofBackendChoice.SERVER
     if choice is ProofBackendChoice.REPL:
-        return ReplBackend.create(tactic_timeout=timeout, cache_dir=repl_cache, recycling=recycling)
+        return ReplBackend.create(tactic_timeout=timeout, cache_dir=layout.repl, recycling=recycling)
     if choice is ProofBackendChoice.DOJO:
-        return DojoBackend(timeout=timeout, cache_dir=data_dir / "lean_dojo")
+        return DojoBackend(timeout=timeout, cache_dir=layout.lean_dojo)
     if choice is ProofBackendChoice.SERVER:
         return ServerCheckBackend(
             timeout=timeout, runner_factory=functools.partial(ServerRunner.for_project, workers=servers)

@@ -113,7 +113,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
         sample=args.sample,
         seed=args.seed or 0,
     )
-    reports = settings.data_dir / "reports"
+    reports = settings.layout.reports
     check_directory(reports, "the reports")  # before the work, not after
     with open_store(settings) as store:
         result = evaluate(

@@ -97,7 +97,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.model_files import save_model
     from retrieval.progressive import split
 
-    out = args.out or settings.data_dir / "generator"
+    out = args.out or settings.layout.generator
     traces = ordered_traces(settings)
     premises = None
     if args.retriever:

@@ -211,9 +211,9 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
         from lean_env.interactive.repl.find import build_repl
 
         with tqdm(total=1, desc="building the Lean REPL (git clone, lake build)", disable=None) as bar:
-            build_repl(project, cache_dir=settings.data_dir / "repl")
+            build_repl(project, cache_dir=settings.layout.repl)
             bar.update()
-    report = probe_toolchain(project, repl_cache=settings.data_dir / "repl")
+    report = probe_toolchain(project, repl_cache=settings.layout.repl)
     rows = [[t.name, "yes" if t.found else "MISSING", t.version or "-", t.path or t.detail] for t in report.tools]
     human = "\n".join(
         [

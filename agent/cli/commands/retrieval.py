@@ -100,13 +100,13 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.progressive import Learner, run_progressive
 
     config = train_config(args)
-    out = args.out or settings.data_dir / "retriever"
+    out = args.out or settings.layout.retriever
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out {out} is a file; the encoder is saved as a directory")
     traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
     # After every step the state goes here; an interrupted run of the same question resumes.
-    checkpoint = settings.data_dir / "checkpoints" / "retrieval-train.pt"
+    checkpoint = settings.layout.checkpoints / "retrieval-train.pt"
     indexes = PremiseIndexes(
         EmbeddingStore.of_data_dir(settings.data_dir),
         options=index_options(args),
