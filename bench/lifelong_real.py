@@ -53,7 +53,8 @@ from lean_env.trace.choice import TracerChoice  # noqa: E402
 from retrieval.index import RecallScores  # noqa: E402
 from retrieval.lifelong_metrics import RATIOS, ScoreMatrix, Undefined, lifelong_metrics  # noqa: E402
 from retrieval.progressive import ProgressiveReport, ProgressRow  # noqa: E402
-from retrieval.train import Consolidation, TrainConfig  # noqa: E402
+from retrieval.split import TEST_FRACTION  # noqa: E402
+from retrieval.train_config import Consolidation, TrainConfig  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repos", nargs="+", choices=[r.name for r in REPOSITORIES], default=None, help="a part of the repositories"
     )
-    parser.add_argument("--test-fraction", type=float, default=0.2, help="share of each repository held out")
+    parser.add_argument("--test-fraction", type=float, default=TEST_FRACTION, help="share of each repository held out")
     parser.add_argument("--retriever-len", type=int, default=256, help="tokens embedded for the scores")
     parser.add_argument("--train-len", type=int, default=256, help="tokens embedded in training")
     parser.add_argument("--json", type=Path, default=None)

@@ -40,7 +40,7 @@ from lean_env.records import (  # noqa: E402
 )
 from retrieval.encoder import TextEncoder  # noqa: E402
 from retrieval.progressive import Learner, run_progressive  # noqa: E402
-from retrieval.train import Consolidation, Loss, Schedule, TrainConfig  # noqa: E402
+from retrieval.train_config import Consolidation, Loss, Schedule, TrainConfig  # noqa: E402
 
 NOUNS = (
     "apple river stone cloud tiger maple ocean piano lemon eagle frost amber candle desert falcon garden harbor "

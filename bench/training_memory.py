@@ -46,7 +46,8 @@ def child(batch: int, recompute: bool) -> dict[str, object]:
     )
     from retrieval.corpus import PremiseCorpus
     from retrieval.encoder import TextEncoder
-    from retrieval.train import Consolidation, ProgressiveTrainer, TrainConfig
+    from retrieval.train import ProgressiveTrainer
+    from retrieval.train_config import Consolidation, TrainConfig
 
     torch.set_num_threads(1)
 

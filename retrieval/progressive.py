@@ -2,12 +2,8 @@
 and after every step the recall on every repository seen so far (LeanAgent's metrics
 matrix), from which the lifelong-learning metrics are read (:mod:`retrieval.lifelong_metrics`).
 Each repository is also scored just before its step and by the starting encoder, which
-forward transfer and incremental plasticity compare with.
-
-Each repository's examples are split by theorem (all steps of a theorem on one side),
-deterministically: a theorem is held out when a seeded hash of its repository's identity
-and its name falls below the test fraction, so a repository keeps its split whatever else
-is trained, and wherever it is checked out.
+forward transfer and incremental plasticity compare with. Each repository's examples are
+split by theorem (:mod:`retrieval.split`).
 """
 
 from __future__ import annotations
@@ -18,55 +14,25 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from lean_env.errors import UserInputError
 from lean_env.files import unwritable, write_atomically
-from lean_env.records import RepoSpec, RepoTrace
+from lean_env.records import RepoTrace
 from retrieval.corpus import PremiseCorpus
 from retrieval.encoder import TextEncoder
 from retrieval.index import PremiseIndex, RecallScores, evaluate
 from retrieval.lifelong_metrics import LifelongMetrics, ScoreMatrix, lifelong_metrics
-from retrieval.train import ProgressiveTrainer, StepReport, TrainConfig
+from retrieval.split import TEST_FRACTION, split
+from retrieval.train import ProgressiveTrainer, StepReport
+from retrieval.train_config import TrainConfig
 
 if TYPE_CHECKING:
     from retrieval.embeddings import PremiseIndexes
 
 log = logging.getLogger(__name__)
-
-
-class _OfTheorem(Protocol):
-    @property
-    def repo(self) -> str: ...
-    @property
-    def theorem(self) -> str: ...
-
-
-Example = TypeVar("Example", bound=_OfTheorem)
-
-
-def split(examples: Sequence[Example], *, test_fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
-    """(train, test) with every theorem's examples on one side (retrieval and tactic
-    examples alike: anything with a ``repo`` location and a ``theorem``).
-
-    The side hashes the seed, the repository's :attr:`~lean_env.records.RepoSpec.identity`
-    and the theorem's name: not the location, which for a local project is where it is
-    checked out, so that every clone of a repository gets the same split."""
-    train: list[Example] = []
-    test: list[Example] = []
-    identities: dict[str, str] = {}
-    for example in examples:
-        if example.repo not in identities:
-            identities[example.repo] = RepoSpec(example.repo).identity
-        # blake2b, not crc32: a CRC of names that differ in a character or two is far from uniform
-        digest = hashlib.blake2b(
-            f"{seed}:{identities[example.repo]}:{example.theorem}".encode(), digest_size=8
-        ).digest()
-        bucket = int.from_bytes(digest, "big") / 2**64
-        (test if bucket < test_fraction else train).append(example)
-    return train, test
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +89,7 @@ class Learner:
     split and scored, and the encoder it started from."""
 
     config: TrainConfig = TrainConfig()
-    test_fraction: float = 0.2  # each repository's share of examples held out for the scores
+    test_fraction: float = TEST_FRACTION  # each repository's share of examples held out for the scores
     ks: tuple[int, ...] = (1, 10)  # the recall@k scored
     model_id: str = ""  # the starting encoder (retrieval.model_files.model_key)
 

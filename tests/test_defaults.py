@@ -1,5 +1,6 @@
-"""One default per value: every proof backend cuts a tactic at the same default, and the data
-directory keeps the names of the data directories already on disk."""
+"""One default per value: the command line's options default to the library's configs, every
+proof backend cuts a tactic at the same default, and the data directory keeps the names of
+the data directories already on disk."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.cli import main as cli
+from agent.cli.options import proving_config, train_config
+from agent.evaluation.evaluate import Selection
+from agent.lifelong.job import RetrieverTraining
 from agent.proving.theorem import ProvingConfig
 from agent.workspace.settings import Settings
 from lean_env.data_layout import DataLayout
@@ -14,6 +19,50 @@ from lean_env.interactive.dojo import DojoBackend
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
 from lean_env.interactive.interface import TACTIC_TIMEOUT
 from lean_env.interactive.repl.backend import ReplBackend
+from retrieval.progressive import Learner
+from retrieval.split import TEST_FRACTION
+from retrieval.train_config import TrainConfig
+
+
+def _parsed(argv: list[str]):
+    return cli.build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["prove"], id="prove"),
+        pytest.param(["evaluate"], id="evaluate"),
+        pytest.param(["run", "repos.txt"], id="run"),
+    ],
+)
+def test_the_prove_options_default_to_the_proving_config(argv: list[str]) -> None:
+    assert proving_config(_parsed(argv)) == ProvingConfig()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["retrieval", "train"], id="retrieval-train"),
+        pytest.param(["run", "repos.txt"], id="run"),
+    ],
+)
+def test_the_train_options_default_to_the_train_config(argv: list[str]) -> None:
+    args = _parsed(argv)
+    assert train_config(args) == TrainConfig()
+    assert args.test_fraction == TEST_FRACTION
+
+
+@pytest.mark.parametrize(
+    ("argv", "library"),
+    [
+        pytest.param(["retrieval", "eval"], Learner().test_fraction, id="retrieval-eval"),
+        pytest.param(["evaluate"], Selection().test_fraction, id="evaluate"),
+        pytest.param(["run", "repos.txt"], RetrieverTraining().test_fraction, id="run"),
+    ],
+)
+def test_every_split_holds_out_the_same_share_by_default(argv: list[str], library: float) -> None:
+    assert _parsed(argv).test_fraction == library == TEST_FRACTION
 
 
 def _repl_timeout() -> float:

@@ -162,7 +162,7 @@ def test_the_audit_judges_against_the_original_axioms() -> None:
 def test_the_test_split_is_the_retrievers_held_out_side(data: Path) -> None:
     from agent.evaluation.evaluate import Selection, select_theorems
     from retrieval.corpus import PremiseCorpus
-    from retrieval.progressive import split
+    from retrieval.split import split
 
     with Store.open(f"sqlite:///{data / 'leanagent.db'}") as store:
         traces = store.latest_traces()

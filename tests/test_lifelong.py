@@ -24,7 +24,7 @@ from curriculum.ingest import IngestStatus
 from lean_env.interactive.choice import ProofBackendChoice
 from lean_env.records import AttemptOutcome
 from lean_env.trace.choice import TracerChoice
-from retrieval.train import TrainConfig
+from retrieval.train_config import TrainConfig
 
 torch.set_num_threads(1)
 

@@ -23,7 +23,7 @@ from projects import lemma_project
 from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining
 from agent.workspace.settings import Settings
 from lean_env.trace.choice import TracerChoice
-from retrieval.train import TrainConfig
+from retrieval.train_config import TrainConfig
 
 torch.set_num_threads(1)
 

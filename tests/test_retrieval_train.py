@@ -38,7 +38,8 @@ from retrieval.progressive import (
     run_progressive,
     split,
 )
-from retrieval.train import Consolidation, Loss, ProgressiveTrainer, Schedule, StepReport, TrainConfig
+from retrieval.train import ProgressiveTrainer, StepReport
+from retrieval.train_config import Consolidation, Loss, Schedule, TrainConfig
 
 torch.set_num_threads(1)
 

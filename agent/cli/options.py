@@ -7,13 +7,13 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.generators.premises import PREMISES_PER_GOAL
+from agent.proving.theorem import ProvingConfig
 from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
-from lean_env.interactive.interface import TACTIC_TIMEOUT
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
@@ -22,16 +22,15 @@ from retrieval.formats import (
     GENERATOR_INPUT_LENGTH,
     GENERATOR_OUTPUT_LENGTH,
     RETRIEVER_LENGTH,
-    RETRIEVER_TRAIN_LENGTH,
 )
 from retrieval.index_options import RECALL_TARGET, IndexOptions
+from retrieval.split import TEST_FRACTION
+from retrieval.train_config import Consolidation, Loss, Schedule, TrainConfig
 
-# The search's budgets by default (SearchConfig's own: one default per value).
-_SEARCH = SearchConfig()
-
-if TYPE_CHECKING:
-    from agent.proving.theorem import ProvingConfig
-    from retrieval.train import TrainConfig
+# The options' defaults are the configs' own (one default per value): proving's (the search's
+# budgets, the tactic timeout, workers and servers) and retriever training's hyper-parameters.
+_PROVING = ProvingConfig()
+_TRAIN = TrainConfig()
 
 MODEL_HELP = "encoder: a local directory or a Hugging Face name (default: the bundled MiniLM, offline)"
 
@@ -73,6 +72,11 @@ def _number(text: str, valid: Callable[[float], bool], what: str) -> float:
 def positive_seconds(text: str) -> float:
     """A finite number of seconds > 0."""
     return _number(text, lambda v: v > 0, "a positive number of seconds")
+
+
+def _short(value: float) -> str:
+    """``value`` as a help text writes it: 2e-5 and 1e10, not Python's 2e-05 and 1e+10."""
+    return f"{value:g}".replace("e+", "e").replace("e-0", "e-").replace("e0", "e")
 
 
 def positive_number(text: str) -> float:
@@ -292,14 +296,16 @@ def model_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, metavar="NAME|DIR", help=MODEL_HELP)
 
 
-def split_options(parser: argparse.ArgumentParser, *, test_fraction: float = 0.2) -> None:
+def split_options(parser: argparse.ArgumentParser, *, test_fraction: float = TEST_FRACTION) -> None:
     parser.add_argument(
         "--test-fraction",
         type=fraction,
         default=test_fraction,
         help=f"share of each repository's theorems held out (default: {test_fraction:g})",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default: 0)")
+    parser.add_argument(
+        "--seed", type=int, default=_TRAIN.seed, help="seed of the split and the training (default: %(default)s)"
+    )
 
 
 def add_train_options(parser: argparse.ArgumentParser) -> None:
@@ -307,63 +313,76 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     model_option(parser)
     parser.add_argument(
         "--consolidation",
-        choices=("ewc", "replay", "none"),
-        default="replay",
-        help="against forgetting (default: replay)",
+        choices=[c.value for c in Consolidation],
+        default=_TRAIN.consolidation.value,
+        help="against forgetting (default: %(default)s)",
     )
     parser.add_argument(
-        "--epochs", type=positive_int, default=1, help="passes over each repository's examples (default: 1)"
+        "--epochs",
+        type=positive_int,
+        default=_TRAIN.epochs,
+        help="passes over each repository's examples (default: %(default)s)",
     )
     # A contrastive batch needs a negative: two examples at least.
     parser.add_argument(
-        "--batch-size", type=at_least(2), default=16, help="examples per contrastive batch, at least 2 (default: 16)"
+        "--batch-size",
+        type=at_least(2),
+        default=_TRAIN.batch_size,
+        help="examples per contrastive batch, at least 2 (default: %(default)s)",
     )
-    parser.add_argument("--lr", type=positive_number, default=2e-5, help="AdamW learning rate (default: 2e-5)")
+    parser.add_argument(
+        "--lr",
+        type=positive_number,
+        default=_TRAIN.learning_rate,
+        help=f"AdamW learning rate (default: {_short(_TRAIN.learning_rate)})",
+    )
     parser.add_argument(
         "--train-len",
         type=positive_int,
-        default=RETRIEVER_TRAIN_LENGTH,
+        default=_TRAIN.max_length,
         metavar="N",
-        help=f"tokens of a goal or premise in training (default: {RETRIEVER_TRAIN_LENGTH}, ReProver's; "
-        "256 is CPU-friendly)",
+        help="tokens of a goal or premise in training (default: %(default)s, ReProver's; 256 is CPU-friendly)",
     )
     parser.add_argument(
-        "--ewc-lambda", type=non_negative_number, default=1e10, help="weight of the EWC penalty (default: 1e10)"
+        "--ewc-lambda",
+        type=non_negative_number,
+        default=_TRAIN.ewc_lambda,
+        help=f"weight of the EWC penalty (default: {_short(_TRAIN.ewc_lambda)})",
     )
     parser.add_argument(
         "--loss",
-        choices=("infonce", "mse"),
-        default="infonce",
+        choices=[c.value for c in Loss],
+        default=_TRAIN.loss.value,
         help="infonce (in-batch negatives; default: it learned the benchmark best) or mse (ReProver's: cosine "
         "similarity against used/unused, with in-batch and hard negatives); docs/retrieval.md compares them",
     )
     parser.add_argument(
         "--negatives",
         type=at_least(0),
-        default=3,
+        default=_TRAIN.negatives,
         metavar="N",
-        help="hard negatives per example of the mse loss (default: 3, ReProver's)",
+        help="hard negatives per example of the mse loss (default: %(default)s, ReProver's)",
     )
     parser.add_argument(
         "--in-file-negatives",
         type=at_least(0),
-        default=1,
+        default=_TRAIN.in_file_negatives,
         metavar="N",
-        help="of them from the used premise's file (default: 1, ReProver's)",
+        help="of them from the used premise's file (default: %(default)s, ReProver's)",
     )
     parser.add_argument(
         "--schedule",
-        choices=("constant", "cosine"),
-        default="constant",
+        choices=[c.value for c in Schedule],
+        default=_TRAIN.schedule.value,
         help="learning rate in each repository's step: constant (default) or cosine (ReProver's: linear "
         "warmup, then a cosine to 0)",
     )
     parser.add_argument(
         "--warmup-steps",
         type=at_least(0),
-        default=1000,
+        default=_TRAIN.warmup_steps,
         metavar="N",
-        help="batches of linear warmup of the cosine schedule (default: 1000, LeanAgent's)",
+        help="batches of linear warmup of the cosine schedule (default: %(default)s, LeanAgent's)",
     )
     split_options(parser)
 
@@ -371,8 +390,6 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The options of :func:`add_train_options` (each checked by its type while parsing; the
     in-file negatives, a share of the negatives, here)."""
-    from retrieval.train import Consolidation, Loss, Schedule, TrainConfig
-
     if args.in_file_negatives > args.negatives:
         raise UserInputError(f"--in-file-negatives {args.in_file_negatives} is more than --negatives {args.negatives}")
     return TrainConfig(
@@ -444,23 +461,23 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
     parser.add_argument(
         "--max-expansions",
         type=positive_int,
-        default=_SEARCH.max_expansions,
-        help=f"goals expanded per theorem (default: {_SEARCH.max_expansions})",
+        default=_PROVING.search.max_expansions,
+        help=f"goals expanded per theorem (default: {_PROVING.search.max_expansions})",
     )
     parser.add_argument(
         "--time-limit",
         type=positive_seconds,
-        default=_SEARCH.time_limit,
+        default=_PROVING.search.time_limit,
         metavar="S",
         help="wall seconds per theorem: opening it, the search and the final check, every Lean run cut to what "
-        f"is left (default: {_SEARCH.time_limit:g})",
+        f"is left (default: {_PROVING.search.time_limit:g})",
     )
     parser.add_argument(
         "--tactic-timeout",
         type=positive_seconds,
-        default=TACTIC_TIMEOUT,
+        default=_PROVING.tactic_timeout,
         metavar="S",
-        help=f"seconds per tactic (default: {TACTIC_TIMEOUT:g})",
+        help=f"seconds per tactic (default: {_PROVING.tactic_timeout:g})",
     )
     check_timeout_option(parser)
     build_options(parser, before="proving it")
@@ -483,10 +500,10 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
     parser.add_argument(
         "--lean-servers",
         type=positive_int,
-        default=1,
+        default=_PROVING.servers,
         metavar="N",
         help="with the server backend: N language servers per theorem, checking N candidates at once on N cores "
-        "(default: 1)",
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--ranking",
@@ -497,18 +514,16 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
     parser.add_argument(
         "--workers",
         type=positive_int,
-        default=1,
+        default=_PROVING.workers,
         metavar="N",
         help="prove on N Ray workers (pip install 'leanagent[ray]'; same results as in-process; "
-        "default: 1, in this process)",
+        "default: %(default)s, in this process)",
     )
 
 
 def proving_config(args: argparse.Namespace) -> ProvingConfig:
     """The options of :func:`add_prove_options` (values checked by their types while
     parsing); Ray must be importable for more than one worker."""
-    from agent.proving.theorem import ProvingConfig
-
     if args.workers > 1:
         from agent.proving.scale import require_ray
 

@@ -50,6 +50,7 @@ from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, TheoremStatus
 from retrieval.formats import RETRIEVER_LENGTH
+from retrieval.split import TEST_FRACTION, split
 
 if TYPE_CHECKING:
     from retrieval.calibration import IndexQuality
@@ -68,9 +69,9 @@ class Selection:
 
     repo: str | None = None  # a repository spec; None: every stored repository
     theorems: Path | None = None  # a file: one NAME or PATH:NAME per line
-    # The retriever's held-out split (retrieval.progressive.split, with its fraction and seed).
+    # The retriever's held-out split (retrieval.split, with its fraction and seed).
     split_test: bool = False
-    test_fraction: float = 0.2
+    test_fraction: float = TEST_FRACTION
     split_seed: int = 0
     # A LeanDojo Benchmark 4 directory whose `test` split of this strategy is evaluated.
     benchmark: Path | None = None
@@ -242,7 +243,6 @@ def benchmark_test(theorems: Sequence[StoredTheorem], directory: Path, strategy:
 def held_out(theorems: Sequence[StoredTheorem], *, test_fraction: float, seed: int) -> list[StoredTheorem]:
     """The theorems on the test side of the retriever's split (the same function, fraction
     and seed that training holds theorems out with)."""
-    from retrieval.progressive import split
 
     @dataclass(frozen=True, slots=True)
     class _Example:

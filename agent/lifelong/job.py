@@ -40,7 +40,8 @@ from retrieval.formats import RETRIEVER_LENGTH
 from retrieval.index_options import IndexOptions
 from retrieval.model_files import model_key, save_model
 from retrieval.progressive import Learner
-from retrieval.train import TrainConfig
+from retrieval.split import TEST_FRACTION
+from retrieval.train_config import TrainConfig
 
 if TYPE_CHECKING:
     from agent.lifelong.pull_requests import PullRequestOptions
@@ -71,7 +72,7 @@ class RetrieverTraining:
     # The progressive step's hyper-parameters (consolidation against forgetting, ...).
     config: TrainConfig = TrainConfig()
     # Share of each repository's theorems held out for the recall matrix.
-    test_fraction: float = 0.2
+    test_fraction: float = TEST_FRACTION
     # Tokens of a goal or premise embedded for the scores and for proving (ReProver's 2048;
     # training embeds config.max_length).
     embed_length: int = RETRIEVER_LENGTH

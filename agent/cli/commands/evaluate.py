@@ -33,6 +33,7 @@ from agent.reports.output import emit
 from agent.workspace.joblock import holding_job_lock
 from agent.workspace.settings import Settings
 from lean_env.errors import UserInputError
+from retrieval.split import TEST_FRACTION
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,8 +72,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     evaluate.add_argument(
         "--test-fraction",
         type=fraction,
-        default=0.2,
-        help="with --split test: the held-out share the retriever was trained with (default: 0.2)",
+        default=TEST_FRACTION,
+        help="with --split test: the held-out share the retriever was trained with (default: %(default)s)",
     )
     evaluate.add_argument(
         "--split-seed", type=int, default=0, help="with --split test: the seed of the retriever's split (default: 0)"

@@ -95,7 +95,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
     )
     from retrieval.encoder import TextEncoder
     from retrieval.model_files import save_model
-    from retrieval.progressive import split
+    from retrieval.split import split
 
     out = args.out or settings.layout.generator
     traces = ordered_traces(settings)

@@ -142,7 +142,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.embeddings import EmbeddingStore
     from retrieval.encoder import TextEncoder
     from retrieval.index import PremiseIndex, evaluate
-    from retrieval.progressive import split
+    from retrieval.split import split
 
     traces = ordered_traces(settings)
     encoder = TextEncoder.load(args.model, max_length=args.retriever_len, device=args.device)
