@@ -58,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.evaluation.evaluate import EvaluationResult, PassRate, Selection, evaluate, select_theorems  # noqa: E402
-from agent.proving.theorem import ProvingConfig  # noqa: E402
+from agent.proving.config import ProvingConfig  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from agent.search.tree import SearchConfig  # noqa: E402
 from agent.workspace.data import ingest_repositories, open_store  # noqa: E402

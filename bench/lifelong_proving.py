@@ -55,7 +55,7 @@ from evaluate_real import core_project, lean_version, run_halves  # noqa: E402
 
 from agent.evaluation.evaluate import EvaluationResult, Selection, evaluate  # noqa: E402
 from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining  # noqa: E402
-from agent.proving.theorem import ProvingConfig  # noqa: E402
+from agent.proving.config import ProvingConfig  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from agent.search.tree import SearchConfig  # noqa: E402
 from agent.workspace.data import ingest_repositories, open_store  # noqa: E402

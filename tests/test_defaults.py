@@ -12,7 +12,7 @@ from agent.cli import main as cli
 from agent.cli.options import proving_config, train_config
 from agent.evaluation.evaluate import Selection
 from agent.lifelong.job import RetrieverTraining
-from agent.proving.theorem import ProvingConfig
+from agent.proving.config import ProvingConfig
 from agent.workspace.settings import Settings
 from lean_env.data_layout import DataLayout
 from lean_env.interactive.dojo import DojoBackend

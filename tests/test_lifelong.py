@@ -17,7 +17,7 @@ from prove_cases import demo_lake_repo, taught_generator
 
 from agent.lifelong.job import LifelongJob, LifelongOptions, RetrieverTraining
 from agent.lifelong.report import report_payload
-from agent.proving.theorem import ProvingConfig
+from agent.proving.config import ProvingConfig
 from agent.search.tree import SearchConfig
 from agent.workspace.settings import Settings
 from curriculum.ingest import IngestStatus

@@ -148,9 +148,10 @@ def test_a_missing_generator_is_a_user_error(data, capsys, tmp_path: Path) -> No
 def test_the_library_prove_job_returns_the_runs_outcome(data, generator_dir) -> None:
     """``prove`` as a library (agent/proving/prove.py) returns the run's ProvingOutcome, each
     attempt recorded under the run."""
+    from agent.proving.config import ProvingConfig
     from agent.proving.prove import ProveRequest, prove
-    from agent.proving.theorem import ProofBackendChoice, ProvingConfig
     from agent.search.tree import SearchConfig
+    from lean_env.interactive.choice import ProofBackendChoice
 
     config = ProvingConfig(
         generator=str(generator_dir),

@@ -19,7 +19,8 @@ from agent.generators.blend import Blend
 from agent.generators.premises import PremiseSource, premise_source
 from agent.generators.suggester import TacticSuggester
 from agent.generators.training import GeneratorTrainConfig, TacticExample, train_generator
-from agent.proving.theorem import ProvingConfig, TheoremProver
+from agent.proving.config import ProvingConfig
+from agent.proving.theorem import TheoremProver
 from agent.search.tree import SearchConfig
 from lean_env.interactive.repl.backend import ReplBackend
 from lean_env.records import AttemptOutcome, Position, Theorem

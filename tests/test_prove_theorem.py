@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from fakes import fake_lean
 
-from agent.proving.theorem import REJECTIONS, ProvingConfig, prove_theorem
+from agent.proving.config import ProvingConfig
+from agent.proving.theorem import REJECTIONS, prove_theorem
 from agent.search.tree import Candidate, SearchConfig
 from lean_env.interactive.filecheck import FileCheckBackend, ServerCheckBackend
 from lean_env.interactive.interface import TacticResult, TacticState

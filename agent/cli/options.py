@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.generators.premises import PREMISES_PER_GOAL
-from agent.proving.theorem import ProvingConfig
+from agent.proving.config import ProvingConfig
 from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice

@@ -36,10 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.proving.attempts import AttemptReport
+from agent.proving.config import ProvingConfig
 from agent.proving.repositories import RepositoryProver
 from agent.proving.scale import ProofDone
 from agent.proving.targets import JobTargets, checkout_all
-from agent.proving.theorem import ProofAttempt, ProvingConfig
+from agent.proving.theorem import ProofAttempt
 from agent.proving.theorem_refs import read_theorem_refs, resolve_refs
 from curriculum.difficulty import Bucket, bucket
 from curriculum.results import StoredTheorem, TheoremKey, theorem_key

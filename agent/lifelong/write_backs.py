@@ -36,9 +36,9 @@ from agent.lifelong.pull_requests import (
     pull_request_title,
 )
 from agent.proving.attempts import AttemptReport, earlier_attempts
+from agent.proving.config import ProvingConfig
 from agent.proving.patches import WrittenBack
 from agent.proving.recheck import Recheck, RecheckResult
-from agent.proving.theorem import ProvingConfig
 from curriculum.results import WriteBackRecord
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError

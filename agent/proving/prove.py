@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.proving.config import ProvingConfig
 from agent.proving.outcome import ProvingOutcome
 from agent.proving.repositories import RepositoryProver
 from agent.proving.scale import ProofRunner, ProverRecipe
 from agent.proving.targets import chosen_targets
-from agent.proving.theorem import ProvingConfig
 from curriculum.runs import tracked_run
 from curriculum.store import Store
 from lean_env.data_layout import DataLayout

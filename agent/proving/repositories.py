@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from agent.proving.attempts import AttemptReport, earlier_attempts, flag_restatements, prove_targets
 from agent.proving.carried import CarriedProofs
+from agent.proving.config import ProvingConfig
 from agent.proving.outcome import ProvingOutcome
 from agent.proving.patches import write_patches
 from agent.proving.recheck import RecheckResult
 from agent.proving.scale import ProofDone, ProofJob, ProofRunner, ProverRecipe
 from agent.proving.targets import JobTargets, build_checkout, job_targets
-from agent.proving.theorem import ProvingConfig
 from curriculum.results import FoundProof, TheoremKey
 from curriculum.store import Store
 from lean_env.data_layout import DataLayout

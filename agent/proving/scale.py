@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent.generators.premises import PremiseSource, premise_source
 from agent.generators.suggester import StepMemory, proved_steps
-from agent.proving.theorem import ProofAttempt, ProvingConfig, TheoremProver
+from agent.proving.config import ProvingConfig
+from agent.proving.theorem import ProofAttempt, TheoremProver
 from lean_env.errors import BackendError, UserInputError, first_line
 from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.records import AttemptOutcome, RepoTrace, Theorem

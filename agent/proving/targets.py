@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.proving.theorem import ProvingConfig
+from agent.proving.config import ProvingConfig
 from agent.proving.theorem_refs import TheoremRef, resolve_refs
 from curriculum.results import StoredTheorem, TheoremKey
 from curriculum.store import Store

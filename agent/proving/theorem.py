@@ -15,39 +15,28 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.generators.blend import Blend
-from agent.generators.premises import PREMISES_PER_GOAL, PremiseSource
+from agent.generators.premises import PremiseSource
+from agent.proving.config import ProvingConfig
 from agent.search.online import Episode, RecordingSession
 from agent.search.tree import (
-    SearchConfig,
     SearchResult,
     SearchStatus,
     best_first_search,
 )
 from lean_env.errors import BackendError, LeanAgentError
-from lean_env.interactive.choice import ProofBackendChoice, open_backend
-from lean_env.interactive.interface import TACTIC_TIMEOUT, ProofBackend
-from lean_env.interactive.repl.pool import Recycling
+from lean_env.interactive.interface import ProofBackend
 from lean_env.lean import budget
-from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.lean.runner import FileRunner, LeanRunner
-from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
 from lean_env.proofs.final_check import FinalCheckResult, Verdict, check_proof
 from lean_env.proofs.text import tactic_proof
 from lean_env.records import AttemptOutcome, Theorem, TracedTactic, TriedTactic
-from retrieval.formats import (
-    GENERATOR_INPUT_LENGTH,
-    GENERATOR_OUTPUT_LENGTH,
-)
-from retrieval.index_options import IndexOptions
-from retrieval.model_files import model_key
 
 if TYPE_CHECKING:
     from agent.generators.ranking import TacticRanking
@@ -55,95 +44,6 @@ if TYPE_CHECKING:
 
 # The suggester's share of the probability when its candidates are merged with a model's.
 SUGGESTER_SHARE = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class ProvingConfig:
-    """How to prove: one object, built at the CLI edge and passed down to every Ray worker."""
-
-    # A trained tactic generator (a local directory or a Hugging Face name); None: the
-    # built-in suggester alone proposes tactics.
-    generator: str | None = None
-    # With a generator: also the suggester's candidates, merged with the model's.
-    with_suggester: bool = False
-    # Where the generator and the retriever run (retrieval.devices.placement). Not part of
-    # the identity: a run resumed on another machine goes on (bfloat16 on a GPU may rank a
-    # few beams differently from float32, as any other GPU would).
-    device: str = "auto"
-    # The proof environment that runs tactics.
-    backend: ProofBackendChoice = ProofBackendChoice.AUTO
-    # Candidates per expansion and the budgets of one theorem's search.
-    search: SearchConfig = SearchConfig()
-    # Premises per goal from the retriever (when there is one); ReProver's 100, of which those
-    # that fit the generator's input are shown.
-    premises: int = PREMISES_PER_GOAL
-    # Tokens of the generator's input (also the premises' budget in bytes) and of a tactic.
-    input_len: int = GENERATOR_INPUT_LENGTH
-    tactic_len: int = GENERATOR_OUTPUT_LENGTH
-    # Seconds one tactic may run in the proof environment.
-    tactic_timeout: float = TACTIC_TIMEOUT
-    # Seconds for the final check's Lean run over the whole file.
-    check_timeout: float = FINAL_CHECK_TIMEOUT
-    # Seconds to build a Lake checkout (its imports, Mathlib's cache) before proving it
-    # (lean_env.lean.build); None: no build, the user built it. Not part of the identity: it
-    # decides whether Lean can check the files, not what a check says.
-    build_timeout: float | None = DEFAULT_BUILD_TIMEOUT
-    # 1: prove in this process; more: on that many Ray workers (the same attempts).
-    workers: int = 1
-    # When a Lean REPL process is replaced by a fresh one (after its uses, past its memory);
-    # not part of the identity: the states are replayed, the answers the same.
-    repl: Recycling = Recycling()
-    # Language servers per theorem with the server backend, each checking a candidate at
-    # once on its own core; not part of the identity, as for workers: the verdicts are the same.
-    servers: int = 1
-    # The premise index's options (its recall target); not part of the identity, as for the
-    # device: the index is held to the target whatever it chose, and near ties may differ.
-    index: IndexOptions = IndexOptions()
-    # Whether a proof Lean accepted is learned before the next theorem (LeanAgent's online
-    # learning). Evaluation turns it off: each theorem is then proved as if it were the only
-    # one, so Pass@1 does not depend on the order, and no evaluated proof informs another.
-    learn: bool = True
-    # Whether the candidates are reweighted by a ranking learned from the tactics earlier
-    # attempts tried (agent.generators.ranking), where enough are recorded. Off by default: on
-    # the core-library corpora it proved one theorem fewer of 116 (docs/evaluate.md).
-    ranking: bool = False
-
-    def identity(self) -> dict[str, Any]:
-        """What a resumed run must match: every option that changes the attempts (not the
-        number of workers, which does not)."""
-        return {
-            "generator": model_key(self.generator) if self.generator else None,
-            "suggester": self.suggests,
-            "backend": str(self.backend),
-            "premises": self.premises,
-            "input_len": self.input_len,
-            "tactic_len": self.tactic_len,
-            "candidates": self.search.num_candidates,
-            "max_expansions": self.search.max_expansions,
-            "time_limit": self.search.time_limit,
-            "tactic_timeout": self.tactic_timeout,
-            "check_timeout": self.check_timeout,
-            "learn": self.learn,
-            # Only when on: the runs of before the ranking existed resume as they were.
-            **({"ranking": True} if self.ranking else {}),
-        }
-
-    @property
-    def suggests(self) -> bool:
-        """Whether the built-in suggester proposes tactics (alone, or beside the model)."""
-        return self.generator is None or self.with_suggester
-
-    def backend_opener(self, data_dir: Path) -> Callable[[Path], ProofBackend]:
-        """Opens this config's proof environment for a repository directory; picklable, so
-        that Ray workers open their own."""
-        return functools.partial(
-            open_backend,
-            self.backend,
-            timeout=self.tactic_timeout,
-            data_dir=data_dir,
-            recycling=self.repl,
-            servers=self.servers,
-        )
 
 
 @dataclass(frozen=True, slots=True)
