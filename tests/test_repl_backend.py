@@ -29,10 +29,11 @@ from lean_env.interactive.repl.protocol import (
     ReplPos,
     TacticRequest,
 )
-from lean_env.interactive.repl.theorem_text import split_header, theorem_command
+from lean_env.interactive.repl.theorem_text import theorem_command
 from lean_env.lean import budget
 from lean_env.proofs.theorem_source import TheoremSourceError
 from lean_env.records import Position
+from lean_env.syntax.header import split_header
 
 G_ADD = "n : Nat\n⊢ n + 0 = n"
 G_AND = "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ q"

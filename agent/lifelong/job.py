@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from agent.lifelong.report import draw_plots, report_payload, report_sections
 from agent.lifelong.results import LifelongResult
+from agent.proving.config import ProvingConfig
 from agent.proving.outcome import ProvingOutcome
 from agent.proving.repositories import RepositoryProver
-from agent.proving.theorem import ProvingConfig
 from agent.reports.files import check_directory, write_report
 from agent.workspace.data import ingest_repositories
 from agent.workspace.joblock import job_lock

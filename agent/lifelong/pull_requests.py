@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.proving.attempts import AttemptReport
-from agent.proving.theorem import ProvingConfig
+from agent.proving.config import ProvingConfig
 from agent.reports.tables import plural
 from curriculum.store import Store
 from lean_env.errors import LeanAgentError

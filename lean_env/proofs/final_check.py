@@ -39,13 +39,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_env.interactive.repl.theorem_text import split_header
 from lean_env.lean.diagnostics import Diagnostic, parse_diagnostics
 from lean_env.lean.runner import FileRunner, LeanRun
 from lean_env.proofs.axioms import SORRY_AXIOM, audit_command, find_axioms, is_audit_failure, nonstandard
 from lean_env.proofs.text import offset_of, position_of, proof_problem, splice_proof
 from lean_env.proofs.theorem_source import TheoremSourceError, read_theorem_file
 from lean_env.records import Position, Theorem
+from lean_env.syntax.header import split_header
 
 log = logging.getLogger(__name__)
 

@@ -60,7 +60,7 @@ def _recheck(args: argparse.Namespace, settings: Settings) -> int:
             locations = [stored_location(args.repo, locations)]
         found = {location: proofs for location in locations if (proofs := store.found_proofs(location))}
         checkouts = checkout_all(
-            [p.stored for proofs in found.values() for p in proofs], cache_dir=settings.data_dir / "cache"
+            [p.stored for proofs in found.values() for p in proofs], cache_dir=settings.layout.cache
         )
         rechecked = []
         with tracked_run(store, {"command": "recheck", "repo": args.repo}) as (run, _):

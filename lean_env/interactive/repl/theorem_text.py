@@ -13,31 +13,16 @@ maps them back to the file.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from lean_env.interactive.repl.protocol import ReplPos
 from lean_env.proofs.text import ProofTextError, offset_of
 from lean_env.proofs.theorem_source import TheoremSourceError
 from lean_env.records import Position, Theorem
+from lean_env.syntax.header import ImportHeader, split_header
 
-# The header's tokens: whitespace and comments (block comments nest; handled below), then
-# `prelude`, `module` and imports (with the module system's modifiers, several modules).
-_SPACE_RE = re.compile(r"(?:\s+|--[^\n]*)+")
-_HEADER_CMD_RE = re.compile(
-    r"(?:prelude|module)(?![\w.'])|(?:(?:public|private|meta)\s+)*import(?:\s+all)?"
-    r"(?:[ \t]+(?!(?:import|public|private|meta)\b)[^\s/-][^\s]*)+"
-)
 # What we put where the proof was: the `sorry` whose proof state we take.
 SORRY_PROOF = "by sorry"
-
-
-@dataclass(frozen=True, slots=True)
-class ImportHeader:
-    """The import lines of a file (comments dropped) and where the file's body starts."""
-
-    text: str  # the header command sent to a fresh REPL environment; the pool's key
-    body_start: int  # string offset just after the header's last line
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,41 +34,6 @@ class TheoremCommand:
     statement_start: ReplPos  # where the theorem begins, in command coordinates
     sorry_pos: ReplPos  # where our `sorry` is, in command coordinates
     line_offset: int  # file line = command line + line_offset
-
-
-def split_header(text: str) -> ImportHeader:
-    """The import header of a Lean file: its leading ``prelude``/``module``/``import``
-    commands, with the comments around them dropped."""
-    commands: list[str] = []
-    pos = body_start = 0
-    while True:
-        pos = _skip_space(text, pos)
-        m = _HEADER_CMD_RE.match(text, pos)
-        if m is None:
-            return ImportHeader(text="\n".join(commands), body_start=body_start)
-        commands.append(" ".join(m.group().split()))
-        pos = body_start = m.end()
-
-
-def _skip_space(text: str, pos: int) -> int:
-    """The offset after the whitespace and comments (nested ``/- -/`` included) at ``pos``."""
-    while True:
-        m = _SPACE_RE.match(text, pos)
-        if m:
-            pos = m.end()
-        if not text.startswith("/-", pos):
-            return pos
-        depth = 0
-        while True:
-            opening, closing = text.find("/-", pos), text.find("-/", pos)
-            if closing < 0:
-                return len(text)  # unterminated: Lean fails on it; nothing follows to read
-            if 0 <= opening < closing:
-                depth, pos = depth + 1, opening + 2
-            else:
-                depth, pos = depth - 1, closing + 2
-                if depth == 0:
-                    break
 
 
 def theorem_command(text: str, theorem: Theorem) -> TheoremCommand:

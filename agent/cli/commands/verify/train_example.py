@@ -93,7 +93,7 @@ def run_train_example_command(args: argparse.Namespace, settings: Settings) -> i
     query = query_options(args)
     task = get_task(args.task)
     quant = QuantConfig(width=args.width, weight_width=args.weight_width or args.width)
-    out = args.out or settings.data_dir / "verify" / f"{task.name}-w{args.width}.json"
+    out = args.out or settings.layout.verify / f"{task.name}-w{args.width}.json"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
