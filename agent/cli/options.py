@@ -74,9 +74,12 @@ def positive_seconds(text: str) -> float:
     return _number(text, lambda v: v > 0, "a positive number of seconds")
 
 
-def _short(value: float) -> str:
-    """``value`` as a help text writes it: 2e-5 and 1e10, not Python's 2e-05 and 1e+10."""
-    return f"{value:g}".replace("e+", "e").replace("e-0", "e-").replace("e0", "e")
+def short_number(value: float) -> str:
+    """``value`` as a help text writes it: 2e-5, 5e-4 and 1e10, not Python's 2e-05, 0.0005 and 1e+10."""
+    if value and not 1e-3 <= abs(value) < 1e5:
+        mantissa, exponent = f"{value:e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    return f"{value:g}"
 
 
 def positive_number(text: str) -> float:
@@ -334,7 +337,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
         "--lr",
         type=positive_number,
         default=_TRAIN.learning_rate,
-        help=f"AdamW learning rate (default: {_short(_TRAIN.learning_rate)})",
+        help=f"AdamW learning rate (default: {short_number(_TRAIN.learning_rate)})",
     )
     parser.add_argument(
         "--train-len",
@@ -347,7 +350,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
         "--ewc-lambda",
         type=non_negative_number,
         default=_TRAIN.ewc_lambda,
-        help=f"weight of the EWC penalty (default: {_short(_TRAIN.ewc_lambda)})",
+        help=f"weight of the EWC penalty (default: {short_number(_TRAIN.ewc_lambda)})",
     )
     parser.add_argument(
         "--loss",

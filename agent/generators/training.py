@@ -20,6 +20,7 @@ import torch
 
 from agent.generators.model import HFTacticGenerator
 from agent.generators.premises import PremiseSource
+from agent.generators.train_config import GeneratorTrainConfig
 from lean_env.records import RepoTrace, TheoremStatus
 from retrieval.formats import PremiseCode, remove_marks
 
@@ -56,18 +57,6 @@ def tactic_examples(traces: Sequence[RepoTrace], *, premises: PremiseSource | No
                 tactic = remove_marks(step.tactic).strip()
                 out.append(TacticExample(repo, theorem.full_name, step.state_before, tactic, shown))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class GeneratorTrainConfig:
-    """Hyper-parameters of fine-tuning a tactic generator."""
-
-    epochs: int = 1
-    batch_size: int = 8
-    # AdamW; ReProver fine-tunes its ByT5 generator at 5e-4. Tiny test models take 5e-3.
-    learning_rate: float = 5e-4
-    weight_decay: float = 0.0  # 0: AdamW is Adam, which the tests' few steps need
-    seed: int = 0  # the example order and torch's global generator (dropout)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,18 @@ from agent.cli.options import (
     premises_option,
     recall_target_option,
     retriever_length_option,
+    short_number,
     split_options,
     wait_option,
 )
+from agent.generators.train_config import GeneratorTrainConfig
 from agent.reports.output import emit, table
 from agent.workspace.data import ordered_traces
 from agent.workspace.joblock import holding_job_lock
 from agent.workspace.settings import Settings
 from lean_env.errors import UserInputError
+
+_TRAIN = GeneratorTrainConfig()
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,9 +67,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     retriever_length_option(train)
     recall_target_option(train)
     generator_length_options(train)
-    train.add_argument("--epochs", type=positive_int, default=1, help="passes over the examples (default: 1)")
-    train.add_argument("--batch-size", type=positive_int, default=8, help="examples per batch (default: 8)")
-    train.add_argument("--lr", type=positive_number, default=5e-4, help="AdamW learning rate (default: 5e-4)")
+    train.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=_TRAIN.epochs,
+        help=f"passes over the examples (default: {_TRAIN.epochs})",
+    )
+    train.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=_TRAIN.batch_size,
+        help=f"examples per batch (default: {_TRAIN.batch_size})",
+    )
+    train.add_argument(
+        "--lr",
+        type=positive_number,
+        default=_TRAIN.learning_rate,
+        help=f"AdamW learning rate (default: {short_number(_TRAIN.learning_rate)})",
+    )
     split_options(train, test_fraction=0.1)
     train.add_argument(
         "--max-eval",
