@@ -53,6 +53,13 @@ def test_the_train_options_default_to_the_train_config(argv: list[str]) -> None:
     assert args.test_fraction == TEST_FRACTION
 
 
+def test_the_generator_options_default_to_its_train_config() -> None:
+    from agent.generators.train_config import GeneratorTrainConfig
+
+    args, config = _parsed(["generator", "train"]), GeneratorTrainConfig()
+    assert (args.epochs, args.batch_size, args.lr) == (config.epochs, config.batch_size, config.learning_rate)
+
+
 @pytest.mark.parametrize(
     ("argv", "library"),
     [
