@@ -56,7 +56,7 @@ def test_the_train_options_default_to_the_train_config(argv: list[str]) -> None:
 def test_the_generator_options_default_to_its_train_config() -> None:
     from agent.generators.train_config import GeneratorTrainConfig
 
-    args, config = _parsed(["generator", "train"]), GeneratorTrainConfig()
+    args, config = _parsed(["generator", "train", "--model", "m"]), GeneratorTrainConfig()
     assert (args.epochs, args.batch_size, args.lr) == (config.epochs, config.batch_size, config.learning_rate)
 
 
