@@ -17,6 +17,9 @@ from lean_env.records import RepoSpec
 # Each repository's share of theorems held out by default: the retriever's scores, and the
 # theorems evaluation's --split test proves, are those.
 TEST_FRACTION = 0.2
+# The seed of the split (and of the training that holds theorems out with it): the one that
+# an evaluation of a trained retriever's held-out theorems must use too.
+SPLIT_SEED = 0
 
 
 class _OfTheorem(Protocol):

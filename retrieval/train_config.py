@@ -9,6 +9,7 @@ import enum
 from dataclasses import dataclass
 
 from retrieval.formats import RETRIEVER_TRAIN_LENGTH
+from retrieval.split import SPLIT_SEED
 
 
 class Consolidation(enum.StrEnum):
@@ -67,4 +68,4 @@ class TrainConfig:
     ewc_decay: float = 1.0  # online EWC: how much of the older Fisher information is kept
     fisher_batches: int = 16  # batches used to estimate the Fisher information
     replay_size: int = 1024  # reservoir capacity (examples)
-    seed: int = 0
+    seed: int = SPLIT_SEED  # the split's (retrieval.split) and the training's

@@ -51,7 +51,7 @@ from lean_env.lean.runner import FileRunner, LeanRunner
 from lean_env.proofs.axioms import SORRY_AXIOM, nonstandard
 from lean_env.records import AttemptOutcome, RepoSpec, TheoremStatus
 from retrieval.formats import RETRIEVER_LENGTH
-from retrieval.split import TEST_FRACTION, split
+from retrieval.split import SPLIT_SEED, TEST_FRACTION, split
 
 if TYPE_CHECKING:
     from retrieval.calibration import IndexQuality
@@ -73,7 +73,7 @@ class Selection:
     # The retriever's held-out split (retrieval.split, with its fraction and seed).
     split_test: bool = False
     test_fraction: float = TEST_FRACTION
-    split_seed: int = 0
+    split_seed: int = SPLIT_SEED
     # A LeanDojo Benchmark 4 directory whose `test` split of this strategy is evaluated.
     benchmark: Path | None = None
     benchmark_split: str = "random"

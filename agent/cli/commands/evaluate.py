@@ -33,7 +33,7 @@ from agent.reports.output import emit
 from agent.workspace.joblock import holding_job_lock
 from agent.workspace.settings import Settings
 from lean_env.errors import UserInputError
-from retrieval.split import TEST_FRACTION
+from retrieval.split import SPLIT_SEED, TEST_FRACTION
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +76,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --split test: the held-out share the retriever was trained with (default: %(default)s)",
     )
     evaluate.add_argument(
-        "--split-seed", type=int, default=0, help="with --split test: the seed of the retriever's split (default: 0)"
+        "--split-seed",
+        type=int,
+        default=SPLIT_SEED,
+        help=f"with --split test: the seed of the retriever's split (default: {SPLIT_SEED})",
     )
     evaluate.add_argument(
         "--sample", type=positive_int, default=None, metavar="N", help="a seeded sample of N of the chosen theorems"
