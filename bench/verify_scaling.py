@@ -33,6 +33,21 @@ pre-pass over candidate words, encoding and solving, over every length the query
   heads d = 8) at growing vocabulary and length, by default (``seconds``, ``by``) and with
   ``--enumerate 0``, the pre-pass and then the solver, as before (``smt s``);
 * ``cubes``    ``--jobs 2`` against one process, solver only (``smt s``: one process);
+* ``frontier`` the largest sizes decided within ``--timeout`` per length, per route and solver:
+  causal table-softmax encoders with a positional table (1 layer d = 4; 2 layers x 2 heads
+  d = 8; 8 bits, 8 classes), each one model asked at vocabulary 2 and lengths 4..64 (x1.33-1.5
+  a step) and at length 4 and vocabularies 4..128 (x2), a label no sampled word shows (UNSAT,
+  or SAT where a word is found after all) and, at vocabulary 2, a label every sample shows
+  (SAT); routes ``before`` (``--enumerate 0 --solver z3``: the 1024-word pre-pass, then z3,
+  the old default), ``after`` (the defaults: deciding by cost, then z3 and bitwuzla racing)
+  and each solver alone (``--presearch 0``: z3, bitwuzla, the z3 + bitwuzla race), each
+  stopped at its first UNKNOWN. On the UNSAT questions every size's words are also
+  enumerated (the library's enumeration, up to min(10, timeout/4) s, extrapolated beyond)
+  while that takes under the timeout: the enumeration/solver crossover. After the rows: one
+  line per series (the largest size decided, its seconds, the first size that timed out), the
+  crossover, and the load average at start and end (also in ``--json``). About 27 minutes at
+  ``--timeout 60`` on 2 busy cores; ``--quick --sections frontier``: one shape, three lengths
+  and two vocabularies.
 * ``larger``   what users of such a tool try: random encoders of 2 layers x 2 heads, d = 4, 8,
   16 (head dim d/2, FFN d, 8 bits), every attention kind without mask or positions (where the
   reductions apply) and table softmax with a causal mask and a positional table (where none
@@ -52,6 +67,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -69,6 +85,7 @@ from verify_synth import SynthConfig, random_spec  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from verify.model import interpreter as ref  # noqa: E402
 from verify.model.spec import Accept, Attention, EncoderSpec, Mask, PositionalKind  # noqa: E402
+from verify.queries.presearch import enumerate_words  # noqa: E402
 from verify.queries.questions import equiv, trsat  # noqa: E402
 from verify.queries.results import LengthCheck, QueryOptions  # noqa: E402
 from verify.smt.encoding import EncodingOptions  # noqa: E402
@@ -454,30 +471,322 @@ def cube_rows(timeout: float) -> list[Row]:
     return rows
 
 
-SECTIONS = ("length", "enum", "long", "shape", "solver", "ablation", "larger", "trained", "vocab", "route", "cubes")
+# --- frontier: how far each route and solver gets within the timeout -----------------------
+
+# Sizes of the frontier series, grown geometrically (x1.33-1.5 in length, x2 in vocabulary):
+# the word count V^n grows by 4x to 256x a step, so a route's decided sizes bracket its limit.
+FRONTIER_LENGTHS = (4, 6, 8, 12, 16, 24, 32, 48, 64)  # at vocabulary 2
+FRONTIER_VOCABS = (4, 8, 16, 32, 64, 128)  # at length 4
+# Classes of the argmax readout: with 4, no seed of 6..105 left a class unseen by the samples of
+# the 2-layer model at vocabularies 4..128 (the UNSAT question needs one); with 8, seed 7 does.
+FRONTIER_CLASSES = 8
+FRONTIER_SEEDS = 20  # seeds tried per series for a label no sampled word shows
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """How far one route got along one series: its largest size decided before its first
+    UNKNOWN (sizes grow, so later ones are taken to be no easier)."""
+
+    shape: str
+    series: str  # which size grows, e.g. "V=2, n=4..64"
+    seed: int  # of the series' model
+    question: str  # UNSAT | SAT: how the label was chosen (each size's verdict is in the rows)
+    label: int
+    route: str
+    vocab: int | None  # the largest size decided; None: not even the first
+    n: int | None
+    words: int | None  # vocab ** n
+    verdict: str | None
+    seconds: float | None
+    stopped_at: str | None  # the first size not decided within the timeout; None: every size decided
+
+
+@dataclass(frozen=True, slots=True)
+class Crossover:
+    """Where exhaustive enumeration and one solver route take the same time, along one UNSAT series."""
+
+    shape: str
+    series: str
+    route: str
+    words: float | None  # interpolated word count; None: no crossing inside the sizes measured
+    note: str  # the two sizes it lies between, with both times, or why there is no crossing
+
+
+def _frontier_routes(timeout: float) -> dict[str, QueryOptions]:
+    """``before``: the old default (the 1024-word pre-pass, then z3 alone); ``after``: the
+    defaults (deciding by cost, then z3 and bitwuzla racing); then each solver alone on every
+    length (``--presearch 0``), the race last."""
+    routes = {
+        "before": QueryOptions(timeout=timeout, enumeration=0, solver="z3"),
+        "after": QueryOptions(timeout=timeout),
+        "z3": QueryOptions(timeout=timeout, presearch=0, solver="z3"),
+    }
+    if importlib.util.find_spec("bitwuzla"):
+        routes["bitwuzla"] = QueryOptions(timeout=timeout, presearch=0, solver="bitwuzla")
+    routes["z3+bitwuzla"] = QueryOptions(timeout=timeout, presearch=0)  # AUTO: those installed
+    return routes
+
+
+def _restricted(spec: EncoderSpec, vocab: int) -> EncoderSpec:
+    """The same encoder on its first ``vocab`` symbols: a growing vocabulary adds rows to one
+    embedding instead of drawing a new model at each size."""
+    return dataclasses.replace(spec, vocab=spec.vocab[:vocab], embedding=spec.embedding[:vocab])
+
+
+def _frontier_model(seed: int, sizes: list[tuple[int, int]], config: dict[str, object]) -> list[EncoderSpec]:
+    """The series' encoder at each of its sizes (vocabulary, length): one model, drawn at the
+    largest vocabulary and positional table, restricted to each vocabulary."""
+    top = _spec(
+        seed,
+        vocab_size=max(v for v, _ in sizes),
+        accept=Accept.ARGMAX,
+        classes=FRONTIER_CLASSES,
+        positional_rows=max(n for _, n in sizes),
+        **config,
+    )
+    return [_restricted(top, v) for v, _ in sizes]
+
+
+def _frontier_labels(specs: list[EncoderSpec], lengths: list[int]) -> tuple[int, int, int | None]:
+    """How often a 4096-word sample at every size shows the label it shows least (0: the UNSAT
+    question's label), that label, and the SAT question's label (the rarest one every size's
+    sample shows; None if there is none)."""
+    alphabet = [np.array([s.token_id(c) for c in s.word_alphabet]) for s in specs]
+    counts = np.array(
+        [
+            np.bincount(
+                ref.run_batch(spec, ids[np.random.default_rng(n).integers(0, len(ids), size=(4096, n))]).labels,
+                minlength=FRONTIER_CLASSES,
+            )
+            for spec, ids, n in zip(specs, alphabet, lengths, strict=True)
+        ]
+    )  # (sizes, classes)
+    rarest = int(np.argmin(counts.sum(axis=0)))
+    everywhere = [c for c in range(FRONTIER_CLASSES) if counts[:, c].min() > 0]
+    sat = min(everywhere, key=lambda c: counts[:, c].min()) if everywhere else None
+    return int(counts[:, rarest].sum()), rarest, sat
+
+
+def _enumerate_all(spec: EncoderSpec, n: int, label: int, seconds: float) -> tuple[bool, float, bool]:
+    """Every word of length ``n`` through the library's own enumeration (the batches and word
+    decoding that deciding by cost runs, :func:`verify.queries.presearch.enumerate_words`) until
+    the first word with output ``label``, or for ``seconds``: whether a word was found, the
+    seconds, and whether they are extrapolated linearly in words from the words run in time."""
+    ids = np.array([spec.token_id(s) for s in spec.word_alphabet], dtype=np.int64)
+    total = len(ids) ** n
+
+    def hit(codes: np.ndarray) -> np.ndarray:
+        return ref.run_batch(spec, ids[codes]).labels == label
+
+    run = enumerate_words([range(len(ids))] * n, hit, deadline=time.perf_counter() + seconds)
+    if run.found is not None or run.exhaustive:
+        return run.found is not None, run.seconds, False
+    return False, run.seconds * total / max(run.words, 1), True
+
+
+def _crossover(shape: str, series: str, route: str, points: list[tuple[int, str, float, float, bool]]) -> Crossover:
+    """Where enumeration's seconds overtake the route's, from ``points`` (words, size,
+    enumeration s, route s, enumeration extrapolated) in growing order: interpolated linearly
+    in log(words) on log(enumeration s / route s) between the last size enumeration won and the
+    first it lost."""
+    if not points:
+        return Crossover(shape, series, route, None, "no size with both times")
+
+    def said(p: tuple[int, str, float, float, bool]) -> str:
+        return f"{p[1]} ({p[0]:.3g} words): enumeration {'~' if p[4] else ''}{p[2]:.3g} s, {route} {p[3]:.3g} s"
+
+    lost = next((i for i, p in enumerate(points) if p[2] > p[3]), None)
+    if lost is None:
+        return Crossover(
+            shape, series, route, None, f"enumeration faster at every size both decided, to {said(points[-1])}"
+        )
+    if lost == 0:
+        return Crossover(shape, series, route, None, f"{route} faster from the first size, {said(points[0])}")
+    (w0, _, e0, s0, _), (w1, _, e1, s1, _) = points[lost - 1], points[lost]
+    r0, r1 = np.log(max(e0, 1e-4) / max(s0, 1e-4)), np.log(e1 / s1)
+    words = float(np.exp(np.log(w0) + (np.log(w1) - np.log(w0)) * (-r0) / (r1 - r0)))
+    return Crossover(shape, series, route, words, f"between {said(points[lost - 1])} and {said(points[lost])}")
+
+
+def frontier_rows(timeout: float, quick: bool) -> tuple[list[Row], list[Reach], list[Crossover]]:
+    """The largest sizes each route decides within ``timeout`` per length: causal-mask,
+    table-softmax encoders with a positional table (no reduction applies: the hard class), 8
+    bits, 8 classes (argmax), seeded; shapes 1 layer d = 4 and 2 layers x 2 heads d = 8. Per
+    shape two series, each one model asked at growing size: vocabulary 2 at lengths 4..64, and
+    length 4 at vocabularies 4..128 (the first symbols of one embedding); per series the UNSAT
+    question (a label no sampled word shows) and, on the length series, one SAT question. Each
+    route stops at its first UNKNOWN. On the UNSAT questions every size's words are also
+    enumerated (the library's enumeration, for up to ``min(10, timeout / 4)`` s, then
+    extrapolated linearly in words) until enumeration passes ``timeout``: the crossover. With
+    ``quick``: the first shape, lengths 8..16 and vocabularies 4 and 16."""
+    rows: list[Row] = []
+    reaches: list[Reach] = []
+    crossovers: list[Crossover] = []
+    routes = _frontier_routes(timeout)
+    causal = {"attention": Attention.SOFTMAX_TABLE, "mask": Mask.CAUSAL, "positional": PositionalKind.TABLE}
+    shapes: list[tuple[str, dict[str, object]]] = [
+        ("L1 H1 d4", {}),
+        ("L2 H2 d8", {"layers": 2, "heads": 2, "d_model": 8, "head_dim": 4, "ffn_dim": 8}),
+    ]
+    lengths, vocabs = (FRONTIER_LENGTHS, FRONTIER_VOCABS) if not quick else ((8, 12, 16), (4, 16))
+    if quick:
+        shapes = shapes[:1]
+    enum_seconds = min(10.0, timeout / 4)
+    for shape, config in shapes:
+        axes = [
+            (f"V=2, n={lengths[0]}..{lengths[-1]}", [(2, n) for n in lengths]),
+            (f"n=4, V={vocabs[0]}..{vocabs[-1]}", [(v, 4) for v in vocabs]),
+        ]
+        for series, sizes in axes:
+            # One model per series, seeded: the first seed from 6 whose samples show some label at
+            # no size (the UNSAT question) and, on the length series, another at every size (SAT);
+            # if none does, the seed whose rarest label the samples show least ("rarest").
+            best: tuple[int, int] | None = None  # (hits of the rarest label, seed)
+            for seed in range(6, 6 + FRONTIER_SEEDS):
+                hits, _, sat = _frontier_labels(
+                    _frontier_model(seed, sizes, {**config, **causal}), [n for _, n in sizes]
+                )
+                if hits == 0 and (sat is not None or not series.startswith("V=2")):
+                    best = (hits, seed)
+                    break
+                if best is None or hits < best[0]:
+                    best = (hits, seed)
+            assert best is not None
+            seed = best[1]
+            specs = _frontier_model(seed, sizes, {**config, **causal})
+            hits, unsat, sat = _frontier_labels(specs, [n for _, n in sizes])
+            questions = [("UNSAT" if hits == 0 else "rarest", unsat)]
+            if sat is not None and series.startswith("V=2"):
+                questions.append(("SAT", sat))
+            for question, label in questions:
+                name = f"{shape} {series} seed {seed} {question}"
+                reached: dict[str, Reach] = {}
+                stopped: dict[str, str] = {}
+                points: dict[str, list[tuple[int, str, float, float, bool]]] = {r: [] for r in routes}
+                enumerate_on = question != "SAT"
+                for (vocab, n), spec in zip(sizes, specs, strict=True):
+                    if len(stopped) == len(routes):
+                        break
+                    size, words = (f"n={n}" if series.startswith("V=2") else f"V={vocab}"), vocab**n
+                    enumerated: tuple[bool, float, bool] | None = None
+                    if enumerate_on and words < 1 << 62:
+                        enumerated = _enumerate_all(spec, n, label, enum_seconds)
+                        found, enum_s, extrapolated = enumerated
+                        rows.append(
+                            Row(
+                                "frontier",
+                                f"{name} V{vocab}: enumeration{' ~' if extrapolated else ''}",
+                                n,
+                                label,
+                                "sat" if found else ("unsat" if not extrapolated else "unknown"),
+                                "enumerate",
+                                round(enum_s, 4),
+                            )
+                        )
+                        print(rows[-1], file=sys.stderr)
+                        enumerate_on = enum_s <= timeout  # past it, the crossover lies behind
+                    verdicts = {}
+                    for route, options in routes.items():
+                        if route in stopped:
+                            continue
+                        row = _solve("frontier", f"{name} V{vocab}: {route}", spec, n, label, options)
+                        rows.append(row)
+                        print(row, file=sys.stderr)
+                        if row.verdict == "unknown":
+                            stopped[route] = size
+                            continue
+                        verdicts[route] = row.verdict
+                        reached[route] = Reach(
+                            shape, series, seed, question, label, route, vocab, n, words, row.verdict, row.seconds, None
+                        )
+                        if enumerated is not None:
+                            points[route].append((words, size, enumerated[1], row.seconds, enumerated[2]))
+                    assert len(set(verdicts.values())) <= 1, f"routes disagree on {name} {size}: {verdicts}"
+                    if enumerated is not None and not enumerated[2] and verdicts:
+                        assert enumerated[0] == (next(iter(verdicts.values())) == "sat"), (name, size, verdicts)
+                for route in routes:
+                    got = reached.get(route)
+                    if got is None:
+                        got = Reach(shape, series, seed, question, label, route, None, None, None, None, None, None)
+                    reaches.append(replace(got, stopped_at=stopped.get(route)))
+                if question != "SAT":
+                    solvers = [r for r in routes if r not in ("before", "after")]
+                    crossovers += [_crossover(shape, series, r, points[r]) for r in solvers]
+    return rows, reaches, crossovers
+
+
+def _reach_cell(reach: Reach) -> str:
+    size = "-" if reach.n is None else (f"n={reach.n}" if reach.series.startswith("V=2") else f"V={reach.vocab}")
+    got = "none" if reach.seconds is None else f"{size} {reach.seconds:.3g}s"
+    if reach.verdict is not None and reach.verdict != {"UNSAT": "unsat", "SAT": "sat"}.get(reach.question):
+        got += f" ({reach.verdict})"
+    return got + (f"; {reach.stopped_at} t/o" if reach.stopped_at else "; all")
+
+
+def frontier_table(reaches: list[Reach]) -> str:
+    """One line per series and question, one column per route: the largest size decided and
+    its seconds, then the first size that timed out ("all": every size decided)."""
+    routes = list(dict.fromkeys(r.route for r in reaches))
+    lines: dict[tuple[str, str, int, str, int], dict[str, str]] = {}
+    for r in reaches:
+        lines.setdefault((r.shape, r.series, r.seed, r.question, r.label), {})[r.route] = _reach_cell(r)
+    return table(
+        ("shape", "series", "seed", "question", "label", *routes),
+        [[*key, *(cells.get(r, "-") for r in routes)] for key, cells in lines.items()],
+    )
+
+
+SECTIONS = (
+    "length",
+    "enum",
+    "long",
+    "shape",
+    "solver",
+    "ablation",
+    "larger",
+    "trained",
+    "vocab",
+    "route",
+    "cubes",
+    "frontier",
+)
+QUICK = ("length", "enum", "ablation")  # --quick's default subset; frontier also has a quick form
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a subset that runs in about a minute")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows (and the load) here")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per solver call (default 60, quick 20)")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"which of {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument(
+        "--sections",
+        default=None,
+        help=f"which of {', '.join(SECTIONS)} (default: all; with --quick: {', '.join(QUICK)}, or frontier)",
+    )
     args = parser.parse_args()
-    sections = set(args.sections.split(","))
+    sections = set(args.sections.split(",")) if args.sections else set(QUICK if args.quick else SECTIONS)
     timeout = args.timeout or (20.0 if args.quick else 60.0)
     options = QueryOptions(timeout=timeout)
     kinds = list(Attention)
     unique, average, softmax = Attention.UNIQUE_HARDMAX, Attention.AVERAGE_HARDMAX, Attention.SOFTMAX_TABLE
     periodic = PERIODIC
+    # The machine is shared: the load says how far the seconds are from an idle machine's.
+    load_start, started = os.getloadavg(), time.perf_counter()
+    print(f"load average at start {_load(load_start)} on {os.cpu_count()} cores", file=sys.stderr)
+    rows: list[Row] = []
+    reaches: list[Reach] = []
+    crossovers: list[Crossover] = []
     if args.quick:
-        rows = length_rows(
-            [4, 16, 64], [("unique_hardmax", {"attention": unique}), ("unique_hardmax periodic", periodic)], options
-        )
-        rows += enum_rows([("unique_hardmax", 2, 20, {"attention": unique})], options, budget=1 << 17)
-        rows += ablation_rows(8, timeout)[:3]
+        if "length" in sections:
+            rows += length_rows(
+                [4, 16, 64], [("unique_hardmax", {"attention": unique}), ("unique_hardmax periodic", periodic)], options
+            )
+        if "enum" in sections:
+            rows += enum_rows([("unique_hardmax", 2, 20, {"attention": unique})], options, budget=1 << 17)
+        if "ablation" in sections:
+            rows += ablation_rows(8, timeout)[:3]
     else:
-        rows = []
         if "length" in sections:
             length_cases = [(k.value, {"attention": k}) for k in kinds] + [("unique_hardmax periodic", periodic)]
             rows += length_rows([4, 8, 16, 32, 64], length_cases, options)
@@ -508,6 +817,9 @@ def main() -> int:
             rows += route_rows(timeout)
         if "cubes" in sections:
             rows += cube_rows(timeout)
+    if "frontier" in sections:
+        more, reaches, crossovers = frontier_rows(timeout, args.quick)
+        rows += more
     headers = (
         "section",
         "config",
@@ -522,9 +834,35 @@ def main() -> int:
         "speedup",
     )
     print(table(headers, [[("-" if v is None else v) for v in asdict(r).values()] for r in rows]))
+    if reaches:
+        print(f"\nfrontier: the largest size decided within {timeout:g} s per length, then the first that was not")
+        print(frontier_table(reaches))
+        print("\nenumeration/solver crossover (UNSAT questions; enumeration: every word, the library's enumeration)")
+        print(table(("shape", "series", "route", "words", "measured"), [_crossover_line(c) for c in crossovers]))
+    load_end, wall = os.getloadavg(), time.perf_counter() - started
+    print(f"\nload average (1, 5, 15 min) at start {_load(load_start)}, at end {_load(load_end)}")
+    print(f"on {os.cpu_count()} cores; wall {wall:.0f} s, timeout {timeout:g} s per length")
     if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+        payload = {
+            "timeout": timeout,
+            "cores": os.cpu_count(),
+            "load_start": load_start,
+            "load_end": load_end,
+            "wall_seconds": round(wall, 1),
+            "rows": [asdict(r) for r in rows],
+            "frontier": [asdict(r) for r in reaches],
+            "crossover": [asdict(c) for c in crossovers],
+        }
+        args.json.write_text(json.dumps(payload, indent=1) + "\n")
     return 0
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.2f}" for x in load)
+
+
+def _crossover_line(c: Crossover) -> list[object]:
+    return [c.shape, c.series, c.route, "-" if c.words is None else f"{c.words:.2g}", c.note]
 
 
 if __name__ == "__main__":
