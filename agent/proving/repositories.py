@@ -1,6 +1,7 @@
-"""The one proving pipeline of ``prove`` and ``run``: each repository's sorries attempted once
-per run (in a lifelong run right after the retriever's step of it, with the premises of the
-retriever as trained so far); every attempt of the run collected (those of before an
+"""The one proving pipeline of ``prove``, ``run`` and ``evaluate``: each repository's targets
+attempted once per run (in a lifelong run right after the retriever's step of it, with the
+premises of the retriever as trained so far; in an evaluation each attempt judged against the
+original proof before it is recorded); every attempt of the run collected (those of before an
 interruption too) into a :class:`~agent.proving.outcome.ProvingOutcome`; for ``run``, the
 proofs written back.
 
