@@ -21,7 +21,7 @@ import numpy as np
 
 from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import DeclKind, Premise, Theorem
-from lean_env.syntax.lexer import IDENT_RE
+from lean_env.syntax.lexer import IDENT_RE, mask
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
 from retrieval.statements import conclusion, declares_proposition, field_signature, shape, states_fact
@@ -36,6 +36,11 @@ _SYMBOL_RE = re.compile(r"[⁻⁺]?[⁰¹²³⁴-⁹]|[⁻⁺]|[^\w\s()\[\]{}⟨
 # and `=`, which most statements have but definitions lack, so it would seem rare.
 _PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$", "="})
 _LEMMAS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
+# A declaration only its own file can name.
+_PRIVATE_RE = re.compile(r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?private\b", re.DOTALL)
+_ATTRIBUTES_RE = re.compile(r"@\[[^\]]*\]")
+# A numeral of a goal: a number not part of a name (`2` of `2 ^ n`, not of `x₂` or `h2`).
+_NUMERAL_RE = re.compile(r"(?<![\w.'])\d+(?![\w.])")
 
 
 class LexicalRetriever:
@@ -49,7 +54,9 @@ class LexicalRetriever:
     nothing), then the lemmas declared in other files (the repository's, its
     dependencies', the core library's) in the namespace of a name the goal mentions
     (``Nat.add_assoc`` for a goal over ``Nat``), whose conclusion is shaped most like the
-    goal's target (``x + y + (z + w) = ...`` finds ``(n + m) + k = n + (m + k)``).
+    goal's target (``x + y + (z + w) = ...`` finds ``(n + m) + k = n + (m + k)``); a goal
+    with a numeral is about ``Nat`` too (``2 ^ k > 0`` finds ``0 < n ^ m``), and another
+    file's ``private`` lemmas are none of them.
     Instances and types are never premises (nothing to rewrite with or apply); a type's
     fields and constructors are, among the file's own; and a field that states a fact (every
     field of a class of ``Prop``, as ``LawfulApplicative.pure_seq``, or one whose type is a
@@ -119,7 +126,9 @@ class LexicalRetriever:
             symbols = _notation(goal)
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
             similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
-            library = self._shaped_like(goal, mentioned, allowed, theorem.path)
+            # A numeral no type is given is a `Nat`: its lemmas are the goal's too.
+            namespaces = [*mentioned, "Nat"] if _NUMERAL_RE.search(goal) else mentioned
+            library = self._shaped_like(goal, namespaces, allowed, theorem.path)
             chosen = list(dict.fromkeys([*named, *related, *similar, *library, *elsewhere]))[: self.k]
             return [(self.corpus.premises[i].full_name, self._code(i)) for i in chosen]
 
@@ -133,7 +142,7 @@ class LexicalRetriever:
             i
             for name in mentioned
             for i in self._by_namespace.get(name, ())
-            if allowed[i] and self.corpus.premises[i].path != path
+            if allowed[i] and self.corpus.premises[i].path != path and not _PRIVATE_RE.match(self._code(i))
         ]
         target = shape(goal.partition("\n\n")[0].rpartition("⊢")[2])
         alike = {i: _cosine(target, self._shape_of(i)) for i in pool}
@@ -201,8 +210,10 @@ def _fact_fields(premises: tuple[Premise, ...], usable: list[bool]) -> dict[int,
 
 
 def _notation(text: str) -> set[str]:
-    """The notation ``text`` uses (see :data:`_SYMBOL_RE`)."""
-    return {m.group() for m in _SYMBOL_RE.finditer(text)} - _PUNCTUATION
+    """The notation ``text`` uses (see :data:`_SYMBOL_RE`), not counting what its comments,
+    string literals and attributes hold (``@[extern c inline "#1 ^ #2"]`` is no ``^``)."""
+    statement = _ATTRIBUTES_RE.sub(" ", mask(text).masked)
+    return {m.group() for m in _SYMBOL_RE.finditer(statement)} - _PUNCTUATION
 
 
 def _names(code: str) -> set[str]:

@@ -19,6 +19,7 @@ _TOKEN_RE = re.compile(r"[^\W\d][\w.'!?]*|\d+|:=|=>|==|!=|<->|->|[^\s\w]")
 # A binder group's names, up to its `:` (`(n m : Nat)`, `{α : Type}`, `∀ (x : α)`).
 _BINDER_RE = re.compile(r"[({⦃\[]\s*([^(){}\[\]⦃⦄:]*?)\s*:")
 _EQUATIONS = ("=", "↔")
+_FLIPPED = {">": "<", "≥": "≤"}
 # A relation a statement may conclude with.
 _RELATION_RE = re.compile(r"(?<![<>=])(?:=|↔|≤|≥|≠|∣|∈|∉|⊆)(?![>=])|(?<![<$*|])<(?![$*|=-])")
 
@@ -75,9 +76,24 @@ def declares_proposition(code: str) -> bool:
 
 def shape(text: str) -> Counter[tuple[str, str]]:
     """The pairs of neighbouring tokens of ``text`` with every name made ``_``: what a
-    statement looks like whatever its variables and functions are called."""
-    tokens = ["_" if _is_name(t) else t for t in _TOKEN_RE.findall(text)]
+    statement looks like whatever its variables and functions are called. A comparison
+    ``a > b`` (``≥``) is read as ``b < a`` (``≤``), the way lemmas state it."""
+    tokens = _less_than(["_" if _is_name(t) else t for t in _TOKEN_RE.findall(text)])
     return Counter(zip(tokens, tokens[1:], strict=False))
+
+
+def _less_than(tokens: list[str]) -> list[str]:
+    """``tokens`` of ``a > b`` as those of ``b < a`` (``≥``: ``≤``) when that comparison is
+    the only relation or arrow outside every bracket; else as they are."""
+    depth, at = 0, []
+    for index, token in enumerate(tokens):
+        depth += (token in OPENING_BRACKETS) - (token in CLOSING_BRACKETS)
+        if depth == 0 and (_RELATION_RE.fullmatch(token) or token in (">", "→", "->")):
+            at.append(index)
+    if len(at) != 1 or tokens[at[0]] not in _FLIPPED:
+        return tokens
+    index = at[0]
+    return [*tokens[index + 1 :], _FLIPPED[tokens[index]], *tokens[:index]]
 
 
 def sides(code: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:

@@ -122,6 +122,30 @@ def test_last_the_library_s_lemmas_about_the_goal_s_types_shaped_like_its_target
     assert names == ["Nat.add_assoc", "Nat.add_comm"]
 
 
+def test_numerals_make_a_goal_about_nat_and_a_greater_than_is_a_less_than() -> None:
+    """`2 ^ k > 0` names no type, but its numerals are `Nat`s: the library's `Nat` lemmas
+    count, and `0 < n ^ m` is its shape; a private lemma of another file never does, nor
+    does a `^` in a string or an attribute of the file's own declarations."""
+    init = ".lake/packages/lean4/src/lean/Init/Nat.lean"
+    declared = [
+        premise("Nat.pos_pow", path=init, line=1, code="theorem pos_pow {n : Nat} (m : Nat) (h : 0 < n) : 0 < n^m"),
+        premise("Nat.pow_succ", path=init, line=3, code="theorem pow_succ (n m : Nat) : n^(m+1) = n^m * n"),
+        premise("Nat.secret", path=init, line=5, code="private theorem secret {n : Nat} : 0 < 2 ^ n"),
+        premise("Platform.bits", line=1, code="def bits : Nat := 64"),
+        premise("UInt.xor", line=3, code='@[extern c inline "#1 ^ #2"] def UInt.xor (a b : UInt) : UInt := a'),
+    ]
+    target = theorem("after", line=20)
+    files = [LeanFile("A.lean", ("Init.Nat",)), LeanFile(init)]
+    corpus = PremiseCorpus([repo_trace(REPO, premises=declared, theorems=[target], files=files)])
+    premises_for = LexicalRetriever(corpus, k=10).premises_for(REPO, target)
+    assert [name for name, _ in premises_for("⊢ 2 ^ Platform.bits > 0")] == [
+        "Platform.bits",
+        "Nat.pos_pow",
+        "Nat.pow_succ",
+    ]
+    assert [name for name, _ in premises_for("x₂ : Foo\n⊢ x₂ = x₂")] == []  # a subscript is no numeral
+
+
 def test_a_field_that_states_a_fact_is_a_lemma_of_its_class_stated_by_its_own_line() -> None:
     """A class of `Prop` in an imported file: its fields are lemmas about it (the goal's
     instance names the class), shaped by their own statements, given as theorems; a data
@@ -310,6 +334,51 @@ def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> Non
             id="applications-equal",
         ),
         pytest.param("α : Type\nx : α\n⊢ Nonempty α", [], ["constructor"], ["intros"], id="a-type-applied"),
+        pytest.param(
+            "α : Sort u\nn : Nat\na b : α\nh : a = b\n⊢ ∃ (x : α), x = b ∧ True",
+            [],
+            ["exists a", "exists b", "constructor"],
+            ["exists n", "exists h", "intros"],
+            id="an-existential-and-locals-of-its-type",
+        ),
+        pytest.param(
+            "α : Sort u\nval✝ : α\n⊢ ∃ (x : α), True",
+            [],
+            ["refine ⟨‹α›, ?_⟩"],
+            ["exists val✝"],
+            id="an-inaccessible-witness-named-by-its-type",
+        ),
+        pytest.param(
+            "α : Type u\nh : α\n⊢ ∀ {x y : Option α}, (∀ (z : α), x = some z ↔ y = some z) → ¬x = y",
+            [],
+            ["intro x y h₁ h₂", "intro x"],
+            ["intro x y h h"],
+            id="every-binder-and-premise-by-a-name",
+        ),
+        pytest.param("⊢ ∀ [Monad m] (x : m α), x = x", [], ["intros"], ["intro x"], id="an-instance-has-no-name"),
+        pytest.param(
+            "x : Nat\n⊢ (∃ (x : α), p x ∧ q x) → q x", [], ["intro ⟨x₁, h, h₁⟩"], [], id="an-existential-taken-apart"
+        ),
+        pytest.param("⊢ ¬(a ∧ b ∧ c)", [], ["intro ⟨h, h₁, h₂⟩"], [], id="a-negated-conjunction-taken-apart"),
+        pytest.param("⊢ a ∨ b → c", [], ["intro h"], ["intro ⟨h, h₁⟩"], id="a-disjunction-is-not-taken-apart"),
+        pytest.param(
+            "a b c : Option Nat\nh : a = b\n⊢ a = c",
+            [],
+            [
+                "cases a <;> cases b <;> simp_all",
+                "cases a <;> cases c <;> simp_all",
+                "cases b <;> cases c <;> simp_all",
+            ],
+            ["cases a <;> cases h <;> simp_all"],
+            id="two-data-locals-split",
+        ),
+        pytest.param(
+            "n m : Nat\nh : n < m\n⊢ ∃ k, n + k = m",
+            [],
+            ["exists n", "exists m"],
+            ["exists h"],
+            id="an-existential-printed-without-a-type",
+        ),
         pytest.param(
             "a b : Expr\nh : sort (flat a) = sort (flat b)\n⊢ denote ctx a = denote ctx b",
             [],

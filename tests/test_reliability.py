@@ -266,6 +266,40 @@ def test_ctrl_c_or_sigterm_at_any_moment_is_one_line_and_exit_130_or_143(
     assert err.count("\n") == 1 and err.startswith(f"leanagent: {word}") and "Traceback" not in err, err
 
 
+# A command's main thread with an interrupt's handler installed as `main` installs it, where
+# the interrupt is raised inside a weakref callback (as it was once inside an import lock's,
+# and that run finished with exit 0); the command then works on for up to 5 s.
+SWALLOWED = """
+import signal, sys, time, weakref
+from agent.cli.signals import Terminated, raise_terminated, redeliver_swallowed_interrupts
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, raise_terminated)
+redeliver_swallowed_interrupts()
+class Thing: pass
+thing = Thing()
+def callback(ref):
+    raise {kind}
+ref = weakref.ref(thing, callback)
+try:
+    del thing
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+except Terminated:
+    sys.exit(143)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize(("kind", "code"), [("KeyboardInterrupt", 130), ("Terminated", 143)])
+def test_an_interrupt_swallowed_in_a_callback_still_ends_the_command(kind: str, code: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED.format(kind=kind)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == code and "Exception ignored" not in done.stderr, done.stderr
+
+
 def test_sigterm_keeps_the_finished_work_and_the_run_resumes(tmp_path: Path, repos_file: Path) -> None:
     """SIGTERM once the repository is stored (the log says so: the handshake), while the run
     goes on to train: the repository stays stored, and the next run resumes run 1."""

@@ -11,8 +11,8 @@ from builders import target
 from fakes.proof_world import DONE, WorldSession
 from fakes.repl_support import fake_command, write_script
 
-from agent.search.tree import Candidate, SearchConfig, SearchStatus, best_first_search
-from lean_env.interactive.interface import LeanError, TacticTimeout
+from agent.search.tree import Candidate, SearchConfig, SearchStatus, asks_for_a_motive, best_first_search
+from lean_env.interactive.interface import LeanError, TacticState, TacticTimeout
 from lean_env.interactive.repl.backend import ReplBackend
 from lean_env.records import Position
 
@@ -54,6 +54,23 @@ def test_states_reached_twice_are_expanded_once_and_outcomes_are_counted() -> No
     assert result.status is SearchStatus.EXHAUSTED and result.proof is None
     assert (result.expansions, result.tactics_run, result.lean_errors, result.timeouts) == (2, 5, 2, 1)
     assert [t for s, t in session.ran if s == "B"] == ["x"]  # B once, although two tactics reach it
+
+
+def test_a_state_that_asks_for_a_relation_to_be_invented_is_dropped() -> None:
+    """`apply WellFounded.recursion` on `n > 0` leaves the relation `?r` as a goal of its own:
+    no generator writes one, so the search never expands that state; a theorem that states a
+    type (`Nat → Prop`) is searched as any other."""
+    invent = "case hwf\n⊢ WellFounded ?r\n\ncase h\n⊢ ∀ (x : Nat), ?r x 0 → x > 0\n\ncase r\n⊢ Nat → Nat → Prop"
+    session = WorldSession("⊢ n > 0", {"⊢ n > 0": {"apply WellFounded.recursion": invent, "simp": "⊢ 0 < n"}})
+    generator = TableGenerator({"⊢ n > 0": [("apply WellFounded.recursion", 0.9), ("simp", 0.1)], invent: [("x", 1.0)]})
+    result = best_first_search(session, generator)
+    # The root and `⊢ 0 < n` (it has no candidates), never the likelier `invent`.
+    assert result.status is SearchStatus.EXHAUSTED and result.expansions == 2
+    assert [s for s, _ in session.ran] == ["⊢ n > 0", "⊢ n > 0"]
+    assert asks_for_a_motive(TacticState(invent))
+    assert asks_for_a_motive(TacticState("case a\n⊢ Sort ?u\n\ncase b\n⊢ ?a"))
+    assert not asks_for_a_motive(TacticState("⊢ Nat → Prop"))
+    assert not asks_for_a_motive(TacticState("case h\n⊢ p ?w\n\ncase w\nα : Sort u\n⊢ α"))  # a witness: no sort
 
 
 def test_states_that_differ_in_hypothesis_names_alone_are_one_node() -> None:

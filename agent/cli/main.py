@@ -33,7 +33,7 @@ from typing import NoReturn
 
 from agent.cli.signals import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # the codes, with those below
 from agent.cli.signals import EXIT_TERMINATED as EXIT_TERMINATED
-from agent.cli.signals import interrupt_exit, interrupt_line, raise_terminated
+from agent.cli.signals import interrupt_exit, interrupt_line, raise_terminated, redeliver_swallowed_interrupts
 from agent.reports.output import OutputClosed, writing
 from agent.workspace.settings import DATA_DIR_ENV, DB_URL_ENV, Settings
 from lean_env.errors import LeanAgentError, LeanNotFoundError, UserInputError
@@ -116,6 +116,7 @@ def main(argv: Sequence[str] | None = None, *, standalone: bool = False) -> int:
         if standalone:  # from here on, both are a KeyboardInterrupt that the except below ends
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, raise_terminated)
+            redeliver_swallowed_interrupts()
         args = build_parser().parse_args(argv)
         logging.basicConfig(
             level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],

@@ -15,13 +15,18 @@ handlers before anything else is imported.
 from __future__ import annotations
 
 import signal
-from typing import NoReturn
+import sys
+import threading
+from typing import Any, NoReturn
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 # The word an interrupted command's line starts with (every such line starts with it).
 INTERRUPTED_WORD = "interrupted"
 TERMINATED_WORD = "terminated (SIGTERM)"
+# Seconds before a swallowed interrupt is sent again: long enough for the main thread to
+# have left the callback that swallowed it.
+REDELIVERY_DELAY = 0.01
 
 
 class Terminated(KeyboardInterrupt):
@@ -55,3 +60,32 @@ def interrupt_line(error: BaseException, line: str) -> str:
     if not was_terminated(error):
         return line
     return TERMINATED_WORD + line.removeprefix(INTERRUPTED_WORD)
+
+
+def redeliver_swallowed_interrupts() -> None:
+    """Make sure an interrupt that Python swallows still ends the command.
+
+    A signal's handler runs wherever the main thread is, and the exception it raises inside
+    a weakref callback, a ``__del__`` or a garbage collector's finaliser (an import lock's,
+    say) cannot propagate: Python prints "Exception ignored in ..." and goes on, and the
+    command would finish with exit 0. Installed as :data:`sys.unraisablehook` while a
+    command works, this sends the main thread the same signal again a moment later, from a
+    thread of its own (sent from here, its handler would run inside this hook and be
+    swallowed again), so that it is raised where the main thread goes on; should that one
+    be swallowed too, it comes back here. Any other unraisable exception goes to the hook
+    before."""
+    before = sys.unraisablehook
+    main_thread = threading.main_thread().ident
+    assert main_thread is not None  # the main thread is running: it is calling this
+
+    def hook(unraisable: Any) -> None:
+        kind = unraisable.exc_type
+        if not (isinstance(kind, type) and issubclass(kind, KeyboardInterrupt)):
+            before(unraisable)
+            return
+        signum = signal.SIGTERM if issubclass(kind, Terminated) else signal.SIGINT
+        again = threading.Timer(REDELIVERY_DELAY, signal.pthread_kill, (main_thread, signum))
+        again.daemon = True
+        again.start()
+
+    sys.unraisablehook = hook

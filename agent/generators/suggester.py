@@ -93,6 +93,7 @@ SIMP_WITH = 0.2  # simp [P, Q, ...]: the goal's definitions and lemmas at once
 SIMP_ALL_WITH = 0.15  # simp_all [P, ...]: and the hypotheses
 SPLIT_THEN_SIMP = 0.15  # induction x <;> simp_all [P, ...] (cases: two thirds of it)
 SPLIT = 0.05  # induction x, cases x, cases h: the cases left to the next expansions
+SPLIT_TWO = 0.05  # cases x <;> cases y <;> simp_all [P, ...]: two data locals at once
 CONSTRUCTOR = 0.15  # a conjunction or an iff
 CONSTRUCT_ANY = 0.05  # another type or predicate applied
 DISJUNCT = 0.1  # apply Or.inl, apply Or.inr: a disjunction, one side at a time
@@ -109,6 +110,7 @@ FUNEXT = 0.15  # funext x y, where the target equates functions (`fun x y => ...
 SUBST = 0.1  # subst h, where h equates a local with a term
 POINTWISE = 0.15  # simp [funext h], exact funext h, where h : ∀ x, f x = g x
 HEQ_REFL = 0.3  # exact HEq.refl _, where the target is a heterogeneous equality
+WITNESS = 0.2  # exists x, where the target is ∃ (x : T), P and a local x has type T
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
 _PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆≅]|\b(?:True|False)\b")
@@ -530,6 +532,21 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     # ctx b`): applied to an equation among the locals, it may give the target once the
     # premises rewrite it.
     applied = _common_function(*_equation_sides(target))
+    data = [
+        local.name
+        for local in view.locals
+        if IDENT_RE.fullmatch(local.name)
+        and not local.name.startswith("inst")
+        and not _PROPOSITION_RE.search(local.type)
+        and not UNIVERSE_RE.match(local.type)
+    ]
+    # Every case of two of them (`Option`s, `Bool`s), the first few only; the premises may
+    # be what fails there (a neighbour's lemma this file does not have yet).
+    out += [
+        (f"cases {x} <;> cases {y} <;> {simp}", SPLIT_TWO)
+        for x, y in itertools.combinations(data[:3], 2)
+        for simp in dict.fromkeys((simp_all, "simp_all"))
+    ]
     for local in view.locals:
         if not local.name or local.name.startswith("inst") or not local.type:
             continue
@@ -570,7 +587,10 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     # arrow as `->` and a connective applied (`Or a b`: the 2021 Lean does when the
     # statement's binders are implicit).
     shape = target.replace("->", "→")
-    connective = "→" if shape.startswith(("∀", "¬")) else next((c for c in "→↔∨∧" if _top_level(shape, (c,))), "")
+    # A binder's body runs to the end: `∃ x, a ∧ b` is no conjunction.
+    connective = {"∀": "→", "¬": "→", "∃": "∃"}.get(shape[:1]) or next(
+        (c for c in "→↔∨∧" if _top_level(shape, (c,))), ""
+    )
     implication = connective == "→"
     if connective in ("↔", "∧") or (not connective and _head(shape) in ("And", "Iff")):
         out.append(("constructor", CONSTRUCTOR))
@@ -580,20 +600,124 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
         out.append(("constructor", CONSTRUCT_ANY))
     if connective == "∨" or (not connective and _head(shape) == "Or"):
         out += [("apply Or.inl", DISJUNCT), ("apply Or.inr", DISJUNCT)]
+    if connective == "∃":
+        out += [("constructor", CONSTRUCT_ANY), *_witnesses(shape, view)]
     if connective == "" and (_top_level(shape, ("≅",)) or _head(shape) == "HEq"):
         out.append(("exact HEq.refl _", HEQ_REFL))
     binders = next(filter(None, map(_lambda_binders, _equation_sides(shape))), ())
     if binders:
-        fresh: list[str] = []
-        for name in binders:
-            fresh.append(_fresh(name, view.names | set(fresh)))
+        fresh = _fresh_names(binders, view.names)
         out += [(f"funext {' '.join(fresh[:count])}", FUNEXT) for count in dict.fromkeys((1, len(fresh)))]
     if implication:
         out.append(("intros", INTROS))
         # One hypothesis at a time, by a name later tactics can use (`intros` leaves `a✝`).
         binder = _BINDER_RE.match(target)
         out.append((f"intro {_fresh(binder.group(1) if binder else 'h', view.names)}", INTROS))
+        # Every binder and premise at once, each by a name (`intro x y h`).
+        names = _introduced(shape)
+        if names is not None and len(names) > 1:
+            out.append((f"intro {' '.join(_fresh_names(names, view.names))}", INTROS))
+        # A premise that is an existential or a conjunction, taken apart by names: `cases`
+        # would leave its parts inaccessible (`val✝`), which no later tactic can name.
+        parts = _parts(_premise(shape))
+        if parts:
+            out.append((f"intro ⟨{', '.join(_fresh_names(parts, view.names))}⟩", INTROS))
     return out
+
+
+def _premise(implication: str) -> str:
+    """What ``implication`` (``A → B``, ``¬A``) assumes first: ``A``; "" for a universal."""
+    if implication.startswith("¬"):
+        return _unbracketed(implication[1:])
+    arrows = top_level_at(implication, ("→",))
+    return "" if implication.startswith("∀") or not arrows else _unbracketed(implication[: arrows[0]])
+
+
+def _parts(proposition: str) -> list[str]:
+    """Names for the parts of an existential or a conjunction (or iff), nested ones
+    flattened as an anonymous constructor pattern flattens them: ``x y h`` of ``∃ x y, P``,
+    ``h h h`` of ``A ∧ B ∧ C``; [] for any other proposition."""
+    proposition = _unbracketed(proposition)
+    if proposition.startswith("∃") and (commas := top_level_at(proposition, (",",))):
+        binders = _binder_names(_unbracketed(proposition[1 : commas[0]]))
+        if not binders:
+            return []
+        return binders + (_parts(proposition[commas[0] + 1 :]) or ["h"])
+    for connective in ("↔", "∧"):
+        if at := top_level_at(proposition, (connective,)):
+            return ["h", *(_parts(proposition[at[0] + 1 :]) or ["h"])]
+    return []
+
+
+def _fresh_names(names: Sequence[str], taken: Collection[str]) -> list[str]:
+    """``names``, each made fresh against ``taken`` and the ones before it."""
+    fresh: list[str] = []
+    for name in names:
+        fresh.append(_fresh(name, {*taken, *fresh}))
+    return fresh
+
+
+def _introduced(proposition: str) -> list[str] | None:
+    """The names for ``intro`` to give the binders and premises of ``proposition``, in
+    order: a binder its own, a premise ``h`` (``x y h`` of ``∀ {x y : T}, P → Q``); None
+    when a binder has no name to give (an instance's ``[Monad m]``)."""
+    names, text = [], proposition.strip()
+    while True:
+        commas = top_level_at(text, (",",))
+        arrows = top_level_at(text, ("→",))
+        if text.startswith("∀") and commas:
+            binders = _binder_names(text[1 : commas[0]])
+            if binders is None:
+                return None
+            names += binders
+            text = text[commas[0] + 1 :].strip()
+        elif text.startswith("¬"):
+            return [*names, "h"]
+        elif arrows:
+            names.append("h")
+            text = text[arrows[0] + 1 :].strip()
+        else:
+            return names
+
+
+def _binder_names(binders: str) -> list[str] | None:
+    """The names ``binders`` (``x y``, ``{x y : T}``, ``(a : T) (b : U)``, ``x y : T``)
+    bind; None when a group binds none by name (``[Monad m]``)."""
+    names: list[str] = []
+    for group in _BINDER_GROUP_RE.finditer(binders):
+        if group["bare"] == ":":  # `∀ x y : T`: the rest is the type
+            break
+        if group["bare"] is not None:
+            names.append(group["bare"])
+            continue
+        named = group["bracketed"].partition(":")[0].split() if ":" in group["bracketed"] else []
+        if not named or not all(IDENT_RE.fullmatch(name) for name in named):
+            return None
+        names += named
+    return names
+
+
+def _witnesses(existential: str, view: GoalView) -> list[tuple[str, float]]:
+    """``exists x`` for each local ``x`` that may be the witness of ``existential`` (``∃ (y
+    : T), P``): one of type ``T``, or any data local when Lean printed no type. A local Lean
+    made inaccessible (``val✝``, after ``cases``) is named by its type: ``refine ⟨‹T›, ?_⟩``."""
+    commas = top_level_at(existential, (",",))
+    if not commas:
+        return []
+    binders = _unbracketed(existential[1 : commas[0]])
+    wanted = " ".join(binders.partition(":")[2].split()) or None
+    out = []
+    for local in view.locals:
+        kind = " ".join(local.type.split())
+        if wanted is None and (_PROPOSITION_RE.search(kind) or UNIVERSE_RE.match(kind)):
+            continue
+        if wanted is not None and kind != wanted:
+            continue
+        if IDENT_RE.fullmatch(local.name):
+            out.append((f"exists {local.name}", WITNESS))
+        elif wanted is not None:
+            out.append((f"refine ⟨‹{wanted}›, ?_⟩", WITNESS))
+    return list(dict.fromkeys(out))
 
 
 def _equation_sides(text: str) -> tuple[str, ...]:

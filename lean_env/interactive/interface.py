@@ -68,9 +68,13 @@ class TacticState:
         object.__setattr__(self, "key", normalize_goals(self.pp))
 
     @property
+    def goals(self) -> tuple[str, ...]:
+        """The goals the state shows, one text each (Lean separates goals by blank lines)."""
+        return tuple(g for g in re.split(r"\n\s*\n", self.pp.strip()) if g.strip())
+
+    @property
     def num_goals(self) -> int:
-        """How many goals the state shows (Lean separates goals by blank lines)."""
-        return len([g for g in re.split(r"\n\s*\n", self.pp.strip()) if g.strip()])
+        return len(self.goals)
 
 
 @dataclass(frozen=True, slots=True)
