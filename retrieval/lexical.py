@@ -38,6 +38,8 @@ _PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$
 _LEMMAS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
 # A declaration only its own file can name.
 _PRIVATE_RE = re.compile(r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?private\b", re.DOTALL)
+# A goal's instance hypothesis, as Lean names them (`inst✝¹ : Monad m`).
+_INSTANCE_LINE_RE = re.compile(r"^inst\S* :.*$", re.MULTILINE)
 _ATTRIBUTES_RE = re.compile(r"@\[[^\]]*\]")
 # A numeral of a goal: a number not part of a name (`2` of `2 ^ n`, not of `x₂` or `h2`).
 _NUMERAL_RE = re.compile(r"(?<![\w.'])\d+(?![\w.])")
@@ -48,7 +50,8 @@ class LexicalRetriever:
     premises whose full or short name the goal mentions (in the order it mentions them;
     not its own variables, which shadow such names), then those declared before the
     theorem in its own file whose code uses the most of the file's declarations that the
-    goal names (ties: the nearest first; none that use none), then the file's lemmas whose
+    goal names (ties: the nearest first; none that use none; an instance hypothesis's class
+    counts for its own fact fields only), then the file's lemmas whose
     code shares the goal's notation, the rarer among the file's declarations the more
     (``(a * b)⁻¹`` finds ``mul_inv_rev``; notation that every declaration has counts for
     nothing), then the lemmas declared in other files (the repository's, its
@@ -119,9 +122,13 @@ class LexicalRetriever:
             # namespace (`Except.pure` for a goal's `pure`) only perhaps (an `open`): last.
             named = [i for i in matches if _resolves(self.corpus.premises[i].full_name, mentioned, scopes)]
             elsewhere = [i for i in matches if i not in set(named)]
-            # The file's own declarations the goal names: its lemmas about them come next.
+            # The file's own declarations the goal names: its lemmas about them come next. The
+            # class of an instance hypothesis (`inst✝ : LawfulMonad m`) counts for the class's
+            # own fact fields only: most lemmas of a file about monads take that instance, so
+            # that they do says little about this goal.
             about = own_names.intersection(mentioned)
-            shared = {i: len(about & uses[i]) for i in own}
+            outside = about & _names(_INSTANCE_LINE_RE.sub("", goal))
+            shared = {i: len((about if i in self._facts else outside) & uses[i]) for i in own}
             related = sorted((i for i in own if shared[i]), key=lambda i: -shared[i])
             symbols = _notation(goal)
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}

@@ -49,6 +49,23 @@ def test_nothing_after_the_theorem_nor_unreachable_and_nothing_for_library_names
     assert len(premises_for("⊢ denote ctx (flat e) = flat e")) == 4  # k
 
 
+def test_an_instance_hypothesis_s_class_makes_no_lemma_about_the_goal() -> None:
+    """Every lemma of a file about monads takes `[LawfulMonad m]`: that the goal's instance
+    hypotheses name the class says nothing; the goal's `*>` does."""
+    declared = [
+        premise("LawfulMonad", line=1, code="class LawfulMonad (m : Type → Type) : Prop", kind=DeclKind.CLASS),
+        premise("bind_pure", line=3, code="theorem bind_pure [Monad m] [LawfulMonad m] (x : m α) : x >>= pure = x"),
+        premise("seqRight_eq", line=5, code="theorem seqRight_eq [LawfulMonad m] (x : m α) : x *> y = id <$> x <*> y"),
+    ]
+    premises_for = _premises_for_file(declared)
+    lemmas = {"bind_pure", "seqRight_eq"}
+    names = [name for name, _ in premises_for("inst✝¹ : Monad m\ninst✝ : LawfulMonad m\nx : m α\n⊢ x *> y = y")]
+    assert [name for name in names if name in lemmas] == ["seqRight_eq"]
+    # Named outside an instance hypothesis, the class is the goal's subject again.
+    names = [name for name, _ in premises_for("h : LawfulMonad m\n⊢ x *> y = y")]
+    assert [name for name in names if name in lemmas] == ["seqRight_eq", "bind_pure"]
+
+
 def test_then_the_file_s_lemmas_with_the_goal_s_rarer_notation(premises_for) -> None:
     # `+` is in one lemma of the file; `=` in most, and it counts for nothing.
     assert [name for name, _ in premises_for("n : Nat\n⊢ n + 0 = n")] == ["Ex.unrelated"]
