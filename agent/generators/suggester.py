@@ -504,14 +504,16 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     whose type is the target, ``simp`` with the goal's best ``premises`` (definitions
     unfold, lemmas rewrite) on the target, the best ``lemmas`` alone (rewriting, nothing
     unfolded) on the newest hypothesis, induction or case
-    analysis on a data local followed by that ``simp``, ``cases`` on a hypothesis that is
+    analysis on a data local followed by that ``simp`` (and on two of them at once), ``cases`` on a hypothesis that is
     a conjunction, disjunction, existential or iff, ``apply h`` with a hypothesis that
     takes premises (first one that implies the target), ``absurd`` of one that ends in a
     disequality, either side of an iff hypothesis, ``subst`` of a hypothesis that equates a
     local with a term, ``injection`` of one that equates applications, ``congrArg`` of an
     equation under the function both sides of the target apply, ``constructor`` on a
-    conjunction, iff or other type applied, either side of a disjunction, ``intros`` on an
-    implication or a universal, ``funext`` on an equation of functions, ``funext h`` of a
+    conjunction, iff or other type applied, either side of a disjunction, a witness of an
+    existential (:func:`_witnesses`), ``intros`` on an implication or a universal (and
+    ``intro`` with every binder's and premise's name, or with a pattern taking its first
+    premise apart), ``funext`` on an equation of functions, ``funext h`` of a
     hypothesis that equates two functions at every argument, and ``HEq.refl`` for a
     heterogeneous equality."""
     listed = ", ".join(premises)
@@ -535,10 +537,7 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     data = [
         local.name
         for local in view.locals
-        if IDENT_RE.fullmatch(local.name)
-        and not local.name.startswith("inst")
-        and not _PROPOSITION_RE.search(local.type)
-        and not UNIVERSE_RE.match(local.type)
+        if IDENT_RE.fullmatch(local.name) and not local.name.startswith("inst") and _is_data(local.type)
     ]
     # Every case of two of them (`Option`s, `Bool`s), the first few only; the premises may
     # be what fails there (a neighbour's lemma this file does not have yet).
@@ -552,7 +551,7 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
             continue
         if " ".join(local.type.split()) == " ".join(target.split()):
             out.append((f"exact {local.name}", EXACT_LOCAL))
-        if not _PROPOSITION_RE.search(local.type) and not UNIVERSE_RE.match(local.type):
+        if _is_data(local.type):
             out += [
                 (f"induction {local.name} <;> {simp_all}", SPLIT_THEN_SIMP),
                 (f"cases {local.name} <;> {simp_all}", SPLIT_THEN_SIMP * 2 / 3),
@@ -709,15 +708,20 @@ def _witnesses(existential: str, view: GoalView) -> list[tuple[str, float]]:
     out = []
     for local in view.locals:
         kind = " ".join(local.type.split())
-        if wanted is None and (_PROPOSITION_RE.search(kind) or UNIVERSE_RE.match(kind)):
-            continue
-        if wanted is not None and kind != wanted:
+        fits = kind == wanted if wanted is not None else _is_data(kind)
+        if not fits:
             continue
         if IDENT_RE.fullmatch(local.name):
             out.append((f"exists {local.name}", WITNESS))
         elif wanted is not None:
             out.append((f"refine ⟨‹{wanted}›, ?_⟩", WITNESS))
     return list(dict.fromkeys(out))
+
+
+def _is_data(kind: str) -> bool:
+    """Whether a local of type ``kind`` is data, something to split by induction or cases
+    (see :data:`_PROPOSITION_RE`)."""
+    return not _PROPOSITION_RE.search(kind) and not UNIVERSE_RE.match(kind)
 
 
 def _equation_sides(text: str) -> tuple[str, ...]:
