@@ -82,7 +82,9 @@ class LexicalRetriever:
         self._by_namespace: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
             namespace = premise.full_name.rpartition(".")[0]
-            if (premise.kind in _LEMMAS or index in self._facts) and namespace:
+            # Another file's private lemma is no premise: its file alone can name it.
+            lemma = premise.kind in _LEMMAS and not _PRIVATE_RE.match(premise.code)
+            if (lemma or index in self._facts) and namespace:
                 self._by_namespace[namespace].append(index)
         self._shapes: dict[int, Counter[tuple[str, str]]] = {}
 
@@ -149,7 +151,7 @@ class LexicalRetriever:
             i
             for name in mentioned
             for i in self._by_namespace.get(name, ())
-            if allowed[i] and self.corpus.premises[i].path != path and not _PRIVATE_RE.match(self._code(i))
+            if allowed[i] and self.corpus.premises[i].path != path
         ]
         target = shape(goal.partition("\n\n")[0].rpartition("⊢")[2])
         alike = {i: _cosine(target, self._shape_of(i)) for i in pool}
