@@ -137,7 +137,7 @@ def after(other):
             stat = open(f"/proc/{{int(open(pidfile).read())}}/stat").read()
             if stat.rpartition(") ")[2].split()[0] in ("Z", "X"):
                 return
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped before or while read
             if os.path.exists(pidfile):
                 return
         time.sleep(0.01)
