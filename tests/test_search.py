@@ -87,6 +87,26 @@ def test_states_that_differ_in_hypothesis_names_alone_are_one_node() -> None:
     assert result.expansions == 3
 
 
+def test_states_that_differ_in_hypothesis_order_or_case_tag_alone_are_one_node() -> None:
+    """`rename` (or a `cases` that re-adds a dependent hypothesis last) only moves facts and
+    `apply id` only tags the goal: the state reached is the one it started from, also when
+    the names differ too."""
+    start = "n : Nat\nh : n > 0\nxs : List Nat\n⊢ xs.length + n > 0"
+    moved = "n : Nat\nxs : List Nat\nh : n > 0\n⊢ xs.length + n > 0"
+    renamed = "m : Nat\nys : List Nat\nh₁ : m > 0\n⊢ ys.length + m > 0"
+    tagged = "case a\n" + start
+    other = "n : Nat\nxs : List Nat\nh : n > 1\n⊢ xs.length + n > 0"
+    reached = {"rename Nat => n": moved, "revert h; intro h₁": renamed, "apply id": tagged, "weaken": other}
+    session = WorldSession(start, {start: reached} | {state: {} for state in reached.values()})
+    generator = TableGenerator(
+        {start: [("rename Nat => n", 0.4), ("revert h; intro h₁", 0.3), ("apply id", 0.2), ("weaken", 0.1)]}
+        | {state: [("omega", 1.0)] for state in reached.values()}
+    )
+    result = best_first_search(session, generator)
+    assert list(dict.fromkeys(s for s, _ in session.ran)) == [start, other]
+    assert result.expansions == 2
+
+
 def test_a_state_reached_again_by_a_likelier_path_takes_that_path() -> None:
     session = WorldSession(
         "A", {"A": {"a": "B", "b": "C"}, "B": {"rare": "S"}, "C": {"sure": "S"}, "S": {"finish": DONE}}

@@ -11,7 +11,9 @@ runs after a proof):
   unless ``accept`` (the final check, when the caller gives one) refuses it: then it is
   counted and dropped, and the search goes on;
 * a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals
-  up to the names of their hypotheses (``intro h`` and ``intro h₁`` reach one state), so a
+  up to the names and order of their hypotheses and their case tags (``intro h`` and
+  ``intro h₁`` reach one state; so do ``rename``, which only moves a hypothesis, and
+  ``apply id``, which only tags the goal), so a
   state that several paths reach is one node, with the most likely of those paths found
   before it is expanded (a later, likelier path re-queues it), and it is expanded once;
 * a :class:`~lean_env.interactive.interface.LeanError` or :class:`~lean_env.interactive.interface.TacticTimeout`
@@ -189,14 +191,54 @@ def asks_for_a_motive(state: TacticState) -> bool:
 
 
 def _shape(state: TacticState) -> str:
-    """``state``'s goals with each hypothesis name a tactic can write replaced by its order
-    of first appearance (``a✝`` stays: a state where a tactic cannot name the hypothesis is
-    not the same to search from)."""
+    """``state``'s goals, each as :func:`_canonical` writes it, with each hypothesis name a
+    tactic can write replaced by its order of first appearance (``a✝`` stays: a state where
+    a tactic cannot name the hypothesis is not the same to search from)."""
+    text = "\n\n".join(_canonical(goal) for goal in state.goals)
     names: dict[str, str] = {}
-    for name in hypothesis_names(state.pp):
+    for name in hypothesis_names(text):
         if IDENT_RE.fullmatch(name):
             names.setdefault(name, f"⟪{len(names)}⟫")
-    return normalize_goals(IDENT_RE.sub(lambda m: names.get(m.group(), m.group()), state.pp))
+    return normalize_goals(_rename_locals(text, names))
+
+
+def _canonical(goal: str) -> str:
+    """``goal`` with its hypotheses sorted and no case tag: the same facts to prove the
+    same target, whatever order and tag the tactics that reached it left.
+
+    A tactic that only moves hypotheses (``rename``, ``revert x; intro x``, a ``cases`` that
+    re-adds a dependent one at the end) or only tags the goal (``apply id`` leaves ``case
+    a``) reaches the state it started from. The search expanded such states again: 102 of
+    the 1,463 states expanded on the evaluation halves of session 41 differed from an earlier
+    one in hypothesis order alone, 85 of them in searches that ran out of time; 14 of the
+    201 of this session's core and control dev halves in a case tag alone."""
+    blocks: list[list[str]] = []
+    for line in goal.split("\n"):
+        if blocks and line[:1].isspace():
+            blocks[-1].append(line)  # a continuation of the hypothesis or target above
+        else:
+            blocks.append([line])
+    texts = ["\n".join(block) for block in blocks if not block[0].startswith("case ")]
+    masks = dict.fromkeys(hypothesis_names(goal), "·")
+
+    def order(hypothesis: str) -> tuple[str, str]:
+        # By the text with local names masked first, so that states differing in names
+        # alone (merged by _shape's renaming) still sort alike.
+        return _rename_locals(hypothesis, masks), hypothesis
+
+    hypotheses = sorted((t for t in texts if not t.startswith("⊢")), key=order)
+    return "\n".join(hypotheses + [t for t in texts if t.startswith("⊢")])
+
+
+def _rename_locals(text: str, names: dict[str, str]) -> str:
+    """``text`` with each local of ``names`` replaced, also as the head of a dotted name
+    (``xs.length``)."""
+
+    def renamed(match: re.Match[str]) -> str:
+        head, dot, rest = match.group().partition(".")
+        return names[head] + dot + rest if head in names else match.group()
+
+    return IDENT_RE.sub(renamed, text)
 
 
 def _distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
