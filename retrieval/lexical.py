@@ -43,6 +43,10 @@ _INSTANCE_LINE_RE = re.compile(r"^inst\S* :.*$", re.MULTILINE)
 _ATTRIBUTES_RE = re.compile(r"@\[[^\]]*\]")
 # A numeral of a goal: a number not part of a name (`2` of `2 ^ n`, not of `x₂` or `h2`).
 _NUMERAL_RE = re.compile(r"(?<![\w.'])\d+(?![\w.])")
+# A type's declared name; a structure's or class's parents: what `extends` lists, up to its
+# type or `where`.
+_DECLARED_RE = re.compile(r"\b(?:class|structure|inductive)\s+(?:inductive\s+)?(?P<name>[^\s({\[:]+)")
+_EXTENDS_RE = re.compile(r"(?:(?!\bwhere\b|:=).)*?\bextends\b(?P<parents>(?:(?!\bwhere\b|:=|\s:\s).)*)", re.DOTALL)
 
 
 class LexicalRetriever:
@@ -70,6 +74,7 @@ class LexicalRetriever:
         self.corpus, self.k = corpus, k
         self._usable = _usable(corpus.premises)
         self._facts = _fact_fields(corpus.premises, self._usable)
+        self._parents = _parents(corpus.premises)
         self._by_name: dict[str, list[int]] = defaultdict(list)
         for index, premise in enumerate(corpus.premises):
             # A goal names a type's fields and constructors as terms, not as facts.
@@ -126,14 +131,25 @@ class LexicalRetriever:
             elsewhere = [i for i in matches if i not in set(named)]
             # The file's own declarations the goal names: its lemmas about them come next. The
             # class of an instance hypothesis (`inst✝ : LawfulMonad m`) counts for the class's
-            # own fact fields only: most lemmas of a file about monads take that instance, so
-            # that they do says little about this goal.
+            # fact fields only: most lemmas of a file about monads take that instance, so that
+            # they do says little about this goal. A class it extends counts for those of its
+            # fact fields that have the goal's rarest notation too (`LawfulApplicative.seqRight_eq`
+            # for `x *> y`): inheritance alone says less, and a class of a file of algebra
+            # extends a chain of others whose fields all have `*`. Ties: the most alike in
+            # notation first.
             about = own_names.intersection(mentioned)
             outside = about & _names(_INSTANCE_LINE_RE.sub("", goal))
-            shared = {i: len((about if i in self._facts else outside) & uses[i]) for i in own}
-            related = sorted((i for i in own if shared[i]), key=lambda i: -shared[i])
             symbols = _notation(goal)
+            rarest = max(symbols & rarity.keys(), key=lambda s: (rarity[s], s), default=None)
+            extended = _with_ancestors(about, self._parents) - about
+            shared = {
+                i: len(about & uses[i]) + bool(rarest in notation[i] and extended & uses[i])
+                if i in self._facts
+                else len(outside & uses[i])
+                for i in own
+            }
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
+            related = sorted((i for i in own if shared[i]), key=lambda i: (-shared[i], -alike[i]))
             similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
             # A numeral no type is given is a `Nat`: its lemmas are the goal's too.
             namespaces = [*mentioned, "Nat"] if _NUMERAL_RE.search(goal) else mentioned
@@ -216,6 +232,33 @@ def _fact_fields(premises: tuple[Premise, ...], usable: list[bool]) -> dict[int,
         if signature and states_fact(signature, in_proposition=declares_proposition(premise.code)):
             facts[index] = signature
     return facts
+
+
+def _parents(premises: tuple[Premise, ...]) -> dict[str, set[str]]:
+    """The types each structure or class extends (by full and short name), by its full and
+    short name: ``LawfulMonad`` extends ``LawfulApplicative``."""
+    headers = [(p, _DECLARED_RE.search(p.code)) for p in premises if p.kind in _TYPES]
+    # The types' own premises, not their fields' and constructors' (which share the code).
+    types = [(p, h) for p, h in headers if h and h["name"].rsplit(".")[-1] == p.full_name.rsplit(".")[-1]]
+    names = _names(" ".join(p.full_name for p, _ in types))
+    parents: dict[str, set[str]] = {}
+    for premise, header in types:
+        clause = _EXTENDS_RE.match(premise.code, header.end())
+        extended = (names & _names(clause["parents"])) - _names(premise.full_name) if clause else set()
+        for name in _names(premise.full_name) if extended else ():
+            parents.setdefault(name, set()).update(extended)
+    return parents
+
+
+def _with_ancestors(names: set[str], parents: dict[str, set[str]]) -> set[str]:
+    """``names`` and every type they extend, through any number of ``extends``."""
+    found, todo = set(names), list(names)
+    while todo:
+        for parent in parents.get(todo.pop(), ()):
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return found
 
 
 def _notation(text: str) -> set[str]:
