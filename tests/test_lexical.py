@@ -10,7 +10,7 @@ import pytest
 from builders import premise, repo_trace, theorem
 
 from agent.generators.goals import goal_view
-from agent.generators.suggester import structural
+from agent.generators.suggester import chains, structural
 from lean_env.records import DeclKind, LeanFile, Position, Premise
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremisesFor
@@ -209,6 +209,35 @@ def test_a_fact_field_of_the_file_is_about_its_class() -> None:
     assert [name for name, _ in _premises_for_file(declared)(goal)][:1] == ["CommGroup.mul_comm"]
 
 
+def test_a_fact_field_of_a_class_the_instance_s_class_extends_is_about_the_goal() -> None:
+    """`LawfulMonad extends LawfulApplicative`: with `[LawfulMonad m]`, the goal's `*>` is
+    rewritten by `LawfulApplicative.seqRight_eq`, a field of the class extended with the
+    goal's rarest notation; among the fields that the instance makes about the goal, those
+    with the goal's rarer notation come first."""
+    applicative = (
+        "class LawfulApplicative (f : Type u → Type v) [Applicative f] extends LawfulFunctor f : Prop where\n"
+        "  seqRight_eq (x : f α) (y : f β) : x *> y = const α id <$> x <*> y\n"
+        "  pure_seq (g : α → β) (x : f α) : pure g <*> x = g <$> x"
+    )
+    monad = (
+        "class LawfulMonad (m : Type u → Type v) [Monad m] extends LawfulApplicative m : Prop where\n"
+        "  pure_bind (x : α) (f : α → m β) : pure x >>= f = f x"
+    )
+    declared = [
+        *_type_declaration("LawfulApplicative", applicative, ["seqRight_eq", "pure_seq"], kind=DeclKind.CLASS),
+        *(
+            dataclasses.replace(p, start=Position(p.start.line + 5, 1), end=Position(p.end.line + 5, 1))
+            for p in _type_declaration("LawfulMonad", monad, ["pure_bind"], kind=DeclKind.CLASS)
+        ),
+    ]
+    goal = "inst✝¹ : Monad m\ninst✝ : LawfulMonad m\nx : m α\ny : m β\n⊢ x *> y = do\n  x\n  y"
+    # `pure_seq` has nothing of the goal's rarest notation: inheritance alone is no reason.
+    assert [name for name, _ in _premises_for_file(declared)(goal)] == [
+        "LawfulApplicative.seqRight_eq",
+        "LawfulMonad.pure_bind",
+    ]
+
+
 @pytest.mark.parametrize(
     ("code", "field", "signature", "fact"),
     [
@@ -377,6 +406,13 @@ def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> Non
             "x : Nat\n⊢ (∃ (x : α), p x ∧ q x) → q x", [], ["intro ⟨x₁, h, h₁⟩"], [], id="an-existential-taken-apart"
         ),
         pytest.param("⊢ ¬(a ∧ b ∧ c)", [], ["intro ⟨h, h₁, h₂⟩"], [], id="a-negated-conjunction-taken-apart"),
+        pytest.param(
+            "σ α : Type\nm : Type → Type\ns : σ\nx : m α\np : α × σ\n⊢ f s x = p",
+            [],
+            ["cases p", "induction p <;> simp_all"],
+            ["cases s", "induction s", "cases x", "cases s <;> cases p <;> simp_all"],
+            id="a-local-of-an-abstract-type-has-no-cases",
+        ),
         pytest.param("⊢ a ∨ b → c", [], ["intro h"], ["intro ⟨h, h₁⟩"], id="a-disjunction-is-not-taken-apart"),
         pytest.param(
             "a b c : Option Nat\nh : a = b\n⊢ a = c",
@@ -406,6 +442,13 @@ def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> Non
         pytest.param(
             "h : a = b\n⊢ f a + c = f b + c", [], [], ["have h₁ := congrArg (f) h"], id="operands-are-no-function"
         ),
+        pytest.param(
+            "p q : Prop\nh : ¬p → False\n⊢ p",
+            [],
+            ["cases Classical.em p <;> simp_all", "cases Classical.em p"],
+            ["cases Classical.em q", "cases Classical.em h"],
+            id="a-proposition-of-the-target-true-or-false",
+        ),
     ],
 )
 def test_structural_candidates(goal: str, premises: list[str], wanted: list[str], unwanted: list[str]) -> None:
@@ -422,3 +465,40 @@ def test_the_newest_hypothesis_is_rewritten_by_the_lemmas_alone() -> None:
     assert not [tactic for tactic in dict(structural(view, ["f", "g"])) if " at " in tactic]  # no lemmas
     data_last = goal_view("h : f a = f b\nn : Nat\n⊢ a = b")
     assert not [tactic for tactic in dict(structural(data_last, ["f", "g_f"], ["g_f"])) if " at " in tactic]
+
+
+@pytest.mark.parametrize(
+    ("goal", "wanted"),
+    [
+        pytest.param(
+            "n : Nat\nh : n < 55296\n⊢ n < UInt32.size",
+            ["apply Nat.ltTrans h", "apply Nat.lt_of_lt_of_le h"],
+            id="the-hypothesis-first",
+        ),
+        pytest.param(
+            "a b c : Nat\nh₁ : a ≤ b\nh₂ : b < c\n⊢ a < c",
+            [
+                "apply Nat.lt_of_le_of_lt h₁",
+                "apply Nat.ltOfLeOfLt h₁",
+                "refine Nat.ltTrans ?_ h₂",
+                "refine Nat.lt_of_le_of_lt ?_ h₂",
+                "refine Nat.ltOfLeOfLt ?_ h₂",
+            ],
+            id="either-hypothesis",
+        ),
+        pytest.param(
+            "n : Nat\nh✝ : n < 55296\n⊢ n < 4294967296",
+            ["apply Nat.ltTrans ‹n < 55296›", "apply Nat.lt_of_lt_of_le ‹n < 55296›"],
+            id="an-inaccessible-hypothesis-by-its-type",
+        ),
+        pytest.param("n✝ : Nat\nh✝ : n✝ < 55296\n⊢ n✝ < 65536", [], id="a-type-that-cannot-be-written"),
+        pytest.param("h : n < m\n⊢ n + 1 < m + 1", [], id="no-side-in-common"),
+        pytest.param("h : a < b\n⊢ f <$> x = y", [], id="no-relation"),
+        pytest.param("h : a = b\n⊢ a ≤ c", [], id="an-equation-is-no-step"),
+    ],
+)
+def test_a_hypothesis_on_the_way_to_an_order_target_is_chained(goal: str, wanted: list[str]) -> None:
+    """Transitivity lemmas of either spelling, those the premises have only."""
+    known = {"Nat.ltTrans", "Nat.ltOfLeOfLt", "Nat.lt_of_lt_of_le", "Nat.lt_of_le_of_lt"}
+    offered = [tactic for tactic, _ in chains(goal_view(goal), lambda name: name if name in known else None)]
+    assert offered == wanted

@@ -300,6 +300,15 @@ def test_merged_with_a_model_the_candidates_are_a_mixture() -> None:
         Blend(suggester, None, share=0.5)
 
 
+def test_no_tactic_names_an_inaccessible_local() -> None:
+    """Lean parses no `✝`: `induction n✝` is never offered; a hypothesis `cases` left
+    inaccessible is written by its type."""
+    goal = "n✝ : Nat\nh✝ : 0 < n✝ ∧ n✝ < 5\nh : m < 3 ∨ m = 4\n⊢ n✝ + m = m + n✝"
+    offered = [c.tactic for c in _suggester().suggest(goal, previous=None, premises=(), n=200)]
+    assert "cases h" in offered and "cases n✝" not in offered
+    assert not [tactic for tactic in offered if "✝" in tactic]
+
+
 def test_a_neighbours_name_that_the_theorems_namespace_would_not_resolve_is_also_offered_in_full() -> None:
     """casesUsing.lean: `ex3b`, under `open Nat in`, writes `parityElim`; its twin `ex3` at
     the root needs `Nat.parityElim`, which the neighbour's tactic names only by suffix."""
@@ -359,3 +368,14 @@ def test_a_simp_set_never_holds_a_lemma_and_its_converse() -> None:
     lists = [t for t in found if "[" in t and "," in t]
     assert lists and not any("Nat.succ_eq_add_one" in t and "Nat.add_one" in t for t in lists)
     assert "simp [Nat.add_one]" in found  # alone it is no loop
+
+
+def test_a_name_a_tactic_binds_is_never_qualified_as_a_premise() -> None:
+    """`String.Iterator.s` is the only premise ending in `s`: a neighbour's `intro s` stays,
+    while a premise in the body after the binders is still qualified."""
+    names = PremiseNames(["String.Iterator.s", "Nat.parityElim", "Point.y"])
+    assert names.qualified("intro s", "", frozenset()) is None
+    assert names.qualified("funext x y", "", frozenset()) is None
+    assert names.qualified("intro (s : Nat) h", "", frozenset()) is None
+    assert names.qualified("exact fun s => parityElim s", "", frozenset()) == "exact fun s => Nat.parityElim s"
+    assert names.qualified("intro h; exact s", "", frozenset()) == "intro h; exact String.Iterator.s"
