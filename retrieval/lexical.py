@@ -54,8 +54,9 @@ class LexicalRetriever:
     premises whose full or short name the goal mentions (in the order it mentions them;
     not its own variables, which shadow such names), then those declared before the
     theorem in its own file whose code uses the most of the file's declarations that the
-    goal names (ties: the nearest first; none that use none; an instance hypothesis's class
-    counts for its own fact fields only), then the file's lemmas whose
+    goal names (ties: the goal's rarer notation, then the nearest first; none that use none;
+    an instance hypothesis's class counts for its own fact fields only, and for those of the
+    classes it extends that have the goal's rarest notation), then the file's lemmas whose
     code shares the goal's notation, the rarer among the file's declarations the more
     (``(a * b)⁻¹`` finds ``mul_inv_rev``; notation that every declaration has counts for
     nothing), then the lemmas declared in other files (the repository's, its
