@@ -491,6 +491,11 @@ def test_the_newest_hypothesis_is_rewritten_by_the_lemmas_alone() -> None:
             ["apply Nat.ltTrans ‹n < 55296›", "apply Nat.lt_of_lt_of_le ‹n < 55296›"],
             id="an-inaccessible-hypothesis-by-its-type",
         ),
+        pytest.param(
+            "n : Nat\nh✝ : 57343 < n ∧ n < 1114112\n⊢ n < 4294967296",
+            ["apply Nat.ltTrans ‹57343 < n ∧ n < 1114112›.2", "apply Nat.lt_of_lt_of_le ‹57343 < n ∧ n < 1114112›.2"],
+            id="a-part-of-a-conjunction",
+        ),
         pytest.param("n✝ : Nat\nh✝ : n✝ < 55296\n⊢ n✝ < 65536", [], id="a-type-that-cannot-be-written"),
         pytest.param("h : n < m\n⊢ n + 1 < m + 1", [], id="no-side-in-common"),
         pytest.param("h : a < b\n⊢ f <$> x = y", [], id="no-relation"),

@@ -668,24 +668,43 @@ def chains(view: GoalView, resolve: Callable[[str], str | None]) -> list[tuple[s
     """``apply L h`` where the hypothesis ``h : a R b`` is the first step of the target
     ``a R' c`` by the transitivity lemma ``L`` (the goal left: ``b R c``, often a numeral
     comparison that ``decide`` settles), and ``refine L ?_ h`` where it is the last (``h``
-    as :func:`_written` writes it); only the lemmas ``resolve`` knows."""
+    as :func:`_written` writes it, or a part of it: ``h.2`` of ``h : 57343 < n ∧ n <
+    1114112``); only the lemmas ``resolve`` knows."""
     target = _relation(view.target)
     if target is None:
         return []
     out = []
     for local in view.locals:
-        fact = _relation(local.type)
-        named = _written(local)
-        if fact is None or named is None:
-            continue
-        if fact[1] == target[1]:
-            lemmas, written = _CHAIN_FIRST.get((fact[0], target[0]), ()), "apply {} " + named
-        elif fact[2] == target[2]:
-            lemmas, written = _CHAIN_SECOND.get((fact[0], target[0]), ()), "refine {} ?_ " + named
-        else:
-            continue
-        out += [(written.format(lemma), CHAIN) for lemma in lemmas if resolve(lemma) == lemma]
+        written = _written(local)
+        for named, proposition in _conjuncts(written, local.type) if written else ():
+            out += _chain(named, proposition, target, resolve)
     return out
+
+
+def _conjuncts(term: str, proposition: str) -> list[tuple[str, str]]:
+    """``term : proposition`` and, when it is a conjunction ``A ∧ B ∧ ...``, each part as a
+    projection of it: ``(h.1, A)``, ``(h.2, B ∧ ...)``, ``(h.2.1, B)``, ..."""
+    out = [(term, proposition)]
+    if at := top_level_at(proposition, ("∧",)):
+        out.append((f"{term}.1", _unbracketed(proposition[: at[0]])))
+        out += _conjuncts(f"{term}.2", _unbracketed(proposition[at[0] + 1 :]))
+    return out
+
+
+def _chain(
+    named: str, proposition: str, target: tuple[str, str, str], resolve: Callable[[str], str | None]
+) -> list[tuple[str, float]]:
+    """The chains (:func:`chains`) through the fact ``named : proposition``."""
+    fact = _relation(proposition)
+    if fact is None:
+        return []
+    if fact[1] == target[1]:
+        lemmas, written = _CHAIN_FIRST.get((fact[0], target[0]), ()), "apply {} " + named
+    elif fact[2] == target[2]:
+        lemmas, written = _CHAIN_SECOND.get((fact[0], target[0]), ()), "refine {} ?_ " + named
+    else:
+        return []
+    return [(written.format(lemma), CHAIN) for lemma in lemmas if resolve(lemma) == lemma]
 
 
 def _written(local: Local) -> str | None:
