@@ -11,7 +11,7 @@ runs after a proof):
   unless ``accept`` (the final check, when the caller gives one) refuses it: then it is
   counted and dropped, and the search goes on;
 * a :class:`~lean_env.interactive.interface.TacticState` becomes a node; states compare by their goals
-  up to the names and order of their hypotheses and their case tags (``intro h`` and
+  up to the names, order and grouping of their hypotheses and their case tags (``intro h`` and
   ``intro h₁`` reach one state; so do ``rename``, which only moves a hypothesis, and
   ``apply id``, which only tags the goal), so a
   state that several paths reach is one node, with the most likely of those paths found
@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent.generators.goals import goal_view
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
@@ -203,31 +204,26 @@ def _shape(state: TacticState) -> str:
 
 
 def _canonical(goal: str) -> str:
-    """``goal`` with its hypotheses sorted and no case tag: the same facts to prove the
-    same target, whatever order and tag the tactics that reached it left.
+    """``goal`` with one hypothesis a line (``x y : Nat`` is ``x : Nat`` and ``y : Nat``),
+    sorted, and no case tag: the same facts to prove the same target, whatever order,
+    grouping and tag the tactics that reached it left.
 
     A tactic that only moves hypotheses (``rename``, ``revert x; intro x``, a ``cases`` that
     re-adds a dependent one at the end) or only tags the goal (``apply id`` leaves ``case
-    a``) reaches the state it started from. The search expanded such states again: 102 of
-    the 1,463 states expanded on the evaluation halves of session 41 differed from an earlier
-    one in hypothesis order alone, 85 of them in searches that ran out of time; 14 of the
-    201 of this session's core and control dev halves in a case tag alone."""
-    blocks: list[list[str]] = []
-    for line in goal.split("\n"):
-        if blocks and line[:1].isspace():
-            blocks[-1].append(line)  # a continuation of the hypothesis or target above
-        else:
-            blocks.append([line])
-    texts = ["\n".join(block) for block in blocks if not block[0].startswith("case ")]
-    masks = dict.fromkeys(hypothesis_names(goal), "·")
+    a``) reaches the state it started from. The search expanded such states again: 227 of
+    the 1,463 states expanded on the evaluation halves of session 41 were an earlier one
+    in another order, grouping or case tag, 207 of them in searches that ran out of time."""
+    view = goal_view(goal)
+    masks = dict.fromkeys(view.names, "·")
 
     def order(hypothesis: str) -> tuple[str, str]:
         # By the text with local names masked first, so that states differing in names
         # alone (merged by _shape's renaming) still sort alike.
         return _rename_locals(hypothesis, masks), hypothesis
 
-    hypotheses = sorted((t for t in texts if not t.startswith("⊢")), key=order)
-    return "\n".join(hypotheses + [t for t in texts if t.startswith("⊢")])
+    lines = (f"{local.name} : {local.type}" if local.type else local.name for local in view.locals)
+    hypotheses = sorted(lines, key=order)
+    return "\n".join([*hypotheses, f"⊢ {view.target}"])
 
 
 def _rename_locals(text: str, names: dict[str, str]) -> str:
