@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
+from lean_env.interactive.interface import hypotheses_and_target
 from lean_env.syntax.lexer import IDENT, IDENT_RE
 
 # Identifiers (dotted, with Lean's characters), numbers, runs of operator symbols, any
@@ -80,23 +81,8 @@ def tokens(text: str) -> tuple[str, ...]:
 def goal_view(pp: str) -> GoalView:
     """The first goal of Lean's pretty-printed state ``pp``."""
     first = re.split(r"\n\s*\n", pp.strip(), maxsplit=1)[0]
-    lines = first.split("\n")
-    if lines and lines[0].startswith("case "):
-        lines = lines[1:]
-    hyps: list[list[str]] = []  # [names, type] per hypothesis line
-    target: list[str] = []
-    for line in lines:
-        if target:
-            target.append(line.strip())
-        elif line.startswith("⊢"):
-            target.append(line[1:].strip())
-        elif hyps and (line[:1].isspace() or " : " not in line):
-            hyps[-1][1] += " " + line.strip()  # the type goes on
-        else:
-            names, _, type_ = line.partition(" : ")
-            hyps.append([names, type_.strip()])
-    locals_ = tuple(Local(name, type_) for names, type_ in hyps for name in names.split())
-    return GoalView(locals_, " ".join(target))
+    hypotheses, target = hypotheses_and_target(first)
+    return GoalView(tuple(Local(name, type_) for name, type_ in hypotheses), target)
 
 
 @lru_cache(maxsize=65536)

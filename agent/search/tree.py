@@ -43,13 +43,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.generators.goals import goal_view
 from lean_env.interactive.interface import (
     LeanError,
     ProofFinished,
     ProofSession,
     TacticState,
     TacticTimeout,
+    hypotheses_and_target,
     hypothesis_names,
     normalize_goals,
     tactic_outcomes,
@@ -213,17 +213,16 @@ def _canonical(goal: str) -> str:
     a``) reaches the state it started from. The search expanded such states again: 227 of
     the 1,463 states expanded on the evaluation halves of session 41 were an earlier one
     in another order, grouping or case tag, 207 of them in searches that ran out of time."""
-    view = goal_view(goal)
-    masks = dict.fromkeys(view.names, "·")
+    hypotheses, target = hypotheses_and_target(goal)
+    masks = dict.fromkeys((name for name, _ in hypotheses if name), "·")
 
     def order(hypothesis: str) -> tuple[str, str]:
         # By the text with local names masked first, so that states differing in names
         # alone (merged by _shape's renaming) still sort alike.
         return _rename_locals(hypothesis, masks), hypothesis
 
-    lines = (f"{local.name} : {local.type}" if local.type else local.name for local in view.locals)
-    hypotheses = sorted(lines, key=order)
-    return "\n".join([*hypotheses, f"⊢ {view.target}"])
+    lines = sorted((f"{name} : {type_}" if type_ else name for name, type_ in hypotheses), key=order)
+    return "\n".join([*lines, f"⊢ {target}"])
 
 
 def _rename_locals(text: str, names: dict[str, str]) -> str:

@@ -42,6 +42,28 @@ def hypothesis_names(pp: str) -> list[str]:
     return [name for line in _HYPOTHESIS_RE.finditer(pp) for name in line.group(1).split()]
 
 
+def hypotheses_and_target(goal: str) -> tuple[tuple[tuple[str, str], ...], str]:
+    """The hypotheses, one ``(name, type)`` per name (``x y : Nat`` is two), and the target
+    of one goal as Lean prints it: a line per hypothesis group, continuation lines indented,
+    the target after ``⊢``; a leading ``case`` tag is no hypothesis."""
+    lines = goal.strip().split("\n")
+    if lines and lines[0].startswith("case "):
+        lines = lines[1:]
+    groups: list[list[str]] = []  # [names, type] per hypothesis line
+    target: list[str] = []
+    for line in lines:
+        if target:
+            target.append(line.strip())
+        elif line.startswith("⊢"):
+            target.append(line[1:].strip())
+        elif groups and (line[:1].isspace() or " : " not in line):
+            groups[-1][1] += " " + line.strip()  # the type goes on
+        else:
+            names, _, type_ = line.partition(" : ")
+            groups.append([names, type_.strip()])
+    return tuple((name, type_) for names, type_ in groups for name in names.split()), " ".join(target)
+
+
 def normalize_goals(pp: str) -> str:
     """Lean's pretty-printed goals with every run of whitespace folded to one space.
 
