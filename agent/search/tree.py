@@ -50,7 +50,6 @@ from lean_env.interactive.interface import (
     TacticState,
     TacticTimeout,
     hypotheses_and_target,
-    hypothesis_names,
     normalize_goals,
     tactic_outcomes,
 )
@@ -195,18 +194,19 @@ def _shape(state: TacticState) -> str:
     """``state``'s goals, each as :func:`_canonical` writes it, with each hypothesis name a
     tactic can write replaced by its order of first appearance (``a✝`` stays: a state where
     a tactic cannot name the hypothesis is not the same to search from)."""
-    text = "\n\n".join(_canonical(goal) for goal in state.goals)
+    goals = [_canonical(goal) for goal in state.goals]
     names: dict[str, str] = {}
-    for name in hypothesis_names(text):
+    for name in (name for _, hypotheses in goals for name in hypotheses):
         if IDENT_RE.fullmatch(name):
             names.setdefault(name, f"⟪{len(names)}⟫")
-    return normalize_goals(_rename_locals(text, names))
+    return normalize_goals(_rename_locals("\n\n".join(text for text, _ in goals), names))
 
 
-def _canonical(goal: str) -> str:
+def _canonical(goal: str) -> tuple[str, list[str]]:
     """``goal`` with one hypothesis a line (``x y : Nat`` is ``x : Nat`` and ``y : Nat``),
     sorted, and no case tag: the same facts to prove the same target, whatever order,
-    grouping and tag the tactics that reached it left.
+    grouping and tag the tactics that reached it left; and the names of its hypotheses in
+    that order.
 
     A tactic that only moves hypotheses (``rename``, ``revert x; intro x``, a ``cases`` that
     re-adds a dependent one at the end) or only tags the goal (``apply id`` leaves ``case
@@ -216,13 +216,20 @@ def _canonical(goal: str) -> str:
     hypotheses, target = hypotheses_and_target(goal)
     masks = dict.fromkeys((name for name, _ in hypotheses if name), "·")
 
-    def order(hypothesis: str) -> tuple[str, str]:
+    def order(hypothesis: tuple[str, str]) -> tuple[str, str]:
         # By the text with local names masked first, so that states differing in names
         # alone (merged by _shape's renaming) still sort alike.
-        return _rename_locals(hypothesis, masks), hypothesis
+        line = _line(*hypothesis)
+        return _rename_locals(line, masks), line
 
-    lines = sorted((f"{name} : {type_}" if type_ else name for name, type_ in hypotheses), key=order)
-    return "\n".join([*lines, f"⊢ {target}"])
+    ordered = sorted(hypotheses, key=order)
+    text = "\n".join([*(_line(name, type_) for name, type_ in ordered), f"⊢ {target}"])
+    return text, [name for name, type_ in ordered if type_]
+
+
+def _line(name: str, type_: str) -> str:
+    """A hypothesis as a line of a goal (its name alone where the goal gave no type)."""
+    return f"{name} : {type_}" if type_ else name
 
 
 def _rename_locals(text: str, names: dict[str, str]) -> str:
