@@ -58,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.evaluation.evaluate import EvaluationResult, PassRate, Selection, evaluate, select_theorems  # noqa: E402
-from agent.proving.config import ProvingConfig  # noqa: E402
+from agent.proving.config import DEFAULT_SERVERS, ProvingConfig  # noqa: E402
 from agent.reports.output import table  # noqa: E402
 from agent.search.tree import SearchConfig  # noqa: E402
 from agent.workspace.data import ingest_repositories, open_store  # noqa: E402
@@ -215,7 +215,10 @@ def main() -> int:
         help="the proof environment: `lean` once per check, or through its language server (default)",
     )
     parser.add_argument(
-        "--lean-servers", type=int, default=1, help="language servers per theorem, checking candidates at once"
+        "--lean-servers",
+        type=int,
+        default=DEFAULT_SERVERS,
+        help=f"language servers per theorem, checking candidates at once (default: {DEFAULT_SERVERS}, as the CLI's)",
     )
     parser.add_argument("--ranking", action="store_true", help="with the tactic ranking learned from recorded attempts")
     parser.add_argument("--json", type=Path, default=None)

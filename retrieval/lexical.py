@@ -59,8 +59,9 @@ class LexicalRetriever:
     classes it extends that have the goal's rarest notation), then the file's lemmas whose
     code shares the goal's notation, the rarer among the file's declarations the more
     (``(a * b)⁻¹`` finds ``mul_inv_rev``; notation that every declaration has counts for
-    nothing), then the lemmas declared in other files (the repository's, its
-    dependencies', the core library's) in the namespace of a name the goal mentions
+    nothing; a fact field of a class the goal has no instance of comes after the others),
+    then the lemmas declared in other files (the repository's, its dependencies', the core
+    library's) in the namespace of a name the goal mentions
     (``Nat.add_assoc`` for a goal over ``Nat``), whose conclusion is shaped most like the
     goal's target (``x + y + (z + w) = ...`` finds ``(n + m) + k = n + (m + k)``); a goal
     with a numeral is about ``Nat`` too (``2 ^ k > 0`` finds ``0 < n ^ m``), and another
@@ -93,12 +94,18 @@ class LexicalRetriever:
             if (lemma or index in self._facts) and namespace:
                 self._by_namespace[namespace].append(index)
         self._shapes: dict[int, Counter[tuple[str, str]]] = {}
+        # The classes (and structures) that have fact fields, by full and short name.
+        self._fact_classes = _names(" ".join(self._class_of(i) for i in self._facts))
+
+    def _class_of(self, index: int) -> str:
+        """The type a field belongs to (its full name less the field's)."""
+        return self.corpus.premises[index].full_name.rpartition(".")[0]
 
     def _uses(self, index: int) -> set[str]:
         """The names a premise's code uses; a fact field's, its class's too (what it is about)."""
         names = _names(self._code(index))
         if index in self._facts:
-            names.add(self.corpus.premises[index].full_name.rpartition(".")[0])
+            names.add(self._class_of(index))
         return names
 
     def _code(self, index: int) -> str:
@@ -140,7 +147,7 @@ class LexicalRetriever:
             # notation first.
             about = own_names.intersection(mentioned)
             outside = about & _names(_INSTANCE_LINE_RE.sub("", goal))
-            symbols = _notation(goal)
+            symbols = _goal_notation(goal)
             rarest = max(symbols & rarity.keys(), key=lambda s: (rarity[s], s), default=None)
             extended = _with_ancestors(about, self._parents) - about
             shared = {
@@ -151,7 +158,12 @@ class LexicalRetriever:
             }
             alike = {i: sum(rarity[s] for s in symbols & notation[i]) for i in own}
             related = sorted((i for i in own if shared[i]), key=lambda i: (-shared[i], -alike[i]))
-            similar = sorted((i for i in own if alike[i] > 0), key=lambda i: -alike[i])
+            # Where the goal names a class with fact fields, a fact field of a class it has no
+            # instance of (neither that class nor one it extends: `CommGroup.mul_comm` for a
+            # goal about a `Group`) comes after those alike that apply.
+            instances = _with_ancestors(about & self._fact_classes, self._parents)
+            foreign = {i for i in own if instances and i in self._facts and not _names(self._class_of(i)) & instances}
+            similar = sorted((i for i in own if alike[i] > 0), key=lambda i: (i in foreign, -alike[i]))
             # A numeral no type is given is a `Nat`: its lemmas are the goal's too.
             namespaces = [*mentioned, "Nat"] if _NUMERAL_RE.search(goal) else mentioned
             library = self._shaped_like(goal, namespaces, allowed, theorem.path)
@@ -267,6 +279,13 @@ def _notation(text: str) -> set[str]:
     string literals and attributes hold (``@[extern c inline "#1 ^ #2"]`` is no ``^``)."""
     statement = _ATTRIBUTES_RE.sub(" ", mask(text).masked)
     return {m.group() for m in _SYMBOL_RE.finditer(statement)} - _PUNCTUATION
+
+
+def _goal_notation(goal: str) -> set[str]:
+    """The notation of a printed goal. It has no comments, but Lean prints ``-(-a)`` as
+    ``--a``, which :func:`_notation` would blank to the end of the line as one: it is read
+    as the two negations it is."""
+    return _notation(goal.replace("--", "- -"))
 
 
 def _names(code: str) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 from builders import premise, repo_trace, theorem
 
 from agent.generators.goals import goal_view
-from agent.generators.suggester import chains, structural
+from agent.generators.suggester import chains, sortings, structural
 from lean_env.records import DeclKind, LeanFile, Position, Premise
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremisesFor
@@ -69,6 +69,16 @@ def test_an_instance_hypothesis_s_class_makes_no_lemma_about_the_goal() -> None:
 def test_then_the_file_s_lemmas_with_the_goal_s_rarer_notation(premises_for) -> None:
     # `+` is in one lemma of the file; `=` in most, and it counts for nothing.
     assert [name for name, _ in premises_for("n : Nat\n⊢ n + 0 = n")] == ["Ex.unrelated"]
+
+
+def test_a_double_negation_is_notation_not_a_comment() -> None:
+    """Lean prints `-(-a)` as `--a`: in a goal that is two negations, not a comment that
+    blanks the target, and the file's lemma with `-` is the goal's."""
+    declared = [
+        premise("neg_add", line=1, code="theorem neg_add (a : α) : -a + a = 0"),
+        premise("mul_one", line=2, code="theorem mul_one (a : α) : a * 1 = a"),
+    ]
+    assert [name for name, _ in _premises_for_file(declared)("a : α\n⊢ --a = a")] == ["neg_add"]
 
 
 def _premises_for_file(declared: list[Premise]) -> PremisesFor:
@@ -209,6 +219,34 @@ def test_a_fact_field_of_the_file_is_about_its_class() -> None:
     assert [name for name, _ in _premises_for_file(declared)(goal)][:1] == ["CommGroup.mul_comm"]
 
 
+def test_a_fact_field_of_a_class_the_goal_has_no_instance_of_comes_after_those_that_apply() -> None:
+    """A goal about a `Group`: `CommGroup.mul_comm` (declared nearer) shares its `*` but needs
+    an instance the goal lacks, so `Semigroup.mul_assoc`, a field of a class `Group` extends,
+    comes first among the lemmas alike in notation."""
+    semigroup = "class Semigroup (α : Type u) extends Mul α where\n  mul_assoc (a b c : α) : a * b * c = a * (b * c)"
+    group = "class Group (α : Type u) extends Semigroup α, Inv α where\n  mul_left_inv (a : α) : a⁻¹ * a = 1"
+    comm = "class CommGroup (α : Type u) extends Group α where\n  mul_comm (a b : α) : a * b = b * a"
+    declared = [
+        *_type_declaration("Semigroup", semigroup, ["mul_assoc"], kind=DeclKind.CLASS),
+        *(
+            dataclasses.replace(p, start=Position(p.start.line + 4, 1), end=Position(p.end.line + 4, 1))
+            for p in _type_declaration("Group", group, ["mul_left_inv"], kind=DeclKind.CLASS)
+        ),
+        *(
+            dataclasses.replace(p, start=Position(p.start.line + 8, 1), end=Position(p.end.line + 8, 1))
+            for p in _type_declaration("CommGroup", comm, ["mul_comm"], kind=DeclKind.CLASS)
+        ),
+        # Declarations without `*`, as a file has: `*` is rarer than in every one.
+        *(
+            premise(f"unrelated{i}", line=12 + i, code=f"def unrelated{i} : Nat := {i}", kind=DeclKind.DEF)
+            for i in range(6)
+        ),
+    ]
+    goal = "α : Type u_1\ninst✝ : Group α\na b : α\n⊢ a⁻¹ * (a * b) = b"
+    names = [name for name, _ in _premises_for_file(declared)(goal)]
+    assert names == ["Group.mul_left_inv", "Semigroup.mul_assoc", "CommGroup.mul_comm"]
+
+
 def test_a_fact_field_of_a_class_the_instance_s_class_extends_is_about_the_goal() -> None:
     """`LawfulMonad extends LawfulApplicative`: with `[LawfulMonad m]`, the goal's `*>` is
     rewritten by `LawfulApplicative.seqRight_eq`, a field of the class extended with the
@@ -312,6 +350,8 @@ def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> Non
             id="the-2021-lean-prints-connectives-applied",
         ),
         pytest.param("⊢ (Or (And a b) c)", [], ["apply Or.inl"], ["intro h"], id="an-applied-disjunction"),
+        pytest.param("n : Nat\n⊢ n + 1 ≠ 0", [], ["intro h"], ["constructor"], id="a-disequality-assumes-its-equation"),
+        pytest.param("xs : List α\n⊢ (xs ≠ []) = True", [], [], ["intro h"], id="a-disequality-inside"),
         pytest.param(
             "h₁ : (a → b) → (b → a) → c\nh₂ : a ↔ b\n⊢ c",
             [],
@@ -506,4 +546,37 @@ def test_a_hypothesis_on_the_way_to_an_order_target_is_chained(goal: str, wanted
     """Transitivity lemmas of either spelling, those the premises have only."""
     known = {"Nat.ltTrans", "Nat.ltOfLeOfLt", "Nat.lt_of_lt_of_le", "Nat.lt_of_le_of_lt"}
     offered = [tactic for tactic, _ in chains(goal_view(goal), lambda name: name if name in known else None)]
+    assert offered == wanted
+
+
+@pytest.mark.parametrize(
+    ("goal", "wanted"),
+    [
+        pytest.param(
+            "x₁ x₂ x₃ x₄ : Nat\n⊢ x₁ + x₂ + (x₃ + x₄) = x₃ + x₁ + x₂ + x₄",
+            ["simp [Nat.add_comm, Nat.add_assoc, Nat.add_left_comm]"],
+            id="a-sum",
+        ),
+        pytest.param(
+            "n m o : Nat\n⊢ n * (m * o) = m * (n * o)",
+            ["simp [Nat.mulComm, Nat.mul_assoc]"],
+            id="a-product-in-the-names-known",
+        ),
+        pytest.param(
+            "a b : Nat\n⊢ a * (b + 1) = a * b + a",
+            [
+                "simp [Nat.add_comm, Nat.add_assoc, Nat.add_left_comm]",
+                "simp [Nat.mulComm, Nat.mul_assoc]",
+                "simp [Nat.add_comm, Nat.add_assoc, Nat.add_left_comm, Nat.mulComm, Nat.mul_assoc]",
+            ],
+            id="both",
+        ),
+        pytest.param("a b : α\n⊢ a + b = b + a", [], id="no-nat-local"),
+        pytest.param("n : Nat\nxs : List Nat\n⊢ xs ++ [n] = n :: xs", [], id="no-operation"),
+    ],
+)
+def test_a_sum_of_nats_is_sorted_by_the_lemmas_known(goal: str, wanted: list[str]) -> None:
+    """Commutativity and associativity (and left commutativity where known), in either spelling."""
+    known = {"Nat.add_comm", "Nat.add_assoc", "Nat.add_left_comm", "Nat.addComm", "Nat.mulComm", "Nat.mul_assoc"}
+    offered = [tactic for tactic, _ in sortings(goal_view(goal), lambda name: name if name in known else None)]
     assert offered == wanted

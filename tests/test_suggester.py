@@ -379,3 +379,19 @@ def test_a_name_a_tactic_binds_is_never_qualified_as_a_premise() -> None:
     assert names.qualified("intro (s : Nat) h", "", frozenset()) is None
     assert names.qualified("exact fun s => parityElim s", "", frozenset()) == "exact fun s => Nat.parityElim s"
     assert names.qualified("intro h; exact s", "", frozenset()) == "intro h; exact String.Iterator.s"
+
+
+def test_an_equation_among_the_premises_is_also_rewritten_from_right_to_left() -> None:
+    """`rw [← mul_assoc]` makes room for the inverse law in `a⁻¹ * (a * b)`; a definition's
+    equation is never folded back, nor a lemma that states no equation."""
+    premises = [
+        ("inv", "def inv (a : α) : α := a"),
+        ("mul_assoc", "theorem mul_assoc (a b c : α) : a * b * c = a * (b * c)"),
+        ("lt_irrefl", "theorem lt_irrefl (a : α) : ¬ a < a"),
+        ("mul_left_inv", "theorem mul_left_inv (a : α) : a⁻¹ * a = 1"),
+    ]
+    found = [
+        c.tactic for c in _suggester().suggest("a b : α\n⊢ a⁻¹ * (a * b) = b", previous=None, premises=premises, n=64)
+    ]
+    reversed_ = [t for t in found if t.startswith("rw [←")]
+    assert reversed_ == ["rw [← mul_assoc]", "rw [← mul_left_inv]"]

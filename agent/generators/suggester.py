@@ -13,10 +13,13 @@ path as it adds a model's):
   not resolve (the neighbour's was another, or it opened one) is also offered in full.
 * **Premise templates.** ``exact P``, ``apply P``, ``rw [P]``, ``simp [P]`` for the
   premises the retriever gives (weight falling with rank) and those the neighbours' steps
-  use (weight their similarity).
+  use (weight their similarity); ``rw [← L]`` for the retriever's lemmas that state an
+  equation or an iff.
 * **Structure.** What the goal's shape asks for (:func:`structural`): ``simp`` with the
   goal's best premises, induction or case analysis on a data local followed by that
-  ``simp``, ``cases`` on a split hypothesis, ``constructor``, ``intros``.
+  ``simp``, ``cases`` on a split hypothesis, ``constructor``, ``intros``; a chain of
+  ``Nat``'s order through a hypothesis (:func:`chains`), a sum or product over ``Nat`` put in
+  one order (:func:`sortings`).
 * **Closers.** A short list of tactics that often finish a goal (``rfl``, ``simp``,
   ``omega``, ``decide``, ...), each with a small fixed weight.
 
@@ -65,6 +68,9 @@ NEIGHBOURS = 16
 TEMPLATE_PREMISES = 6
 # (template, weight): multiplied by the premise's weight (1 for the retriever's first).
 TEMPLATES = (("exact {}", 0.3), ("apply {}", 0.25), ("rw [{}]", 0.25), ("simp [{}]", 0.2))
+# `rw [← L]` for the retriever's first TEMPLATE_PREMISES lemmas that state an equation or an
+# iff, weighted this divided by 1 + the lemma's rank among the retriever's premises.
+REVERSED = 0.1
 # (closing tactic, weight). Mathlib's `norm_num`/`linarith` and Aesop's `aesop` are
 # offered too: a toolchain without them says `unknown tactic` once, and they go.
 CLOSERS = (
@@ -113,6 +119,7 @@ HEQ_REFL = 0.3  # exact HEq.refl _, where the target is a heterogeneous equality
 WITNESS = 0.2  # exists x, where the target is ∃ (x : T), P and a local x has type T
 EXCLUDED_MIDDLE = 0.05  # cases Classical.em p <;> simp_all, where p : Prop is in the target
 CHAIN = 0.3  # apply Nat.lt_trans h, where h : a < b and the target is a < c (as APPLY_LOCAL)
+SORTED = 0.3  # simp [Nat.add_comm, Nat.add_assoc, Nat.add_left_comm], where the target adds Nats
 # Transitivity of `Nat`'s order by the relations of (a hypothesis, the target): the lemmas
 # that take the hypothesis as their first premise (`a R b`, target `a R' c`) and those that
 # take it as their second (`b R c`, target `a R' c`), in today's spelling and the June 2021
@@ -127,6 +134,16 @@ _CHAIN_SECOND = {
     ("≤", "≤"): ("Nat.le_trans", "Nat.leTrans"),
     ("≤", "<"): ("Nat.lt_of_lt_of_le", "Nat.ltOfLtOfLe"),
 }
+# What puts a sum or a product of `Nat`s in one order: commutativity, associativity and left
+# commutativity, with which `simp`'s ordered rewriting (a permutation is applied only when it
+# makes the term smaller) sorts the operands of both sides alike; each in today's spelling and
+# the June 2021 library's. Without left commutativity `simp` cannot move an operand past a
+# bracket (`n * (m * o) = m * (n * o)`), but the other two still bring sums together.
+_SORTING = {
+    "+": (("Nat.add_comm", "Nat.addComm"), ("Nat.add_assoc", "Nat.addAssoc"), ("Nat.add_left_comm", "Nat.addLeftComm")),
+    "*": (("Nat.mul_comm", "Nat.mulComm"), ("Nat.mul_assoc", "Nat.mulAssoc"), ("Nat.mul_left_comm", "Nat.mulLeftComm")),
+}
+_NAT_TYPES = frozenset({"Nat", "ℕ"})
 # A local is data (something to split by induction or cases) unless its type is a
 # proposition (it has a relation or a connective) or a universe.
 _PROPOSITION_RE = re.compile(r"[=≠≤≥<>∧∨→↔¬∀∃∣∈∉⊆≅]|\b(?:True|False)\b")
@@ -148,6 +165,8 @@ STOP_MIN = 1000
 _LEMMA_RE = re.compile(
     r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec)\s+)*(?:theorem|lemma)\b", re.DOTALL
 )
+# A lemma that can rewrite: an equation or an iff in its statement.
+_REWRITES_RE = re.compile(_LEMMA_RE.pattern + r".*?(?:\s=\s|↔)", re.DOTALL)
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
 # Deciding by the compiler: such a proof depends on `Lean.ofReduceBool`, an axiom beyond
@@ -494,10 +513,17 @@ class TacticSuggester:
         for name, weight in best:
             for template, share in TEMPLATES:
                 pool[template.format(name)] += weight * share
+        # An equation rewritten from right to left: often the step that makes room for the
+        # others (`rw [← mul_assoc]` takes `a⁻¹ * (a * b)` to `a⁻¹ * a * b`, where the inverse
+        # law applies). Lemmas only: a definition's equation unfolded backwards folds anything.
+        equations = [(rank, name) for rank, (name, code) in enumerate(premises) if _REWRITES_RE.match(code)]
+        for rank, name in equations[:TEMPLATE_PREMISES]:
+            pool[f"rw [← {name}]"] += REVERSED / (1 + rank)
         # The retriever's premises first (those the goal is about), else the neighbours'.
         unfolded = _simp_set(premises, SIMP_PREMISES) or [name for name, _ in best][:SIMP_PREMISES]
         lemmas = _simp_set([p for p in premises if _LEMMA_RE.match(p[1])], SIMP_PREMISES)
-        for tactic, weight in [*structural(view, unfolded, lemmas), *chains(view, self._names.resolve)]:
+        resolve = self._names.resolve
+        for tactic, weight in [*structural(view, unfolded, lemmas), *chains(view, resolve), *sortings(view, resolve)]:
             pool[tactic] += weight
         for closer, weight in CLOSERS:
             pool[closer] += weight
@@ -628,9 +654,10 @@ def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = 
     shape = target.replace("->", "→")
     # A binder's body runs to the end: `∃ x, a ∧ b` is no conjunction.
     connective = {"∀": "→", "¬": "→", "∃": "∃"}.get(shape[:1]) or next(
-        (c for c in "→↔∨∧" if _top_level(shape, (c,))), ""
+        (c for c in "→↔∨∧≠" if _top_level(shape, (c,))), ""
     )
-    implication = connective == "→"
+    # `a ≠ b` is `a = b → False`: `intro h` assumes the equation.
+    implication = connective in ("→", "≠")
     if connective in ("↔", "∧") or (not connective and _head(shape) in ("And", "Iff")):
         out.append(("constructor", CONSTRUCTOR))
     elif _head(shape) and not _PROPOSITION_RE.search(shape):
@@ -679,6 +706,26 @@ def chains(view: GoalView, resolve: Callable[[str], str | None]) -> list[tuple[s
         for named, proposition in _conjuncts(written, local.type) if written else ():
             out += _chain(named, proposition, target, resolve)
     return out
+
+
+def sortings(view: GoalView, resolve: Callable[[str], str | None]) -> list[tuple[str, float]]:
+    """``simp [Nat.add_comm, Nat.add_assoc, Nat.add_left_comm]`` (:data:`_SORTING`) for a target
+    that adds a local ``Nat`` to something (and the same for ``*``, and both at once): both
+    sides put in one order, as Mathlib's ``ac_rfl`` would (``x₁ + x₂ + (x₃ + x₄) = x₃ + x₁ +
+    x₂ + x₄``); only the lemmas ``resolve`` knows, and only when commutativity and
+    associativity are among them."""
+    target = " ".join(view.target.split())
+    words = set(IDENT_RE.findall(target))
+    if not any(local.type.strip() in _NAT_TYPES and local.name in words for local in view.locals):
+        return []
+    sets = []
+    for symbol, lemmas in _SORTING.items():
+        known = [next((n for n in spellings if resolve(n) == n), None) for spellings in lemmas]
+        if f" {symbol} " in target and known[0] and known[1]:
+            sets.append([name for name in known if name])
+    if len(sets) > 1:
+        sets.append([name for names in sets for name in names])
+    return [(f"simp [{', '.join(names)}]", SORTED) for names in sets]
 
 
 def _conjuncts(term: str, proposition: str) -> list[tuple[str, str]]:
