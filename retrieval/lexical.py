@@ -94,8 +94,9 @@ class LexicalRetriever:
             if (lemma or index in self._facts) and namespace:
                 self._by_namespace[namespace].append(index)
         self._shapes: dict[int, Counter[tuple[str, str]]] = {}
-        # The classes (and structures) that have fact fields, by full and short name.
-        self._fact_classes = _names(" ".join(self._class_of(i) for i in self._facts))
+        # Each fact field's class (or structure) by full and short name, and all of them.
+        self._fact_class = {i: _names(self._class_of(i)) for i in self._facts}
+        self._fact_classes = set().union(*self._fact_class.values())
 
     def _class_of(self, index: int) -> str:
         """The type a field belongs to (its full name less the field's)."""
@@ -162,7 +163,7 @@ class LexicalRetriever:
             # instance of (neither that class nor one it extends: `CommGroup.mul_comm` for a
             # goal about a `Group`) comes after those alike that apply.
             instances = _with_ancestors(about & self._fact_classes, self._parents)
-            foreign = {i for i in own if instances and i in self._facts and not _names(self._class_of(i)) & instances}
+            foreign = {i for i in own if instances and i in self._facts and not self._fact_class[i] & instances}
             similar = sorted((i for i in own if alike[i] > 0), key=lambda i: (i in foreign, -alike[i]))
             # A numeral no type is given is a `Nat`: its lemmas are the goal's too.
             namespaces = [*mentioned, "Nat"] if _NUMERAL_RE.search(goal) else mentioned

@@ -516,8 +516,8 @@ class TacticSuggester:
         # An equation rewritten from right to left: often the step that makes room for the
         # others (`rw [← mul_assoc]` takes `a⁻¹ * (a * b)` to `a⁻¹ * a * b`, where the inverse
         # law applies). Lemmas only: a definition's equation unfolded backwards folds anything.
-        equations = [(rank, name) for rank, (name, code) in enumerate(premises) if _REWRITES_RE.match(code)]
-        for rank, name in equations[:TEMPLATE_PREMISES]:
+        equations = ((rank, name) for rank, (name, code) in enumerate(premises) if _REWRITES_RE.match(code))
+        for rank, name in itertools.islice(equations, TEMPLATE_PREMISES):
             pool[f"rw [← {name}]"] += REVERSED / (1 + rank)
         # The retriever's premises first (those the goal is about), else the neighbours'.
         unfolded = _simp_set(premises, SIMP_PREMISES) or [name for name, _ in best][:SIMP_PREMISES]
