@@ -5,6 +5,7 @@ answered UNKNOWN within the timeout instead of late."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 
 import numpy as np
@@ -14,6 +15,7 @@ from pysmt.typing import BVType
 from verify_synth import SynthConfig, random_spec
 
 from verify.model.spec import EncoderSpec, Mask, PositionalKind
+from verify.queries import questions
 from verify.queries.questions import trsat
 from verify.queries.results import QueryOptions
 from verify.smt.bitvec import Builder, OutOfTime
@@ -92,3 +94,25 @@ def test_a_500k_symbol_vocabulary_is_unknown_within_the_timeout(config: dict[str
     for check in result.checks:
         assert check.seconds < timeout + 1, check
     assert elapsed - sum(check.seconds for check in result.checks) < 3.0
+
+
+def test_the_hosts_heap_is_out_of_full_collections_only_while_a_length_is_encoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full collection during a huge encoding would walk every object of the host process
+    (a test suite's heap made a length overrun its timeout by a second): the objects that
+    existed before are frozen while it is built and written, and thawed after."""
+    frozen_while_encoding = []
+    encode = questions.encode
+
+    def spying_encode(*args: object, **kwargs: object) -> object:
+        frozen_while_encoding.append(gc.get_freeze_count())
+        return encode(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(questions, "encode", spying_encode)
+    spec = _never_accepting(8)
+    before = gc.get_freeze_count()
+    result = trsat(spec, max_len=1, options=QueryOptions(presearch=0))
+    assert result.verdict is Verdict.UNSAT
+    assert frozen_while_encoding and all(count > before for count in frozen_while_encoding)
+    assert gc.get_freeze_count() == before

@@ -13,10 +13,12 @@ of length <= n") unless :mod:`verify.queries.completeness` gives a bound that th
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -117,6 +119,28 @@ def _deadline(options: QueryOptions) -> float | None:
 Build = Callable[[Sequence[tuple[str, ...]], float | None], _Query]  # (cube, deadline) -> its formula
 
 
+@contextlib.contextmanager
+def _host_heap_frozen() -> Iterator[None]:
+    """Keep the objects that existed before a formula is built out of the cyclic garbage
+    collector's full collections while it is built and written.
+
+    Encoding a vocabulary of hundreds of thousands of symbols allocates millions of objects,
+    which trigger full collections, and a full collection walks the whole process's heap:
+    inside a host with a large one (a test suite, a notebook with torch loaded) one pause
+    outlasted the stride between two deadline checks, and a length overran its timeout by up
+    to a second. Frozen (:func:`gc.freeze`), the host's objects are skipped, so a pause is as
+    long as the encoding's own objects make it. A host that froze its heap itself keeps it
+    frozen."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _build_and_solve(
     build: Build,
     solvers: Portfolio,
@@ -136,7 +160,8 @@ def _build_and_solve(
     presearch, ran = (pre.seconds, pre.words) if pre else (0.0, 0)
     parts = cubes(domains, CUBES_PER_JOB * options.parallel) if options.parallel > 1 else [domains]
     try:
-        queries = [build(part, deadline) for part in parts]
+        with _host_heap_frozen():
+            queries = [build(part, deadline) for part in parts]
     except OutOfTime:
         log.info("length %d: out of time while encoding", n)
         check = LengthCheck(n, Verdict.UNKNOWN, time.perf_counter() - start, 0.0, CheckMethod.SMT, presearch, words=ran)
@@ -144,7 +169,8 @@ def _build_and_solve(
     encoded = sum(q.encode_seconds for q in queries)
     start = time.perf_counter()
     try:
-        problems = [Problem.of(q.assertions, q.variables, deadline=deadline) for q in queries]
+        with _host_heap_frozen():
+            problems = [Problem.of(q.assertions, q.variables, deadline=deadline) for q in queries]
     except OutOfTime:
         log.info("length %d: out of time while writing the formula", n)
         seconds = time.perf_counter() - start
