@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,19 +66,19 @@ def test_the_server_gives_the_verdicts_of_the_file_check(monkeypatch, tmp_path, 
     with FileCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
         expected = [_walk(session, tactics) for tactics in SEQUENCES]
         batched = list(session.run_tactics(session.initial_state, ["intro h", "nonsense", "intro hp", "simp"]))
-    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+    with _servers(1, timeout=20).open(repo, IMP_SELF) as session:
         assert session.initial_state.pp == "p : Prop\n⊢ p → p"
         assert [_walk(session, tactics) for tactics in SEQUENCES] == expected
         assert list(session.run_tactics(session.initial_state, ["intro h", "nonsense", "intro hp", "simp"])) == batched
     assert {type(e) for e in expected} == {TacticState, ProofFinished, LeanError}
-    with ServerCheckBackend(timeout=20).open(repo, AND_SWAP) as session:
+    with _servers(1, timeout=20).open(repo, AND_SWAP) as session:
         state = session.run_tactic(session.initial_state, "constructor")
         assert isinstance(state, TacticState) and state.num_goals == 2
 
 
 def test_one_server_per_session_whose_edits_start_at_the_theorem(monkeypatch, tmp_path, repo) -> None:
     log = activate(monkeypatch, tmp_path)
-    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+    with _servers(1, timeout=20).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         session.run_tactic(state, "exact h")
         list(session.run_tactics(session.initial_state, ["intro hp", "nonsense", "simp"]))
@@ -92,7 +93,7 @@ def test_one_server_per_session_whose_edits_start_at_the_theorem(monkeypatch, tm
 
 def test_a_timeout_kills_the_server_and_the_next_check_starts_another(monkeypatch, tmp_path, repo) -> None:
     log = activate(monkeypatch, tmp_path)
-    with ServerCheckBackend(timeout=1.5).open(repo, IMP_SELF) as session:
+    with _servers(1, timeout=1.5).open(repo, IMP_SELF) as session:
         state = session.run_tactic(session.initial_state, "intro h")
         assert session.run_tactic(state, "spin") == TacticTimeout(1.5)
         first = _events(log)[0]["pid"]
@@ -108,7 +109,7 @@ def test_the_next_session_on_the_file_is_checked_by_the_same_server_and_closing_
     """The server that elaborated one theorem's file checks the next theorem of that file:
     an edit from the first theorem on, not a new document elaborated from the start."""
     log = activate(monkeypatch, tmp_path)
-    backend = ServerCheckBackend(timeout=20)
+    backend = _servers(1, timeout=20)
     with backend.open(repo, IMP_SELF) as session:
         assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
     server = _events(log)[0]["pid"]
@@ -148,7 +149,7 @@ def test_a_session_closed_with_a_check_in_flight_leaves_a_fresh_server_to_the_ne
 
 def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path, repo, caplog) -> None:
     log = activate(monkeypatch, tmp_path, {**SCRIPT, "server": "crash"})
-    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF) as session:
+    with _servers(1, timeout=20).open(repo, IMP_SELF) as session:
         assert session.initial_state.pp == "p : Prop\n⊢ p → p"
         assert _walk(session, ["intro h", "exact h"]) == ProofFinished()
     assert "Lean's server failed (the Lean server exited" in caplog.text
@@ -159,13 +160,13 @@ def test_a_server_that_dies_leaves_the_checks_to_lean_file(monkeypatch, tmp_path
 def test_a_lean_that_dies_is_a_clear_fault_through_the_server_too(monkeypatch, tmp_path, repo) -> None:
     activate(monkeypatch, tmp_path, {**SCRIPT, "mode": "crash"})
     with pytest.raises(LeanRunError, match="killed by signal 11"):
-        ServerCheckBackend(timeout=20).open(repo, IMP_SELF)
+        _servers(1, timeout=20).open(repo, IMP_SELF)
 
 
 def test_a_lake_project_serves_through_lake_env(monkeypatch, tmp_path, repo) -> None:
     log = activate(monkeypatch, tmp_path)
     (repo / "lakefile.toml").write_text('name = "demo"\n', encoding="utf-8")
-    with ServerCheckBackend(timeout=20).open(repo, IMP_SELF):
+    with _servers(1, timeout=20).open(repo, IMP_SELF):
         pass
     started = [json.loads(line) for line in log.read_text().splitlines() if "argv" in line][0]
     assert started["argv"] == ["--lake", "env", "lean", "--server"]
@@ -173,7 +174,22 @@ def test_a_lake_project_serves_through_lake_env(monkeypatch, tmp_path, repo) -> 
 
 
 def _servers(n: int, *, timeout: float = 20) -> ServerCheckBackend:
-    return ServerCheckBackend(timeout=timeout, runner_factory=functools.partial(ServerRunner.for_project, workers=n))
+    """A backend of ``n`` servers a file, closed after the test (:func:`_close_servers`)."""
+    backend = ServerCheckBackend(timeout=timeout, runner_factory=functools.partial(ServerRunner.for_project, workers=n))
+    _made.append(backend)
+    return backend
+
+
+_made: list[ServerCheckBackend] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_servers() -> Iterator[None]:
+    """Every backend :func:`_servers` made is closed after its test: the servers it keeps for
+    the next session stopped, their directories removed."""
+    yield
+    while _made:
+        _made.pop().close()
 
 
 CANDIDATES = ["intro h", "nonsense", "intro hp", "simp", "intro h"]

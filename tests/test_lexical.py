@@ -353,6 +353,18 @@ def test_a_short_name_of_another_namespace_comes_after_every_other_tier() -> Non
         pytest.param("n : Nat\n⊢ n + 1 ≠ 0", [], ["intro h"], ["constructor"], id="a-disequality-assumes-its-equation"),
         pytest.param("xs : List α\n⊢ (xs ≠ []) = True", [], [], ["intro h"], id="a-disequality-inside"),
         pytest.param(
+            "α : Type\ns t : Set α\nx : α\n⊢ s ⊓ t ≤ s",
+            [],
+            ["intro x₁", "intro x₁ h"],
+            ["intros"],
+            id="an-order-that-may-unfold-to-a-universal",
+        ),
+        pytest.param("f : α → β\n⊢ Injective f", [], ["intro x h"], ["intros"], id="a-predicate-applied"),
+        pytest.param(
+            "s t : Set α\nx : α\nh : x ∈ s ⊓ t\n⊢ x ∈ s", [], ["cases h"], ["intro x₁"], id="a-membership-unfolds"
+        ),
+        pytest.param("n : Nat\n⊢ n ≤ n + 1 ∧ n = n", [], [], ["intro x"], id="a-conjunction-of-an-order"),
+        pytest.param(
             "h₁ : (a → b) → (b → a) → c\nh₂ : a ↔ b\n⊢ c",
             [],
             ["apply h₁", "exact h₂.1", "exact h₂.2"],

@@ -13,12 +13,15 @@ from fakes.proof_world import DONE, WorldSession
 from agent.generators.blend import Blend
 from agent.generators.goals import Local, goal_view, rename_tactic, statement_view
 from agent.generators.suggester import (
+    TEMPLATE_TRIALS,
     PremiseNames,
     StepIndex,
     StepMemory,
     TacticSuggester,
+    declaration_keyword,
     state_features,
     steps_of,
+    template_use,
 )
 from agent.search.online import RecordingSession
 from agent.search.tree import Candidate, SearchConfig, best_first_search
@@ -395,3 +398,66 @@ def test_an_equation_among_the_premises_is_also_rewritten_from_right_to_left() -
     ]
     reversed_ = [t for t in found if t.startswith("rw [←")]
     assert reversed_ == ["rw [← mul_assoc]", "rw [← mul_left_inv]"]
+
+
+def test_a_larger_ask_puts_more_of_the_retrieved_premises_into_templates() -> None:
+    """A search that asks for more candidates (`--candidates 128`) gets templates of the next
+    premises of the retriever's ranking too."""
+    premises = [(f"lemma{i}", f"theorem lemma{i} (n : Nat) : n = n") for i in range(20)]
+    state = "n : Nat\n⊢ f n = n"
+
+    def templated(n: int) -> set[str]:
+        found = _suggester().suggest(state, previous=None, premises=premises, n=n)
+        return {name for name, _ in premises if f"exact {name}" in {c.tactic for c in found}}
+
+    assert templated(64) == {f"lemma{i}" for i in range(6)}
+    assert templated(128) == {f"lemma{i}" for i in range(12)}
+
+
+def test_a_template_lean_always_refused_for_a_kind_of_premise_is_not_offered_again_in_the_search() -> None:
+    """`rw [D]` for a definition: the June 2021 Lean rewrites with none. After TEMPLATE_TRIALS
+    refusals and no acceptance for definitions, no `rw [D]` in the rest of the search; the
+    same template for lemmas, which Lean once accepted, goes on; a new search starts afresh."""
+    definitions = [(f"f{i}", f"def f{i} (n : Nat) : Nat := n") for i in range(TEMPLATE_TRIALS + 2)]
+    lemmas = [(f"l{i}", f"@[simp] theorem l{i} (n : Nat) : f0 n = n") for i in range(TEMPLATE_TRIALS + 2)]
+    premises = [*definitions, *lemmas]
+    episode = _suggester().episode("r", LE_SELF)
+    goal = TacticState("n : Nat\n⊢ f0 n = n")
+
+    def offered() -> set[str]:
+        return {c.tactic for c in episode.generate(goal.pp, premises=premises, n=1000)}
+
+    assert "rw [f0]" in offered() and "rw [l0]" in offered()
+    refused = LeanError("motive is not type correct")
+    episode.observe(goal, "rw [l0]", TacticState("n : Nat\n⊢ n = n"))
+    for i in range(TEMPLATE_TRIALS):
+        episode.observe(goal, f"rw [f{i}]", refused)
+        episode.observe(goal, f"rw [l{i + 1}]", refused)
+    now = offered()
+    assert not any(t.startswith("rw [f") for t in now)
+    assert "rw [l11]" in now and "simp [f0]" in now and "exact f0" in now
+    assert "rw [f0]" in {
+        c.tactic for c in _suggester().episode("r", LE_SELF).generate(goal.pp, premises=premises, n=1000)
+    }
+
+
+@pytest.mark.parametrize(
+    ("tactic", "use"),
+    [
+        pytest.param("exact Nat.le_refl", ("exact {}", "Nat.le_refl"), id="exact"),
+        pytest.param("apply h.1", ("apply {}", "h.1"), id="apply"),
+        pytest.param("rw [← mul_assoc]", ("rw [← {}]", "mul_assoc"), id="backwards"),
+        pytest.param("simp [Ex.denote]", ("simp [{}]", "Ex.denote"), id="simp"),
+        pytest.param("simp [a, b]", None, id="a-list"),
+        pytest.param("exact absurd rfl (h _)", None, id="a-term"),
+        pytest.param("rw [mul_assoc] at h", None, id="at-a-hypothesis"),
+    ],
+)
+def test_a_template_use_is_read_from_its_tactic(tactic: str, use: tuple[str, str] | None) -> None:
+    assert template_use(tactic) == use
+
+
+def test_what_a_premise_declares() -> None:
+    assert declaration_keyword("/-- doc -/\n@[simp] protected theorem Nat.x : 1 = 1") == "theorem"
+    assert declaration_keyword("private def f : Nat := 1") == "def"
+    assert declaration_keyword("class Monad (m : Type → Type)") == "class"
