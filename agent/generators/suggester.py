@@ -168,17 +168,16 @@ _SPLITTABLE_RE = re.compile(r"[∧∨∃↔≅∈]")
 # features is scored with them.
 STOP_SHARE = 0.1
 STOP_MIN = 1000
-# A premise's code that states a lemma (one to rewrite with, not a definition to unfold).
-_LEMMA_RE = re.compile(
-    r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec)\s+)*(?:theorem|lemma)\b", re.DOTALL
+# What comes before a declaration's keyword: its doc comment, attributes and modifiers.
+_DECLARATION_PREFIX = (
+    r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec|noncomputable|partial|unsafe)\s+)*"
 )
+# A premise's code that states a lemma (one to rewrite with, not a definition to unfold).
+_LEMMA_RE = re.compile(_DECLARATION_PREFIX + r"(?:theorem|lemma)\b", re.DOTALL)
 # A lemma that can rewrite: an equation or an iff in its statement.
 _REWRITES_RE = re.compile(_LEMMA_RE.pattern + r".*?(?:\s=\s|↔)", re.DOTALL)
-# A declaration's keyword, after its doc comment, attributes and modifiers.
-_KEYWORD_RE = re.compile(
-    r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec|noncomputable|partial|unsafe)\s+)*(\w+)",
-    re.DOTALL,
-)
+# A declaration's keyword.
+_KEYWORD_RE = re.compile(_DECLARATION_PREFIX + r"(\w+)", re.DOTALL)
 # A template's tactic (TEMPLATES, and `rw [← {}]`): the template and the premise it names.
 _TEMPLATE_USE_RE = re.compile(
     r"(?P<head>exact|apply) (?P<name>[^\s\[\](),]+)|(?P<list>rw \[← |rw \[|simp \[)(?P<item>[^\s\[\](),]+)\]"
