@@ -72,6 +72,7 @@ TEMPLATES = (("exact {}", 0.3), ("apply {}", 0.25), ("rw [{}]", 0.25), ("simp [{
 # `rw [← L]` for the retriever's first TEMPLATE_PREMISES lemmas that state an equation or an
 # iff, weighted this divided by 1 + the lemma's rank among the retriever's premises.
 REVERSED = 0.1
+REVERSED_TEMPLATE = "rw [← {}]"
 # A template that Lean refused this many times in one search for premises of one kind (`rw
 # [D]` for definitions: the June 2021 Lean rewrites with none) and never accepted is not
 # offered again in that search (SuggesterEpisode).
@@ -178,9 +179,11 @@ _LEMMA_RE = re.compile(_DECLARATION_PREFIX + r"(?:theorem|lemma)\b", re.DOTALL)
 _REWRITES_RE = re.compile(_LEMMA_RE.pattern + r".*?(?:\s=\s|↔)", re.DOTALL)
 # A declaration's keyword.
 _KEYWORD_RE = re.compile(_DECLARATION_PREFIX + r"(\w+)", re.DOTALL)
-# A template's tactic (TEMPLATES, and `rw [← {}]`): the template and the premise it names.
-_TEMPLATE_USE_RE = re.compile(
-    r"(?P<head>exact|apply) (?P<name>[^\s\[\](),]+)|(?P<list>rw \[← |rw \[|simp \[)(?P<item>[^\s\[\](),]+)\]"
+# Each premise template (TEMPLATES, REVERSED_TEMPLATE), and what its tactics match: the
+# template with a premise's name in place of `{}`.
+_TEMPLATE_USES = tuple(
+    (template, re.compile(re.escape(template).replace(r"\{\}", r"([^\s\[\](),]+)")))
+    for template in (*(template for template, _ in TEMPLATES), REVERSED_TEMPLATE)
 )
 # A term-mode proof longer than this is no tactic worth offering as `exact TERM`.
 MAX_TERM = 200
@@ -536,7 +539,7 @@ class TacticSuggester:
         # law applies). Lemmas only: a definition's equation unfolded backwards folds anything.
         equations = ((rank, name) for rank, (name, code) in enumerate(premises) if _REWRITES_RE.match(code))
         for rank, name in itertools.islice(equations, templated):
-            pool[f"rw [← {name}]"] += REVERSED / (1 + rank)
+            pool[REVERSED_TEMPLATE.format(name)] += REVERSED / (1 + rank)
         # The retriever's premises first (those the goal is about), else the neighbours'.
         unfolded = _simp_set(premises, SIMP_PREMISES) or [name for name, _ in best][:SIMP_PREMISES]
         lemmas = _simp_set([p for p in premises if _LEMMA_RE.match(p[1])], SIMP_PREMISES)
@@ -581,12 +584,10 @@ def declaration_keyword(code: str) -> str:
 def template_use(tactic: str) -> tuple[str, str] | None:
     """The premise template ``tactic`` instantiates (``exact {}``, ``rw [← {}]``, ...) and the
     premise it names, or None for a tactic of another form."""
-    found = _TEMPLATE_USE_RE.fullmatch(tactic)
-    if found is None:
-        return None
-    if found.group("head"):
-        return f"{found.group('head')} {{}}", found.group("name")
-    return f"{found.group('list')}{{}}]", found.group("item")
+    for template, pattern in _TEMPLATE_USES:
+        if found := pattern.fullmatch(tactic):
+            return template, found.group(1)
+    return None
 
 
 def structural(view: GoalView, premises: Sequence[str], lemmas: Sequence[str] = ()) -> list[tuple[str, float]]:
@@ -1106,12 +1107,11 @@ class SuggesterEpisode:
         tactic, and for a name no premise given so far has (a local: ``exact h`` where ``h``'s
         type is the target proves whatever ``exact`` did before)."""
         use = template_use(tactic)
-        kind = None if use is None else self._kinds.get(use[1])
-        return None if use is None or kind is None else (use[0], kind)
+        if use is None or use[1] not in self._kinds:
+            return None
+        return use[0], self._kinds[use[1]]
 
     def _spent(self, tactic: str) -> bool:
         template = self._template(tactic)
-        if template is None or template not in self._templates:
-            return False
-        run, accepted = self._templates[template]
+        run, accepted = self._templates.get(template, (0, 0)) if template else (0, 0)
         return run >= TEMPLATE_TRIALS and not accepted
