@@ -306,6 +306,19 @@ def test_equations_at_column_one() -> None:
     ]
 
 
+@pytest.mark.parametrize("opener", ["fun", "λ", "match r with"])
+def test_alternatives_in_the_statement_are_no_equations(opener: str) -> None:
+    """The 2021 core library's `ExceptT.run_bind` states a `fun` by alternatives, one per line."""
+    statement = (
+        f"theorem t (r : Option Nat)\n    : (r.bind {opener}\n         | some x => some x\n         | none => none) = r"
+    )
+    thm = _theorem(f"{statement} :=\n  rfl", "t")
+    assert thm.statement == statement
+    assert thm.proof == "rfl"
+    bare = f"theorem u : Option Nat → Option Nat = {opener}\n  | some x => some x\n  | none => none :=\n  rfl"
+    assert _theorem(bare, "u").proof == "rfl"
+
+
 def test_where_clause_is_outside_the_proof() -> None:
     thm = _theorem(
         """

@@ -85,6 +85,9 @@ _PRIORITY = re.compile(r"\s*\(priority\s*:=[^)]*\)")
 _HEADER_STOPS = re.compile(
     r"\n[ \t]*+\||:=|\||w(?<![\w'!?.]w)here(?![\w'!?])|d(?<![\w'!?.]d)eriving(?![\w'!?])|l(?<![\w'!?.]l)et(?![\w'!?])"
 )
+# A `fun`, `λ` or `match ... with` whose alternatives follow (`fun\n  | some x => ...`): the
+# bars at line starts after it, in a header, are its alternatives, not the declaration's equations.
+_ALTERNATIVES = re.compile(r"(?<![\w'!?.])(?:fun|λ|with)\s*\|")
 _COLON_TOKENS = re.compile(r"(?<!:):(?![=:])|[(\[{⟨⦃]|[)\]}⟩⦄]")
 _BARS = re.compile(r"[(\[{⟨⦃]|[)\]}⟩⦄]|(?<![\w'!?.])deriving(?![\w'!?])|\|")
 _OPEN_BRACKETS = "([{⟨⦃"
@@ -561,7 +564,7 @@ def _scan_header(masked: str, pos: int, end: int, *, inline_bar: bool) -> _Heade
                 lets += 1
             elif depth == 0 and token == ":=" and lets:
                 lets -= 1
-            elif depth == 0:
+            elif depth == 0 and not (bar and _ALTERNATIVES.search(masked, pos, t.end())):
                 return _HeaderSplit(t.end() - 1, "|", 0) if bar else _HeaderSplit(t.start(), token, 0)
         t = _HEADER_STOPS.search(masked, t.end(), end)
     depth += _depth(masked, last, end)
