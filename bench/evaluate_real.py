@@ -206,7 +206,12 @@ def main() -> int:
     parser.add_argument("--max-expansions", type=int, default=30)
     parser.add_argument("--candidates", type=int, default=64)
     parser.add_argument("--budgets", default="20,60", help="budgets (s) the table reads Pass@1 at")
-    parser.add_argument("--tactic-timeout", type=float, default=20.0)
+    parser.add_argument(
+        "--tactic-timeout",
+        type=float,
+        default=None,
+        help="seconds per tactic (default: the CLI's, from the time limit)",
+    )
     parser.add_argument("--check-timeout", type=float, default=60.0)
     parser.add_argument(
         "--proof-backend",

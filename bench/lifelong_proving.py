@@ -244,7 +244,12 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=20.0)
     parser.add_argument("--max-expansions", type=int, default=30)
     parser.add_argument("--candidates", type=int, default=64)
-    parser.add_argument("--tactic-timeout", type=float, default=20.0)
+    parser.add_argument(
+        "--tactic-timeout",
+        type=float,
+        default=None,
+        help="seconds per tactic (default: the CLI's, from the time limit)",
+    )
     parser.add_argument("--check-timeout", type=float, default=60.0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

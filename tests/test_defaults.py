@@ -84,11 +84,25 @@ def _repl_timeout() -> float:
         pytest.param(lambda: ServerCheckBackend().timeout, id="server"),
         pytest.param(_repl_timeout, id="repl"),
         pytest.param(lambda: DojoBackend().timeout, id="dojo"),
-        pytest.param(lambda: ProvingConfig().tactic_timeout, id="proving"),
+        pytest.param(lambda: ProvingConfig().tactic_seconds, id="proving"),
     ],
 )
 def test_every_backend_cuts_a_tactic_at_the_same_default(timeout) -> None:
     assert timeout() == TACTIC_TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("options", "seconds"),
+    [
+        pytest.param([], TACTIC_TIMEOUT, id="default-limit"),
+        pytest.param(["--time-limit", "20"], 5.0, id="a-quarter-of-a-short-limit"),
+        pytest.param(["--time-limit", "20", "--tactic-timeout", "8"], 8.0, id="set"),
+    ],
+)
+def test_a_tactic_gets_a_quarter_of_the_time_limit_unless_set(options: list[str], seconds: float) -> None:
+    config = proving_config(_parsed(["prove", *options]))
+    assert config.tactic_seconds == seconds
+    assert config.identity()["tactic_timeout"] == seconds
 
 
 # The names data directories on disk hold their contents under: a changed name would lose them.

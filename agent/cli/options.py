@@ -10,10 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.generators.premises import PREMISES_PER_GOAL
-from agent.proving.config import ProvingConfig
+from agent.proving.config import TACTIC_SHARE, ProvingConfig
 from agent.search.tree import CANDIDATES_PER_EXPANSION, SearchConfig
 from lean_env.errors import UserInputError
 from lean_env.interactive.choice import ProofBackendChoice
+from lean_env.interactive.interface import TACTIC_TIMEOUT
 from lean_env.interactive.repl.pool import Recycling
 from lean_env.lean.build import DEFAULT_BUILD_TIMEOUT
 from lean_env.proofs.final_check import DEFAULT_TIMEOUT as FINAL_CHECK_TIMEOUT
@@ -478,9 +479,9 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
     parser.add_argument(
         "--tactic-timeout",
         type=positive_seconds,
-        default=_PROVING.tactic_timeout,
+        default=None,
         metavar="S",
-        help=f"seconds per tactic (default: {_PROVING.tactic_timeout:g})",
+        help=f"seconds per tactic (default: {TACTIC_SHARE:.0%} of --time-limit, at most {TACTIC_TIMEOUT:g})",
     )
     check_timeout_option(parser)
     build_options(parser, before="proving it")

@@ -44,6 +44,7 @@ from typing import ClassVar
 from lean_env.errors import BackendError
 from lean_env.interactive.batch import batch_file, batchable, needs_confirming
 from lean_env.interactive.interface import (
+    OPEN_TIMEOUT,
     TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
@@ -292,14 +293,16 @@ class FileCheckSession(GuardedSession[Prefix]):
         self._release()
 
     def _start(self) -> TacticState:
-        first = self._submit(())
+        # Opening is not a tactic: the tactic timeout does not cut it (only the attempt's budget).
+        first = self._submit((), timeout=OPEN_TIMEOUT)
         for _ in range(self._runner.workers - 1):
-            self._submit(())  # the other workers elaborate the file up to the theorem meanwhile
+            # The other workers elaborate the file up to the theorem meanwhile.
+            self._submit((), timeout=OPEN_TIMEOUT)
         run = first.result()
         if run.timed_out:
             raise FileCheckError(
-                f"Lean took more than {self._timeout:g}s to elaborate {self.theorem.path} up to "
-                f"theorem {self.theorem.full_name}; raise the timeout"
+                f"Lean took more than {OPEN_TIMEOUT:g}s, or the attempt's time, to elaborate "
+                f"{self.theorem.path} up to theorem {self.theorem.full_name}"
             )
         if says_undeclared(run.probe_diagnostics):
             log.warning("the file check cannot find %s by its name: it will not see it dropped", self.theorem.full_name)
@@ -326,11 +329,13 @@ class FileCheckSession(GuardedSession[Prefix]):
                 self._runner.wait_any()
         return target.result()
 
-    def _submit(self, prefix: Prefix) -> _PendingProbedRun:
+    def _submit(self, prefix: Prefix, *, timeout: float | None = None) -> _PendingProbedRun:
+        """Start the run of ``prefix``, within ``timeout`` seconds (default: the tactic timeout)."""
         text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
         text += "\n\n"
         self._file.write_text(f"{text}{self._probe}\n", encoding="utf-8")
-        return _PendingProbedRun(self._runner.submit(self._file, timeout=self._timeout), position_of(text, len(text)))
+        limit = self._timeout if timeout is None else timeout
+        return _PendingProbedRun(self._runner.submit(self._file, timeout=limit), position_of(text, len(text)))
 
     def _run_batch(self, prefixes: list[Prefix]) -> None:
         """Elaborate ``prefixes`` in one run and keep each verdict, but a "finished" that a

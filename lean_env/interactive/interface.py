@@ -174,6 +174,12 @@ def tactic_outcomes(session: ProofSession, state: TacticState, tactics: Sequence
 # tactic where a proof search would.
 TACTIC_TIMEOUT = 60.0
 
+# Seconds opening a theorem (elaborating its file up to it) may take unless the caller says
+# otherwise. Opening is not a tactic, so the tactic timeout does not cut it: a search may give
+# each tactic a few seconds and still open a theorem late in a long file. Inside an attempt,
+# the attempt's budget cuts it (lean_env.lean.budget).
+OPEN_TIMEOUT = 300.0
+
 
 @runtime_checkable
 class ProofBackend(Protocol):

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from lean_env.closing import ClosesOnExit
 from lean_env.interactive.interface import (
+    OPEN_TIMEOUT,
     TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
@@ -80,8 +81,8 @@ from lean_env.records import Theorem
 logger = logging.getLogger(__name__)
 
 # Seconds the command that opens a theorem (the declarations of its file before it, then its
-# statement) may take, by default.
-COMMAND_TIMEOUT = 300.0
+# statement) may take, by default: as long as any backend's opening.
+COMMAND_TIMEOUT = OPEN_TIMEOUT
 
 _LEAN_ERROR_PREFIX = "Lean error:\n"
 
