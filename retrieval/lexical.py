@@ -22,6 +22,7 @@ import numpy as np
 from lean_env.interactive.interface import hypothesis_names
 from lean_env.records import DeclKind, Premise, Theorem
 from lean_env.syntax.lexer import IDENT_RE, mask
+from lean_env.syntax.reader import DOC_AND_ATTRIBUTES
 from retrieval.corpus import PremiseCorpus
 from retrieval.formats import PremiseCode, PremisesFor
 from retrieval.statements import conclusion, declares_proposition, field_signature, shape, states_fact
@@ -37,7 +38,7 @@ _SYMBOL_RE = re.compile(r"[⁻⁺]?[⁰¹²³⁴-⁹]|[⁻⁺]|[^\w\s()\[\]{}⟨
 _PUNCTUATION = frozenset({":", "⊢", ":=", "|", "=>", "→", "->", "@", "_", "$", "="})
 _LEMMAS = frozenset({DeclKind.THEOREM, DeclKind.LEMMA})
 # A declaration only its own file can name.
-_PRIVATE_RE = re.compile(r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?private\b", re.DOTALL)
+_PRIVATE_RE = re.compile(DOC_AND_ATTRIBUTES + r"private\b", re.DOTALL)
 # A goal's instance hypothesis, as Lean names them (`inst✝¹ : Monad m`).
 _INSTANCE_LINE_RE = re.compile(r"^inst\S* :.*$", re.MULTILINE)
 _ATTRIBUTES_RE = re.compile(r"@\[[^\]]*\]")

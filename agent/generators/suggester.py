@@ -57,6 +57,7 @@ from lean_env.interactive.interface import LeanError, TacticResult, TacticState,
 from lean_env.proofs.text import uses_sorry
 from lean_env.records import RepoTrace, Theorem, TheoremStatus, TracedTactic
 from lean_env.syntax.lexer import IDENT_RE, top_level_at
+from lean_env.syntax.reader import DECLARATION_PREFIX
 from retrieval.formats import PremiseCode
 from retrieval.statements import converse
 
@@ -169,16 +170,12 @@ _SPLITTABLE_RE = re.compile(r"[∧∨∃↔≅∈]")
 # features is scored with them.
 STOP_SHARE = 0.1
 STOP_MIN = 1000
-# What comes before a declaration's keyword: its doc comment, attributes and modifiers.
-_DECLARATION_PREFIX = (
-    r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|nonrec|noncomputable|partial|unsafe)\s+)*"
-)
 # A premise's code that states a lemma (one to rewrite with, not a definition to unfold).
-_LEMMA_RE = re.compile(_DECLARATION_PREFIX + r"(?:theorem|lemma)\b", re.DOTALL)
+_LEMMA_RE = re.compile(DECLARATION_PREFIX + r"(?:theorem|lemma)\b", re.DOTALL)
 # A lemma that can rewrite: an equation or an iff in its statement.
 _REWRITES_RE = re.compile(_LEMMA_RE.pattern + r".*?(?:\s=\s|↔)", re.DOTALL)
 # A declaration's keyword.
-_KEYWORD_RE = re.compile(_DECLARATION_PREFIX + r"(\w+)", re.DOTALL)
+_KEYWORD_RE = re.compile(DECLARATION_PREFIX + r"(\w+)", re.DOTALL)
 # Each premise template (TEMPLATES, REVERSED_TEMPLATE), and what its tactics match: the
 # template with a premise's name in place of `{}`.
 _TEMPLATE_USES = tuple(

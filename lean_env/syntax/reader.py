@@ -33,6 +33,11 @@ from lean_env.syntax.lexer import (
 from lean_env.syntax.names import Scope
 
 _MODIFIERS = r"(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped(?:\[[^\]\n]*\])?|local)"
+# What may precede a declaration's `private` (a declaration's visibility is its first
+# modifier): its doc comment and one attribute list. A declaration's code begins so.
+DOC_AND_ATTRIBUTES = r"\s*(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?"
+# Everything before a declaration's keyword (`theorem`, `def`, ...); with re.DOTALL.
+DECLARATION_PREFIX = DOC_AND_ATTRIBUTES + rf"(?:{_MODIFIERS}\s+)*"
 _ATTRIBUTE = r"@\[(?:[^\[\]]|\[[^\[\]]*\])*\]"
 _DECL_KEYWORDS = {
     "theorem": DeclKind.THEOREM,
