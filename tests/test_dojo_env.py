@@ -13,6 +13,7 @@ from lean_env.interactive.dojo import (
     DojoOpenError,
 )
 from lean_env.interactive.interface import (
+    OPEN_TIMEOUT,
     LeanError,
     ProofBackend,
     ProofFinished,
@@ -79,7 +80,12 @@ def test_open_builds_a_lean_dojo_theorem_and_maps_the_initial_state(tmp_path):
         assert isinstance(session, ProofSession)
         assert session.initial_state == TacticState(START)
         assert isinstance(session.initial_state.handle, DojoHandle)
-    assert log == [("enter", "Demo.imp_self'", "Demo/Basic.lean", 3), ("exit",)]
+    # Entering is no tactic: LeanDojo reads the initial state within the opening's timeout.
+    assert log == [("enter", "Demo.imp_self'", "Demo/Basic.lean", OPEN_TIMEOUT), ("exit",)]
+    with budget.time_budget(20.0), backend.open(tmp_path, THEOREM) as session:
+        session.run_tactic(session.initial_state, "intro h")
+    assert log[2][3] == 20  # within an attempt, what is left of its budget
+    assert log[3:] == [("run", "intro h"), ("exit",)]
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 from lean_env.errors import BackendError, UserInputError
 from lean_env.interactive.interface import (
+    OPEN_TIMEOUT,
     TACTIC_TIMEOUT,
     LeanError,
     ProofFinished,
@@ -121,8 +122,12 @@ class DojoBackend:
             raise DojoOpenError(f"LeanDojo cannot use {repo_dir} as a git repository: {e}") from e
         target = lean_dojo.Theorem(repo, Path(theorem.path), theorem.full_name)
         dojo_class = self.dojo_class or lean_dojo.Dojo
+        # LeanDojo reads the initial state within the Dojo's timeout: entering elaborates the
+        # file up to the theorem, which is no tactic, so it gets the opening's time (what is left
+        # of the attempt's budget, when entered again after a timeout); each tactic then gets
+        # its own (DojoSession._run).
         session = DojoSession(
-            lambda: dojo_class(target, timeout=max(1, math.ceil(self.timeout))),
+            lambda: dojo_class(target, timeout=max(1, math.ceil(budget.clamp(OPEN_TIMEOUT)))),
             theorem=theorem,
             timeout=self.timeout,
         )
