@@ -60,6 +60,17 @@ def test_help_lists_every_command():
     assert listed == TOP_LEVEL, done.stdout
 
 
+def _every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every command below it."""
+    return [parser, *(p for sub in _subcommands(parser).values() for p in _every_parser(sub))]
+
+
+def test_every_commands_help_renders():
+    """argparse %-formats each option's help: a bare `%` in one breaks that command's --help."""
+    for parser in _every_parser(cli.build_parser()):
+        assert "usage:" in parser.format_help(), parser.prog
+
+
 REPO = ("repos.txt",)
 CHECK = (".", "A.lean", "A.t", "--proof", "rfl")
 

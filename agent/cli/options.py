@@ -481,7 +481,7 @@ def add_prove_options(parser: argparse.ArgumentParser, *, backend_alias: bool) -
         type=positive_seconds,
         default=None,
         metavar="S",
-        help=f"seconds per tactic (default: {TACTIC_SHARE:.0%} of --time-limit, at most {TACTIC_TIMEOUT:g})",
+        help=f"seconds per tactic (default: {TACTIC_SHARE * 100:g}%% of --time-limit, at most {TACTIC_TIMEOUT:g})",
     )
     check_timeout_option(parser)
     build_options(parser, before="proving it")
