@@ -155,6 +155,9 @@ class _Lane:
     runner: FileRunner
     workdir: Path
     closed: bool = False
+    # The longest a session's opening took to reach its theorem: what a check costs on top of
+    # its tactic when Lean elaborates the file again (a `lean` run; a new server).
+    reach_seconds: float = 0.0
 
     def release(self) -> None:
         """A session is done with the lane: closed when a check of it is still running."""
@@ -176,23 +179,29 @@ class FileCheckSession(GuardedSession[Prefix]):
     def __init__(
         self,
         *,
-        runner: FileRunner,
         theorem: Theorem,
         source: str,
         by: Position,
-        workdir: Path,
+        lane: _Lane,
+        owned: bool,
         timeout: float,
         first_batch: int = FIRST_BATCH,
-        release: Callable[[], None],
     ) -> None:
         super().__init__(theorem)
-        self._runner = runner
-        self._release = release  # what closing the session does with the runner and the directory
+        self._runner = lane.runner
+        self._lane = lane
+        # What closing the session does with the runner and the directory.
+        self._release = lane.close if owned else lane.release
         self._first_batch = first_batch
         # The file text up to the end of the theorem: declarations after it cannot affect it.
         self._source = source
-        self._file = workdir / Path(theorem.path).name
+        self._file = lane.workdir / Path(theorem.path).name
         self._timeout = timeout
+        # Seconds one check may take: the tactic's, plus what reaching the theorem took
+        # (_Lane.reach_seconds). A `lean` run elaborates the file up to the theorem again for
+        # every check, and so does a new language server after a timeout killed the last one:
+        # with a few seconds per tactic, a file slower to reach would time every check out.
+        self._check_timeout = timeout
         # Where the proof's `by` sits in every temporary file (the text before it never changes).
         self._by = by
         self._results: dict[Prefix, TacticResult] = {}
@@ -228,14 +237,13 @@ class FileCheckSession(GuardedSession[Prefix]):
             raise
         by = position_of(with_by, by_offset)
         session = cls(
-            runner=runner,
             theorem=theorem,
             source=source,
             by=by,
-            workdir=lane.workdir,
+            lane=lane,
+            owned=owned,
             timeout=timeout,
             first_batch=first_batch,
-            release=release,
         )
         session.start()
         return session
@@ -299,6 +307,8 @@ class FileCheckSession(GuardedSession[Prefix]):
             # The other workers elaborate the file up to the theorem meanwhile.
             self._submit((), timeout=OPEN_TIMEOUT)
         run = first.result()
+        self._lane.reach_seconds = max(self._lane.reach_seconds, run.run.seconds)
+        self._check_timeout = self._timeout + self._lane.reach_seconds
         if run.timed_out:
             raise FileCheckError(
                 f"Lean took more than {OPEN_TIMEOUT:g}s, or the attempt's time, to elaborate "
@@ -334,7 +344,7 @@ class FileCheckSession(GuardedSession[Prefix]):
         text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
         text += "\n\n"
         self._file.write_text(f"{text}{self._probe}\n", encoding="utf-8")
-        limit = self._timeout if timeout is None else timeout
+        limit = self._check_timeout if timeout is None else timeout
         return _PendingProbedRun(self._runner.submit(self._file, timeout=limit), position_of(text, len(text)))
 
     def _run_batch(self, prefixes: list[Prefix]) -> None:
@@ -346,7 +356,7 @@ class FileCheckSession(GuardedSession[Prefix]):
         if batch is None:
             return
         self._file.write_text(batch.text, encoding="utf-8")
-        run = self._runner.run(self._file, timeout=self._timeout)
+        run = self._runner.run(self._file, timeout=self._check_timeout)
         if run.timed_out:
             log.debug("a batch of %d tactics ran out of time; each runs alone", len(prefixes))
             return
