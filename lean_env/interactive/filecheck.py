@@ -340,7 +340,8 @@ class FileCheckSession(GuardedSession[Prefix]):
         return target.result()
 
     def _submit(self, prefix: Prefix, *, timeout: float | None = None) -> _PendingProbedRun:
-        """Start the run of ``prefix``, within ``timeout`` seconds (default: the tactic timeout)."""
+        """Start the run of ``prefix``, within ``timeout`` seconds (default: a check's, the
+        tactic timeout plus the file's opening)."""
         text, _ = splice_proof(self._source, self.theorem, tactic_proof(prefix))
         text += "\n\n"
         self._file.write_text(f"{text}{self._probe}\n", encoding="utf-8")
