@@ -188,7 +188,6 @@ class FileCheckSession(GuardedSession[Prefix]):
         first_batch: int = FIRST_BATCH,
     ) -> None:
         super().__init__(theorem)
-        self._runner = lane.runner
         self._lane = lane
         # What closing the session does with the runner and the directory.
         self._release = lane.close if owned else lane.release
@@ -197,11 +196,6 @@ class FileCheckSession(GuardedSession[Prefix]):
         self._source = source
         self._file = lane.workdir / Path(theorem.path).name
         self._timeout = timeout
-        # Seconds one check may take: the tactic's, plus what reaching the theorem took
-        # (_Lane.reach_seconds). A `lean` run elaborates the file up to the theorem again for
-        # every check, and so does a new language server after a timeout killed the last one:
-        # with a few seconds per tactic, a file slower to reach would time every check out.
-        self._check_timeout = timeout
         # Where the proof's `by` sits in every temporary file (the text before it never changes).
         self._by = by
         self._results: dict[Prefix, TacticResult] = {}
@@ -247,6 +241,18 @@ class FileCheckSession(GuardedSession[Prefix]):
         )
         session.start()
         return session
+
+    @property
+    def _runner(self) -> FileRunner:
+        return self._lane.runner
+
+    @property
+    def _check_timeout(self) -> float:
+        """Seconds one check may take: the tactic's, plus what reaching the theorem took
+        (_Lane.reach_seconds). A `lean` run elaborates the file up to the theorem again for
+        every check, and so does a new language server after a timeout killed the last one:
+        with a few seconds per tactic, a file slower to reach would time every check out."""
+        return self._timeout + self._lane.reach_seconds
 
     def _handle(self, handle: object) -> Prefix | None:
         return handle if isinstance(handle, tuple) else None
@@ -308,7 +314,6 @@ class FileCheckSession(GuardedSession[Prefix]):
             self._submit((), timeout=OPEN_TIMEOUT)
         run = first.result()
         self._lane.reach_seconds = max(self._lane.reach_seconds, run.run.seconds)
-        self._check_timeout = self._timeout + self._lane.reach_seconds
         if run.timed_out:
             raise FileCheckError(
                 f"Lean took more than {OPEN_TIMEOUT:g}s, or the attempt's time, to elaborate "
