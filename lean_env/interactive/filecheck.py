@@ -80,7 +80,8 @@ class FileCheckBackend:
 
     name: ClassVar[str] = "file"
 
-    # Seconds one `lean FILE` run (one tactic step) may take before it counts as a timeout.
+    # Seconds one tactic may take before it counts as a timeout (a check gets this plus what
+    # reaching the theorem took: FileCheckSession._check_timeout).
     timeout: float = TACTIC_TIMEOUT
     # Finds lean/lake for a project directory; tests and benchmarks substitute their own.
     runner_factory: Callable[[Path], FileRunner] = LeanRunner.for_project
